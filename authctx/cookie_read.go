@@ -153,3 +153,24 @@ func decodeSessionValue(v string) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// lenientSessionCookies picks the session cookie (and its chunks) out of
+// raw Cookie headers without net/http's value checks, which drop values
+// holding '"' — the legacy plain-JSON session format.
+func lenientSessionCookies(headers []string, name string) []*http.Cookie {
+	var out []*http.Cookie
+	for _, h := range headers {
+		for part := range strings.SplitSeq(h, ";") {
+			part = strings.TrimSpace(part)
+			k, v, ok := strings.Cut(part, "=")
+			if !ok || (k != name && !strings.HasPrefix(k, name+".")) {
+				continue
+			}
+			if len(out) >= maxCookieChunks+1 {
+				return out
+			}
+			out = append(out, &http.Cookie{Name: k, Value: v})
+		}
+	}
+	return out
+}

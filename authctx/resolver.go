@@ -333,7 +333,11 @@ func (rv *Resolver) Resolve(r *http.Request) Result {
 		}
 	}
 	if rv.cookieName != "" && res.RequestCookies != nil {
-		if sess, ok := ReadSessionCookie(res.RequestCookies, rv.cookieName); ok {
+		sess, ok := ReadSessionCookie(res.RequestCookies, rv.cookieName)
+		if !ok {
+			sess, ok = ReadSessionCookie(lenientSessionCookies(r.Header["Cookie"], rv.cookieName), rv.cookieName)
+		}
+		if ok {
 			res.Source = SourceCookie
 			res.Auth = rv.cookie(r, &res, sess)
 			return res
