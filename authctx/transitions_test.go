@@ -111,9 +111,11 @@ func TestSeedSection3(t *testing.T) {
 			wantStatus: 401, wantCode: problem.CodeTokenInvalid,
 		},
 		{
-			name:     "verified token fails the claims schema: invalid/claims naming paths, not values",
-			cfg:      func(c *Config) { c.Claims = schema },
-			build:    func(b *bundle) *http.Request { return bearerReq(b.token(map[string]any{"tenant_id": "secret-value-xyz"})) },
+			name: "verified token fails the claims schema: invalid/claims naming paths, not values",
+			cfg:  func(c *Config) { c.Claims = schema },
+			build: func(b *bundle) *http.Request {
+				return bearerReq(b.token(map[string]any{"tenant_id": "secret-value-xyz"}))
+			},
 			wantKind: KindInvalid, wantReason: ReasonClaims, wantSource: SourceBearer,
 			wantStatus: 401, wantCode: problem.CodeClaimsInvalid,
 			check: func(t *testing.T, b *bundle, res Result) {
