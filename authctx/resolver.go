@@ -333,17 +333,25 @@ func (rv *Resolver) Resolve(r *http.Request) Result {
 		}
 	}
 	if rv.cookieName != "" && res.RequestCookies != nil {
-		sess, ok := ReadSessionCookie(res.RequestCookies, rv.cookieName)
-		if !ok {
-			sess, ok = ReadSessionCookie(lenientSessionCookies(r.Header["Cookie"], rv.cookieName), rv.cookieName)
-		}
-		if ok {
-			res.Source = SourceCookie
-			res.Auth = rv.cookie(r, &res, sess)
-			return res
-		}
+		return rv.resolveCookie(r, res)
 	}
 	res.Source, res.Auth = SourceNone, Anon(ReasonNone)
+	return res
+}
+
+// resolveCookie is the cookie step of Resolve (kept apart so the hot
+// Bearer path does not move its Result to the heap).
+func (rv *Resolver) resolveCookie(r *http.Request, res Result) Result {
+	sess, ok := ReadSessionCookie(res.RequestCookies, rv.cookieName)
+	if !ok {
+		sess, ok = ReadSessionCookie(lenientSessionCookies(r.Header["Cookie"], rv.cookieName), rv.cookieName)
+	}
+	if !ok {
+		res.Source, res.Auth = SourceNone, Anon(ReasonNone)
+		return res
+	}
+	res.Source = SourceCookie
+	res.Auth = rv.cookie(r, &res, sess)
 	return res
 }
 
