@@ -220,11 +220,9 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		v.kf = kf
 		if firstErr == nil {
 			keys, err := kf.Storage().KeyReadAll(ctx)
-			if err == nil && !hasAsymmetric(keys) {
+			if err == nil && !hasAsymmetric(keys) && len(cfg.JWKS) == 0 {
 				cancel()
-				if cfg.LegacyJWTSecret != "" || len(keys) == 0 {
-					return nil, fmt.Errorf("%w (the JWKS at %s lists no ES256/RS256 key)", ErrLegacySecret, cfg.JWKSURL)
-				}
+				return nil, fmt.Errorf("%w (the JWKS at %s lists no ES256/RS256 key)", ErrLegacySecret, cfg.JWKSURL)
 			}
 		}
 	}

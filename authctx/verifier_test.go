@@ -3,6 +3,7 @@ package authctx
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -221,5 +222,28 @@ func TestPreParse(t *testing.T) {
 	}
 	if _, err := PreParse(good, 10); !errors.Is(err, ErrTokenMalformed) {
 		t.Errorf("size cap not applied")
+	}
+}
+
+func TestJWKSUnreachableAtStartLoadsLater(t *testing.T) {
+	t.Parallel()
+	testKeys(t)
+	srv := newJWKSServer(t, []byte(`not json`)) // broken at construction
+	rv, err := New(Config{ProjectURL: srv.URL, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("a JWKS fetch failure at start must not fail construction: %v", err)
+	}
+	defer rv.Close()
+	srv.set(jwksJSON(ecJWK(ecKey, kidEC)))
+	if a := rv.Resolve(bearerReq(signES(t, ecKey, kidEC, userClaims(nil)))).Auth; a.Kind != KindUser {
+		t.Fatalf("after the JWKS recovered: %s %v", a.Kind, a.Err)
+	}
+	if n := srv.hits.Load(); n != 2 {
+		t.Fatalf("JWKS requests %d, want 2", n)
+	}
+	// An oct-only JWKS (legacy project) fails construction.
+	oct := newJWKSServer(t, []byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0","alg":"HS256","kid":"h"}]}`))
+	if _, err := New(Config{ProjectURL: oct.URL}); !errors.Is(err, ErrLegacySecret) {
+		t.Fatalf("oct-only JWKS: %v", err)
 	}
 }
