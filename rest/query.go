@@ -78,8 +78,12 @@ func (r *Resource) parseList(q url.Values) (*ListQuery, error) {
 			hasKey = true
 		}
 	}
-	if !hasKey {
-		lq.Order = append(lq.Order, OrderTerm{Column: r.key.Name})
+	if !hasKey { // the key breaks ties, in the direction of the last term
+		kt := OrderTerm{Column: r.key.Name}
+		if n := len(lq.Order); n > 0 {
+			kt.Desc = lq.Order[n-1].Desc
+		}
+		lq.Order = append(lq.Order, kt)
 	}
 	// Filters in a stable order: SQL text and cursor binding do not
 	// depend on map iteration.

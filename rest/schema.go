@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -60,7 +61,9 @@ func (v *validator) sub() {
 }
 
 // check validates instance and returns the failing paths, nil when valid.
+// Numbers may be json.Number (decoded with UseNumber).
 func (v *validator) check(instance any) []problem.FieldError {
+	instance = plainNumbers(instance)
 	if v.rs.Validate(instance) == nil {
 		return nil
 	}
@@ -121,6 +124,35 @@ func (v *validator) walkObject(path string, obj map[string]any, out *[]problem.F
 			pv.walk(path+"/"+pointerEscape(k), obj[k], out)
 		}
 	}
+}
+
+// plainNumbers returns a copy of a decoded JSON value with json.Number
+// replaced by int64 or float64: the validator reads json.Number as a
+// string. The copy is used for validation only; values keep every digit.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	case Row:
+		return plainNumbers(map[string]any(x))
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = plainNumbers(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plainNumbers(e)
+		}
+		return out
+	}
+	return v
 }
 
 func isFalseSchema(s *jsonschema.Schema) bool {
