@@ -163,15 +163,15 @@ func TestParseListErrors(t *testing.T) {
 func TestInList(t *testing.T) {
 	t.Parallel()
 	cases := map[string][]string{
-		"()":                 {},
-		"(a)":                {"a"},
-		"(a,b)":              {"a", "b"},
-		`("a,b",c)`:          {"a,b", "c"},
-		`("a\"b",c)`:         {`a"b`, "c"},
-		`("(x)")`:            {"(x)"},
-		"(,)":                {"", ""},
-		`(a"b)`:              {`a"b`},
-		`("it's",'x')`:       {"it's", "'x'"},
+		"()":                {},
+		"(a)":               {"a"},
+		"(a,b)":             {"a", "b"},
+		`("a,b",c)`:         {"a,b", "c"},
+		`("a\"b",c)`:        {`a"b`, "c"},
+		`("(x)")`:           {"(x)"},
+		"(,)":               {"", ""},
+		`(a"b)`:             {`a"b`},
+		`("it's",'x')`:      {"it's", "'x'"},
 		`("1);drop table")`: {"1);drop table"},
 	}
 	for in, want := range cases {
