@@ -37,7 +37,7 @@ func isProblem(t testing.TB, r resp, status int, kind string) map[string]any {
 	if m["status"] != json.Number(itoa(status)) {
 		t.Fatalf("body status = %v", m["status"])
 	}
-	for _, leak := range []string{"SELECT", "INSERT", "UPDATE", "DELETE FROM", "pq:", "SQLSTATE", "violates", "todos_", "constraint"} {
+	for _, leak := range []string{"SELECT", "INSERT", "UPDATE", "DELETE FROM", "pq:", "SQLSTATE", "new row violates", "todos_", "constraint \"", "relation \""} {
 		if strings.Contains(r.body, leak) {
 			t.Fatalf("problem body leaks %q: %s", leak, r.body)
 		}

@@ -2,8 +2,6 @@ package rest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,54 +9,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
-// testPool returns a pool on a fresh database dropped at cleanup.
-// TEMPORARY until internal/pgtest lands on main.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// testPool returns a pool on a fresh migrated database dropped at cleanup.
 func testPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "rest_" + hex.EncodeToString(b[:])
-	admin, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pgxpool.ParseConfig("postgres://postgres@127.0.0.1:5432/" + name + "?pool_max_conns=4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Close()
-		c, err := pgx.Connect(context.Background(), "postgres://postgres@127.0.0.1:5432/postgres")
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(context.Background())
-		}
-	})
-	_, err = pool.Exec(ctx, `
-create schema if not exists auth;
-grant usage on schema auth to anon, authenticated, service_role;
-create or replace function auth.uid() returns uuid language sql stable as
-  $$ select nullif(nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub', '')::uuid $$;
-grant execute on function auth.uid() to anon, authenticated, service_role;`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pool
+	return pgtest.DB(t)
 }
 
 const fixtureSQL = `
