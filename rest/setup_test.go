@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -172,3 +173,9 @@ func do(t testing.TB, s *httptest.Server, method, path, who, body string, hdr ..
 }
 
 func (r resp) String() string { return fmt.Sprintf("%d %s", r.status, r.body) }
+
+func newNumberDecoder(s string) *json.Decoder {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	return dec
+}
