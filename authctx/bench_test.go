@@ -3,6 +3,7 @@ package authctx
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -71,5 +72,29 @@ func BenchmarkResolve(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+	// Both paths alternate in one loop so load from other processes hits
+	// them alike; the metric cold/bare is the ratio of their total times.
+	b.Run("cold_vs_bare_interleaved", func(b *testing.B) {
+		r := bearerReq(tok)
+		p := jwt.NewParser(jwt.WithValidMethods([]string{"ES256"}), jwt.WithExpirationRequired())
+		key := &ecKey.PublicKey
+		kf := func(*jwt.Token) (any, error) { return key, nil }
+		var coldT, bareT time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			if cold.rv.Resolve(r).Auth.Kind != KindUser {
+				b.Fatal("not a user")
+			}
+			t1 := time.Now()
+			if _, err := p.ParseWithClaims(tok, jwt.MapClaims{}, kf); err != nil {
+				b.Fatal(err)
+			}
+			bareT += time.Since(t1)
+			coldT += t1.Sub(t0)
+		}
+		b.ReportMetric(float64(coldT)/float64(bareT), "cold/bare")
+		b.ReportMetric(float64(coldT.Nanoseconds())/float64(b.N), "cold-ns/op")
+		b.ReportMetric(float64(bareT.Nanoseconds())/float64(b.N), "bare-ns/op")
 	})
 }
