@@ -12,8 +12,9 @@ const DefaultMemoSize = 16384
 const memoShards = 16
 
 // memo remembers the resolved state of verified tokens until their exp
-// (plus clock skew). It is keyed by a maphash of the token and checks the
-// full token on a hit, so a hash collision is a miss, never a mix-up. Each
+// (plus clock skew). It is keyed by a maphash of the token's signature end
+// and checks the full token on a hit, so a hash collision is a miss (the
+// newer token replaces the older entry), never a mix-up. Each
 // shard is an LRU guarded by its own mutex; a hit allocates nothing.
 type memo struct {
 	seed   maphash.Seed
@@ -57,8 +58,18 @@ func newMemo(size int) *memo {
 	return m
 }
 
+// hashKey hashes the token's last 64 bytes: they lie in the signature,
+// which differs between any two tokens, so the hash costs the same for a
+// 1 KiB token as for a small one. A hit still compares the whole token.
+func (m *memo) hashKey(token string) uint64 {
+	if len(token) > 64 {
+		token = token[len(token)-64:]
+	}
+	return maphash.String(m.seed, token)
+}
+
 func (m *memo) get(token string, now time.Time) (Auth, bool) {
-	h := maphash.String(m.seed, token)
+	h := m.hashKey(token)
 	s := &m.shards[h%memoShards]
 	s.mu.Lock()
 	e, ok := s.items[h]
@@ -79,7 +90,7 @@ func (m *memo) get(token string, now time.Time) (Auth, bool) {
 }
 
 func (m *memo) put(token string, a Auth, until time.Time) {
-	h := maphash.String(m.seed, token)
+	h := m.hashKey(token)
 	s := &m.shards[h%memoShards]
 	s.mu.Lock()
 	defer s.mu.Unlock()

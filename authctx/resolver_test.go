@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,5 +171,28 @@ func TestJWKWithoutAlgStillChecksKeyType(t *testing.T) {
 	}
 	if a := rv.Resolve(bearerReq(signES(t, ecKey, kidRSA, userClaims(nil)))).Auth; a.Kind != KindInvalid {
 		t.Fatalf("ES256 header on an RSA key: %s", a.Kind)
+	}
+}
+
+func TestMemoComparesWholeToken(t *testing.T) {
+	t.Parallel()
+	m := newMemo(64)
+	sig := strings.Repeat("s", 64)
+	a, forged := "header.payload-a."+sig, "header.payload-b."+sig
+	m.put(a, Service("a"), time.Now().Add(time.Hour))
+	if got, ok := m.get(a, time.Now()); !ok || got.KeyName != "a" {
+		t.Fatalf("hit: %v %v", got, ok)
+	}
+	if _, ok := m.get(forged, time.Now()); ok {
+		t.Fatalf("a token sharing the signature end hit the memo")
+	}
+	if _, ok := m.get(a, time.Now().Add(2*time.Hour)); ok {
+		t.Fatalf("an expired entry hit")
+	}
+	if m.len() != 0 {
+		t.Fatalf("expired entry not removed")
+	}
+	if newMemo(-1) != nil {
+		t.Fatalf("negative size must disable the memo")
 	}
 }
