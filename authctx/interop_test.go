@@ -36,16 +36,17 @@ type ssrOutput struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
 	} `json:"cookies"`
-	Headers  map[string]string `json:"headers"`
-	Requests []string          `json:"requests"`
+	SetCookie []string          `json:"set_cookie"`
+	Headers   map[string]string `json:"headers"`
+	Requests  []string          `json:"requests"`
 }
 
 // writeSSRSession has the real @supabase/ssr server client store a session
 // whose access token is tok, and returns the cookies it set.
-func writeSSRSession(t *testing.T, node, projectURL, tok string, exp int64, bio string) ssrOutput {
+func writeSSRSession(t *testing.T, node, projectURL, tok string, exp int64, bio, encoding string) ssrOutput {
 	t.Helper()
 	in, _ := json.Marshal(map[string]any{"url": projectURL, "key": "sb_publishable_TESTKEY", "access_token": tok,
-		"expires_at": exp, "user_id": testUserID, "bio": bio})
+		"expires_at": exp, "user_id": testUserID, "bio": bio, "encoding": encoding})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "ssr-write-session.mjs")
@@ -81,19 +82,22 @@ func TestSSRCookieInterop(t *testing.T) {
 	}
 	exp := time.Now().Add(time.Hour).Unix()
 	for _, tc := range []struct {
-		name   string
-		bio    string
-		chunks int // exact for 1, minimum otherwise
+		name     string
+		bio      string
+		encoding string
+		chunks   int // exact for 1, minimum otherwise
 	}{
-		{"single cookie", "", 1},
-		{"chunked", strings.Repeat("x", 1000), 2},
-		{"many chunks", strings.Repeat("y", 6000), 5},
+		{"single cookie", "", "base64url", 1},
+		{"chunked", strings.Repeat("x", 1000), "base64url", 2},
+		{"many chunks", strings.Repeat("y", 6000), "base64url", 5},
+		{"raw encoding (URI-encoded JSON)", "", "raw", 1},
+		{"raw encoding chunked", strings.Repeat("z", 1500), "raw", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The token itself carries the metadata too, as GoTrue's does.
 			tok := signES(t, ecKey, kidEC, userClaims(map[string]any{"exp": exp,
 				"user_metadata": map[string]any{"bio": tc.bio}}))
-			out := writeSSRSession(t, node, projectURL, tok, exp, tc.bio)
+			out := writeSSRSession(t, node, projectURL, tok, exp, tc.bio, tc.encoding)
 			if (tc.chunks == 1 && len(out.Cookies) != 1) || len(out.Cookies) < tc.chunks {
 				names := []string{}
 				for _, c := range out.Cookies {
@@ -104,16 +108,27 @@ func TestSSRCookieInterop(t *testing.T) {
 			if tc.chunks > 1 {
 				t.Logf("@supabase/ssr wrote %d chunks", len(out.Cookies))
 			}
-			if !strings.HasPrefix(out.Cookies[0].Value, "base64-") {
+			if tc.encoding == "base64url" && !strings.HasPrefix(out.Cookies[0].Value, "base64-") {
 				t.Fatalf("first cookie is not base64- encoded")
 			}
+			// Send back what a browser would: the values of the Set-Cookie
+			// lines @supabase/ssr rendered, in one Cookie header.
 			r := httptest.NewRequest("GET", "/", nil)
-			for _, c := range out.Cookies {
-				r.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+			var pairs []string
+			for _, line := range out.SetCookie {
+				c, err := http.ParseSetCookie(line)
+				if err != nil {
+					t.Fatalf("Set-Cookie %q: %v", line, err)
+				}
+				if c.MaxAge < 0 || c.Value == "" {
+					continue
+				}
 				if tc.chunks > 1 && !strings.HasPrefix(c.Name, rv.CookieName()+".") {
 					t.Errorf("chunk name %q", c.Name)
 				}
+				pairs = append(pairs, c.Name+"="+c.Value)
 			}
+			r.Header.Set("Cookie", "theme=dark; "+strings.Join(pairs, "; "))
 			res := rv.Resolve(r)
 			if res.Auth.Kind != KindUser || res.Source != SourceCookie {
 				t.Fatalf("resolved %s/%s from %s (%v)", res.Auth.Kind, res.Auth.Reason, res.Source, res.Auth.Err)

@@ -2,10 +2,12 @@
 // way an app's sign-in route would, and prints the cookies it set.
 //
 // Input (stdin, JSON): {"url", "key", "access_token", "expires_at",
-//   "user_id", "bio"}. GoTrue is not running: fetch is mocked to answer
+//   "user_id", "bio", "encoding"} (encoding: "base64url", the default, or "raw"). GoTrue is not running: fetch is mocked to answer
 // the password grant with a session carrying the given access token.
-// Output (stdout, JSON): {"cookies":[{"name","value"}], "headers":{…}}.
-import { createServerClient } from '@supabase/ssr'
+// Output (stdout, JSON): {"cookies":[{"name","value"}], "set_cookie":[…],
+//   "headers":{…}}; set_cookie holds the Set-Cookie header lines as
+//   @supabase/ssr's serializeCookieHeader renders them.
+import { createServerClient, serializeCookieHeader } from '@supabase/ssr'
 
 const input = JSON.parse(await new Promise((resolve) => {
   let data = ''
@@ -59,6 +61,7 @@ const supabase = createServerClient(input.url, input.key, {
   global: { fetch: mockFetch },
   // Node 20 has no global WebSocket; realtime is never used here.
   realtime: { transport: class NoWebSocket {} },
+  cookieEncoding: input.encoding || 'base64url',
 })
 
 const { error } = await supabase.auth.signInWithPassword({ email: 'a@example.com', password: 'pw' })
@@ -70,6 +73,7 @@ if (error) {
 await new Promise((r) => setTimeout(r, 50))
 process.stdout.write(JSON.stringify({
   cookies: written.filter((c) => c.value !== '').map((c) => ({ name: c.name, value: c.value })),
+  set_cookie: written.map((c) => serializeCookieHeader(c.name, c.value, c.options)),
   headers,
   requests,
 }))
