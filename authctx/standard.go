@@ -17,8 +17,11 @@ type StandardClaims struct {
 
 // Membership is one scoped membership of [StandardClaims].
 type Membership struct {
-	Scope string   `json:"scope"`
-	ID    string   `json:"id"`
+	// Scope names the kind of thing the membership is in (e.g. "org").
+	Scope string `json:"scope"`
+	// ID identifies that thing.
+	ID string `json:"id"`
+	// Roles are the caller's roles in it.
 	Roles []string `json:"roles"`
 }
 
