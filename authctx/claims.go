@@ -32,6 +32,8 @@ import (
 //     z.strictObject). Schemas inferred from Go structs strip.
 //
 // A failure names the failing JSON Pointer paths and never the values.
+// Subschemas reached through $ref are validated (by google/jsonschema-go)
+// but not shaped, and their failures are reported at the root path.
 type ClaimsSchema struct {
 	root     *node
 	resolved *jsonschema.Resolved

@@ -84,3 +84,31 @@ func ExampleAdmit() {
 	// true
 	// 401 CLAIMS_INVALID
 }
+
+// ExampleClaimsOf types claims with a Go struct: the schema output is
+// merged over the token payload one level deep.
+func ExampleClaimsOf() {
+	type TeamClaims struct {
+		AppMetadata struct {
+			Team string `json:"team"`
+		} `json:"app_metadata"`
+	}
+	schema := authctx.MustClaimsOf[TeamClaims]()
+
+	payload := authctx.Claims{
+		"sub":          "11111111-1111-4111-8111-111111111111",
+		"app_metadata": map[string]any{"provider": "email", "team": "blue"},
+	}
+	merged, err := schema.Apply(payload)
+	fmt.Println(merged["sub"], merged["app_metadata"], err)
+
+	typed, _ := authctx.TypedClaims[TeamClaims](authctx.NewUser(merged, "token", nil))
+	fmt.Println(typed.AppMetadata.Team)
+
+	_, err = schema.Apply(authctx.Claims{"sub": "x", "app_metadata": map[string]any{"team": 7}})
+	fmt.Println(err)
+	// Output:
+	// 11111111-1111-4111-8111-111111111111 map[team:blue] <nil>
+	// blue
+	// authctx: claims failed the schema: /app_metadata/team must be of type string
+}
