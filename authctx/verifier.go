@@ -36,6 +36,10 @@ const (
 	DefaultJWKSRefreshInterval = 10 * time.Minute
 	// MaxActorDepth bounds the nesting of RFC 8693 act claims.
 	MaxActorDepth = 8
+	// MaxClockSkew is the largest ClockSkew a verifier accepts.
+	MaxClockSkew = 5 * time.Minute
+	// MaxTokenBytesLimit is the largest MaxTokenBytes a verifier accepts.
+	MaxTokenBytesLimit = 1 << 20
 )
 
 // Verification errors. A [*Verifier] wraps one of them in every error it
@@ -90,8 +94,8 @@ type VerifierConfig struct {
 	// DefaultJWKSRefreshInterval, negative disables background refresh.
 	RefreshInterval time.Duration
 	// UnknownKIDRefreshEvery bounds re-fetches caused by unknown kids; zero
-	// means DefaultUnknownKIDRefreshEvery. A request never waits for the
-	// limiter: when no refresh is allowed, the token simply fails.
+	// means DefaultUnknownKIDRefreshEvery. A request waits for the limiter
+	// at most 100 ms: when no refresh is allowed, the token simply fails.
 	UnknownKIDRefreshEvery time.Duration
 	// LegacyJWTSecret is only looked at to explain a misconfiguration: set
 	// alone, construction fails with [ErrLegacySecret].
@@ -138,6 +142,12 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 			return nil, ErrLegacySecret
 		}
 		return nil, ErrNoKeys
+	}
+	if cfg.ClockSkew > MaxClockSkew {
+		return nil, fmt.Errorf("authctx: ClockSkew %v is larger than %v", cfg.ClockSkew, MaxClockSkew)
+	}
+	if cfg.MaxTokenBytes > MaxTokenBytesLimit {
+		return nil, fmt.Errorf("authctx: MaxTokenBytes %d is larger than %d", cfg.MaxTokenBytes, MaxTokenBytesLimit)
 	}
 	v := &Verifier{maxBytes: cfg.MaxTokenBytes, skew: cfg.ClockSkew, now: cfg.Now}
 	if v.maxBytes <= 0 {
@@ -198,9 +208,11 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 			Client:      client,
 			Given:       given,
 			HTTPTimeout: 5 * time.Second,
-			// A request never queues behind the limiter: Wait fails at once
-			// when the next token is further away than this.
-			RateLimitWaitMax:  time.Millisecond,
+			// A request does not queue behind the limiter: Wait fails at
+			// once when the next refresh is further away than this. (Far
+			// below this, a loaded machine could let the deadline pass
+			// before Wait even looks, refusing an allowed refresh.)
+			RateLimitWaitMax:  100 * time.Millisecond,
 			RefreshUnknownKID: rate.NewLimiter(rate.Every(every), 1),
 			RefreshInterval:   interval,
 			RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {

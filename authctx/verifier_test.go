@@ -247,3 +247,31 @@ func TestJWKSUnreachableAtStartLoadsLater(t *testing.T) {
 		t.Fatalf("oct-only JWKS: %v", err)
 	}
 }
+
+func TestConfigBounds(t *testing.T) {
+	t.Parallel()
+	testKeys(t)
+	jwks := jwksJSON(ecJWK(ecKey, kidEC))
+	for name, cfg := range map[string]Config{
+		"skew too large":       {JWKS: jwks, ClockSkew: time.Hour},
+		"token cap too large":  {JWKS: jwks, MaxTokenBytes: 1 << 30},
+		"nil resolver":         {JWKS: jwks, Resolvers: []AuthResolver{nil}},
+		"bad trusted origin":   {JWKS: jwks, TrustedOrigins: []string{"not an origin"}},
+		"project URL w/o host": {JWKS: jwks, ProjectURL: "no-host"},
+		"empty secret key":     {JWKS: jwks, Secret: true, SecretKeys: map[string]string{"default": ""}},
+	} {
+		if rv, err := New(cfg); err == nil {
+			rv.Close()
+			t.Errorf("%s: no error", name)
+		}
+	}
+	// A smaller token cap applies.
+	rv, err := New(Config{JWKS: jwks, MaxTokenBytes: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rv.Close()
+	if a := rv.Resolve(bearerReq(signES(t, ecKey, kidEC, userClaims(nil)))).Auth; a.Kind != KindInvalid {
+		t.Errorf("token over a 256-byte cap: %s", a.Kind)
+	}
+}
