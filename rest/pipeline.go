@@ -426,13 +426,9 @@ func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Context,
 		if err != nil {
 			return err
 		}
-		page := &Page{Items: make([]Row, 0, len(rp.Items)), Count: rp.Count}
-		for _, raw := range rp.Items {
-			row, err := decodeRow(raw)
-			if err != nil {
-				return err
-			}
-			page.Items = append(page.Items, row)
+		page := &Page{Count: rp.Count}
+		if page.Items, err = decodeItems(rp); err != nil {
+			return err
 		}
 		if rp.Next != nil {
 			cur, err := r.signCursor(lq, rp.Next)
@@ -491,19 +487,25 @@ func (r *Resource) filterRows(c *Ctx, perm string, t *Target, page *Page) error 
 
 // renderPage writes a raw page without decoding its rows.
 func (r *Resource) renderPage(rp *RawPage, lq *ListQuery) ([]byte, error) {
-	n := 40
+	n := len(rp.ItemsJSON) + 40
 	for _, it := range rp.Items {
 		n += len(it) + 1
 	}
 	b := make([]byte, 0, n+128)
-	b = append(b, `{"items":[`...)
-	for i, it := range rp.Items {
-		if i > 0 {
-			b = append(b, ',')
+	b = append(b, `{"items":`...)
+	if rp.ItemsJSON != nil {
+		b = append(b, rp.ItemsJSON...)
+	} else {
+		b = append(b, '[')
+		for i, it := range rp.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, it...)
 		}
-		b = append(b, it...)
+		b = append(b, ']')
 	}
-	b = append(b, `],"next_cursor":`...)
+	b = append(b, `,"next_cursor":`...)
 	if rp.Next != nil {
 		cur, err := r.signCursor(lq, rp.Next)
 		if err != nil {
@@ -685,6 +687,31 @@ func decodeJSON(b []byte) (any, error) {
 		return nil, badBody("The body holds more than one JSON value.")
 	}
 	return v, nil
+}
+
+// decodeItems decodes the rows of a repository page.
+func decodeItems(rp *RawPage) ([]Row, error) {
+	if rp.ItemsJSON != nil {
+		dec := json.NewDecoder(bytes.NewReader(rp.ItemsJSON))
+		dec.UseNumber()
+		var rows []Row
+		if err := dec.Decode(&rows); err != nil {
+			return nil, fmt.Errorf("decode page: %w", err)
+		}
+		if rows == nil {
+			rows = []Row{}
+		}
+		return rows, nil
+	}
+	rows := make([]Row, 0, len(rp.Items))
+	for _, raw := range rp.Items {
+		row, err := decodeRow(raw)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
 
 // decodeRow decodes a row produced by the repository.

@@ -398,90 +398,102 @@ func (tr *tableRepository) orderBy(b *strings.Builder, lq *ListQuery) error {
 	return nil
 }
 
-// List reads limit+1 rows to learn whether more follow; each row comes
-// with the text of its order columns for the cursor.
+// List runs ONE statement: the page (limit+1 rows, to learn whether more
+// follow) is aggregated with json_agg in Postgres, together with the
+// order values of the last row (for the cursor) and, with count=exact, the
+// number of matching rows. Measured on a 50-row page: about half the time
+// of one JSON object per row, and ~30x fewer allocations than decoding
+// typed columns in Go (see json_bench_test.go).
 func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery) (*RawPage, error) {
+	limit := strconv.Itoa(lq.Limit)
+	var order strings.Builder
+	if err := tr.orderBy(&order, lq); err != nil {
+		return nil, err
+	}
 	var b strings.Builder
-	b.Grow(len(tr.selectSQL) + 128)
-	b.WriteString("SELECT ")
-	b.WriteString(tr.jsonExpr)
-	for _, o := range lq.Order {
-		b.WriteString(",t.")
+	b.Grow(512)
+	b.WriteString("SELECT coalesce(json_agg(p.r ORDER BY p.rn) FILTER (WHERE p.rn <= ")
+	b.WriteString(limit)
+	b.WriteString("), '[]'), (json_agg(p.k) FILTER (WHERE p.rn = ")
+	b.WriteString(limit)
+	b.WriteString("))->0, count(*)")
+	args := &sqlArgs{}
+	if lq.Count {
+		b.WriteString(", (SELECT count(*) FROM ")
+		b.WriteString(tr.table)
+		b.WriteString(" t")
+		if err := tr.where(&b, args, lq, false); err != nil {
+			return nil, err
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(" FROM (SELECT row_number() OVER (")
+	b.WriteString(order.String()[1:]) // " ORDER BY ..." without the leading space
+	b.WriteString(") AS rn, r, json_build_array(")
+	for i, o := range lq.Order {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("t.")
 		b.WriteString(tr.byName[o.Column].ident)
 		b.WriteString("::text")
+	}
+	b.WriteString(") AS k FROM (SELECT ")
+	seen := make(map[string]bool, len(tr.sel)+len(lq.Order))
+	first := true
+	add := func(c *column) {
+		if seen[c.Name] {
+			return
+		}
+		seen[c.Name] = true
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.WriteString("t.")
+		b.WriteString(c.ident)
+	}
+	for _, c := range tr.sel {
+		add(c)
+	}
+	for _, o := range lq.Order {
+		add(tr.byName[o.Column])
 	}
 	b.WriteString(" FROM ")
 	b.WriteString(tr.table)
 	b.WriteString(" t")
-	args := &sqlArgs{}
 	if err := tr.where(&b, args, lq, true); err != nil {
 		return nil, err
 	}
-	if err := tr.orderBy(&b, lq); err != nil {
-		return nil, err
-	}
+	b.WriteString(order.String())
 	b.WriteString(" LIMIT ")
 	b.WriteString(strconv.Itoa(lq.Limit + 1))
+	b.WriteString(") t, LATERAL (SELECT ")
+	for i, c := range tr.sel {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("t.")
+		b.WriteString(c.ident)
+	}
+	b.WriteString(") r) p")
 
-	page := &RawPage{}
+	var items, last []byte
+	var n, count int64
+	dest := []any{&items, &last, &n}
 	if lq.Count {
-		var cb strings.Builder
-		cb.WriteString("SELECT count(*) FROM ")
-		cb.WriteString(tr.table)
-		cb.WriteString(" t")
-		cargs := &sqlArgs{}
-		if err := tr.where(&cb, cargs, lq, false); err != nil {
-			return nil, err
-		}
-		var n int64
-		if err := q.QueryRow(ctx, cb.String(), cargs.vals...).Scan(&n); err != nil {
-			return nil, err
-		}
-		page.Count = &n
+		dest = append(dest, &count)
 	}
-
-	rows, err := q.Query(ctx, b.String(), args.vals...)
-	if err != nil {
+	if err := q.QueryRow(ctx, b.String(), args.vals...).Scan(dest...); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	buf := make([]byte, 0, 256*min(lq.Limit, 64))
-	ends := make([]int, 0, min(lq.Limit, 1024))
-	var last [][]byte
-	n := 0
-	for rows.Next() {
-		n++
-		if n > lq.Limit {
-			break
-		}
-		raw := rows.RawValues()
-		buf = append(buf, raw[0]...)
-		ends = append(ends, len(buf))
-		if n == lq.Limit {
-			last = make([][]byte, len(raw)-1)
-			for i, v := range raw[1:] {
-				if v != nil {
-					last[i] = append([]byte(nil), v...)
-				}
-			}
-		}
+	page := &RawPage{ItemsJSON: items}
+	if lq.Count {
+		page.Count = &count
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	page.Items = make([]json.RawMessage, len(ends))
-	start := 0
-	for i, e := range ends {
-		page.Items[i] = buf[start:e:e]
-		start = e
-	}
-	if n > lq.Limit {
-		page.Next = make([]any, len(last))
-		for i, v := range last {
-			if v != nil {
-				page.Next[i] = string(v)
-			}
+	if n > int64(lq.Limit) && last != nil {
+		if err := json.Unmarshal(last, &page.Next); err != nil {
+			return nil, fmt.Errorf("decode cursor values: %w", err)
 		}
 	}
 	return page, nil
