@@ -36,7 +36,7 @@ type Call struct {
 	// Request is the HTTP request when there is one (handed to hooks).
 	Request *http.Request
 	// RequestID names the request in logs and unexpected-error bodies;
-	// generated when empty.
+	// drawn at random when empty and needed.
 	RequestID string
 }
 
@@ -83,9 +83,6 @@ func hookErr(err error) error {
 // logged with the request id and returned as a 500 of kind unexpected
 // that reveals nothing internal.
 func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) {
-	if call.RequestID == "" {
-		call.RequestID = newRequestID()
-	}
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, r.unexpected(call, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
@@ -115,7 +112,7 @@ func (r *Resource) toProblem(call *Call, err error) *problem.Problem {
 	}
 	if p, ok := problem.As(db.Problem(err)); ok {
 		if p.Kind == problem.KindUnexpected {
-			p.RequestID = call.RequestID
+			p.RequestID = call.requestID()
 			r.log.ErrorContext(context.Background(), "rest: unexpected error", "request_id", call.RequestID,
 				"table", r.table, "operation", string(call.Operation), "error", err)
 		}
@@ -125,11 +122,20 @@ func (r *Resource) toProblem(call *Call, err error) *problem.Problem {
 }
 
 func (r *Resource) unexpected(call *Call, err error) *problem.Problem {
-	r.log.Error("rest: unexpected error", "request_id", call.RequestID, "table", r.table,
+	r.log.Error("rest: unexpected error", "request_id", call.requestID(), "table", r.table,
 		"operation", string(call.Operation), "error", err)
 	p := problem.New(problem.KindUnexpected, "The server could not complete the request.").WithCause(err)
 	p.RequestID = call.RequestID
 	return p
+}
+
+// requestID returns the call's request id, drawing one on first use (only
+// hooks and errors need it, so the hot path does not pay for it).
+func (c *Call) requestID() string {
+	if c.RequestID == "" {
+		c.RequestID = newRequestID()
+	}
+	return c.RequestID
 }
 
 func newRequestID() string {
@@ -194,7 +200,7 @@ func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 // newCtx builds the hook context of a call.
 func (r *Resource) newCtx(ctx context.Context, call *Call, caller authctx.Context, q db.Querier) *Ctx {
 	return &Ctx{Context: ctx, DB: q, Table: r.table, Request: call.Request, Caller: caller,
-		Auth: call.Auth, Operation: call.Operation, RequestID: call.RequestID}
+		Auth: call.Auth, Operation: call.Operation, RequestID: call.requestID()}
 }
 
 // permission returns the permission key of an operation or action.
