@@ -62,7 +62,7 @@ func jsonObject(cols []*column) string {
 		b.WriteByte(')')
 		return b.String()
 	}
-	b.WriteString("(SELECT row_to_json(x) FROM (SELECT ")
+	b.WriteString("(SELECT row_to_json(_tg_x.*) FROM (SELECT ")
 	for i, c := range cols {
 		if i > 0 {
 			b.WriteByte(',')
@@ -70,7 +70,7 @@ func jsonObject(cols []*column) string {
 		b.WriteString("t.")
 		b.WriteString(c.ident)
 	}
-	b.WriteString(") x)")
+	b.WriteString(") _tg_x)")
 	return b.String()
 }
 
@@ -455,9 +455,9 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	limit := args.add(int64(lq.Limit))
 	var b strings.Builder
 	b.Grow(512)
-	b.WriteString("SELECT coalesce(json_agg(p.r ORDER BY p.rn) FILTER (WHERE p.rn <= ")
+	b.WriteString("SELECT coalesce(json_agg(_tg_p._tg_json ORDER BY _tg_p._tg_rn) FILTER (WHERE _tg_p._tg_rn <= ")
 	b.WriteString(limit)
-	b.WriteString("), '[]'), (json_agg(p.k) FILTER (WHERE p.rn = ")
+	b.WriteString("), '[]'), (json_agg(_tg_p._tg_key) FILTER (WHERE _tg_p._tg_rn = ")
 	b.WriteString(limit)
 	b.WriteString("))->0, count(*)")
 	if lq.Count {
@@ -471,7 +471,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	}
 	b.WriteString(" FROM (SELECT row_number() OVER (")
 	b.WriteString(order.String()[1:]) // " ORDER BY ..." without the leading space
-	b.WriteString(") AS rn, r, json_build_array(")
+	b.WriteString(") AS _tg_rn, row_to_json(_tg_row.*) AS _tg_json, json_build_array(")
 	for i, o := range lq.Order {
 		if i > 0 {
 			b.WriteByte(',')
@@ -480,7 +480,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 		b.WriteString(tr.byName[o.Column].ident)
 		b.WriteString("::text")
 	}
-	b.WriteString(") AS k FROM (SELECT ")
+	b.WriteString(") AS _tg_key FROM (SELECT ")
 	seen := make(map[string]bool, len(tr.sel)+len(lq.Order))
 	first := true
 	add := func(c *column) {
@@ -519,7 +519,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 		b.WriteString("t.")
 		b.WriteString(c.ident)
 	}
-	b.WriteString(") r) p")
+	b.WriteString(") _tg_row) _tg_p")
 
 	var items, last []byte
 	var n, count int64
