@@ -18,15 +18,8 @@
 -- bucket. The policies are named tablegate_storage:<bucket>:<command>.
 
 -- +goose Up
-create table tablegate.storage_buckets (
-  bucket    text primary key check (length(bucket) between 1 and 200 and bucket !~ '[[:cntrl:]]'),
-  per_user  boolean not null default false,
-  anon_read boolean not null default false
-);
-comment on table tablegate.storage_buckets is
-  'Buckets opted in to tablegate storage policies; change with tablegate.enable_storage_policies/disable_storage_policies.';
-alter table tablegate.storage_buckets enable row level security;
-alter table tablegate.storage_buckets force row level security;
+-- Opted-in buckets are recorded in tablegate.settings under the key
+-- 'storage_bucket:<bucket>' with the value {"per_user": …, "anon_read": …}.
 
 -- storage_policy_name names the policy of one bucket and command, within
 -- Postgres' 63-byte identifier limit (long bucket ids use a hash).
@@ -64,7 +57,7 @@ $$;
 
 -- install_storage_policies installs the policies of one recorded bucket.
 -- +goose StatementBegin
-create function tablegate.install_storage_policies(b tablegate.storage_buckets) returns void
+create function tablegate.install_storage_policies(bucket text, per_user boolean, anon_read boolean) returns void
 language plpgsql volatile
 set search_path = ''
 as $$
@@ -72,20 +65,20 @@ declare
   own text;
   full_user constant text := 'not (select tablegate.is_anonymous())';
 begin
-  own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.current_tenant_id())::text', b.bucket);
-  if b.per_user then
+  own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.current_tenant_id())::text', bucket);
+  if per_user then
     own := own || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
   end if;
-  perform tablegate.drop_storage_policies_of(b.bucket);
+  perform tablegate.drop_storage_policies_of(bucket);
   execute format('create policy %I on storage.objects for select to authenticated using (%s%s)',
-    tablegate.storage_policy_name(b.bucket, 'select'), own,
-    case when b.anon_read then '' else ' and ' || full_user end);
+    tablegate.storage_policy_name(bucket, 'select'), own,
+    case when anon_read then '' else ' and ' || full_user end);
   execute format('create policy %I on storage.objects for insert to authenticated with check (%s and %s)',
-    tablegate.storage_policy_name(b.bucket, 'insert'), own, full_user);
+    tablegate.storage_policy_name(bucket, 'insert'), own, full_user);
   execute format('create policy %I on storage.objects for update to authenticated using (%s and %s) with check (%s and %s)',
-    tablegate.storage_policy_name(b.bucket, 'update'), own, full_user, own, full_user);
+    tablegate.storage_policy_name(bucket, 'update'), own, full_user, own, full_user);
   execute format('create policy %I on storage.objects for delete to authenticated using (%s and %s)',
-    tablegate.storage_policy_name(b.bucket, 'delete'), own, full_user);
+    tablegate.storage_policy_name(bucket, 'delete'), own, full_user);
 end
 $$;
 -- +goose StatementEnd
@@ -98,23 +91,20 @@ returns boolean
 language plpgsql volatile
 set search_path = ''
 as $$
-declare
-  b tablegate.storage_buckets;
 begin
   if bucket is null or length(bucket) not between 1 and 200 or bucket ~ '[[:cntrl:]]' then
     raise exception 'bucket must be 1 to 200 printable characters' using errcode = '22023';
   end if;
-  insert into tablegate.storage_buckets as s (bucket, per_user, anon_read)
-  values (enable_storage_policies.bucket, coalesce(enable_storage_policies.per_user, false),
-          coalesce(enable_storage_policies.anon_read, false))
-  on conflict on constraint storage_buckets_pkey
-  do update set per_user = excluded.per_user, anon_read = excluded.anon_read
-  returning * into b;
+  per_user := coalesce(per_user, false);
+  anon_read := coalesce(anon_read, false);
+  insert into tablegate.settings (key, value)
+  values ('storage_bucket:' || bucket, jsonb_build_object('per_user', per_user, 'anon_read', anon_read)::text)
+  on conflict (key) do update set value = excluded.value;
   if to_regclass('storage.objects') is null then
     raise notice 'storage.objects does not exist (Supabase Storage is not installed): bucket % recorded; run select tablegate.apply_storage_policies() once it is', quote_literal(bucket);
     return false;
   end if;
-  perform tablegate.install_storage_policies(b);
+  perform tablegate.install_storage_policies(bucket, per_user, anon_read);
   return true;
 end
 $$;
@@ -130,15 +120,16 @@ language plpgsql volatile
 set search_path = ''
 as $$
 declare
-  b tablegate.storage_buckets;
+  r record;
   n integer := 0;
 begin
   if to_regclass('storage.objects') is null then
     raise notice 'storage.objects does not exist (Supabase Storage is not installed)';
     return 0;
   end if;
-  for b in select * from tablegate.storage_buckets order by bucket loop
-    perform tablegate.install_storage_policies(b);
+  for r in select substr(s.key, length('storage_bucket:') + 1) as bucket, s.value::jsonb as v
+           from tablegate.settings s where starts_with(s.key, 'storage_bucket:') order by s.key loop
+    perform tablegate.install_storage_policies(r.bucket, (r.v ->> 'per_user')::boolean, (r.v ->> 'anon_read')::boolean);
     n := n + 1;
   end loop;
   return n;
@@ -154,13 +145,13 @@ set search_path = ''
 as $$
 begin
   perform tablegate.drop_storage_policies_of(bucket);
-  delete from tablegate.storage_buckets s where s.bucket = disable_storage_policies.bucket;
+  delete from tablegate.settings s where s.key = 'storage_bucket:' || bucket;
 end
 $$;
 -- +goose StatementEnd
 
 revoke all on function tablegate.storage_policy_name(text, text), tablegate.drop_storage_policies_of(text),
-  tablegate.install_storage_policies(tablegate.storage_buckets),
+  tablegate.install_storage_policies(text, boolean, boolean),
   tablegate.enable_storage_policies(text, boolean, boolean), tablegate.apply_storage_policies(),
   tablegate.disable_storage_policies(text)
   from public, anon, authenticated, service_role;
@@ -171,16 +162,17 @@ do $$
 declare
   b text;
 begin
-  for b in select bucket from tablegate.storage_buckets loop
+  for b in select substr(key, length('storage_bucket:') + 1) from tablegate.settings
+           where starts_with(key, 'storage_bucket:') loop
     perform tablegate.drop_storage_policies_of(b);
   end loop;
+  delete from tablegate.settings where starts_with(key, 'storage_bucket:');
 end
 $$;
 -- +goose StatementEnd
 drop function tablegate.disable_storage_policies(text);
 drop function tablegate.apply_storage_policies();
 drop function tablegate.enable_storage_policies(text, boolean, boolean);
-drop function tablegate.install_storage_policies(tablegate.storage_buckets);
+drop function tablegate.install_storage_policies(text, boolean, boolean);
 drop function tablegate.drop_storage_policies_of(text);
 drop function tablegate.storage_policy_name(text, text);
-drop table tablegate.storage_buckets;

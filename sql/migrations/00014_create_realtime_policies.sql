@@ -28,15 +28,11 @@
 -- does nothing (Realtime may be installed later).
 
 -- +goose Up
-create table tablegate.realtime_tables (
-  tbl           regclass primary key,
-  tenant_column name not null,
-  added_to_publication boolean not null
-);
-comment on table tablegate.realtime_tables is
-  'Tables opted in with tablegate.enable_realtime.';
-alter table tablegate.realtime_tables enable row level security;
-alter table tablegate.realtime_tables force row level security;
+-- A table is opted in when it carries the trigger tablegate_broadcast_change
+-- (function tablegate.broadcast_change); the trigger's comment records
+-- whether enable_realtime added the table to the publication
+-- ('tablegate: added to supabase_realtime'), so that disable_realtime only
+-- removes what it added.
 
 -- tenant_topic_allowed is true when topic is a topic of the caller's active
 -- tenant and the caller is not an anonymous sign-in.
@@ -153,6 +149,7 @@ as $$
 declare
   pk name[];
   added boolean := false;
+  was_added boolean;
 begin
   if not exists (select 1 from pg_catalog.pg_attribute a
                  where a.attrelid = tbl and a.attname = tenant_column and a.attnum > 0 and not a.attisdropped) then
@@ -176,15 +173,15 @@ begin
     execute format('alter publication supabase_realtime add table %s', tbl);
     added := true;
   end if;
+  select coalesce(obj_description(t.oid, 'pg_trigger') = 'tablegate: added to supabase_realtime', false)
+    into was_added
+  from pg_catalog.pg_trigger t where t.tgrelid = tbl and t.tgname = 'tablegate_broadcast_change';
   execute format('drop trigger if exists tablegate_broadcast_change on %s', tbl);
   execute format('create trigger tablegate_broadcast_change after insert or update or delete on %s '
                  'for each row execute function tablegate.broadcast_change(%s)',
                  tbl, (select string_agg(quote_literal(c), ', ') from unnest(array[tenant_column] || pk) c));
-  insert into tablegate.realtime_tables (tbl, tenant_column, added_to_publication)
-  values (enable_realtime.tbl, enable_realtime.tenant_column, added)
-  on conflict on constraint realtime_tables_pkey do update
-    set tenant_column = excluded.tenant_column,
-        added_to_publication = tablegate.realtime_tables.added_to_publication or excluded.added_to_publication;
+  execute format('comment on trigger tablegate_broadcast_change on %s is %L', tbl,
+                 case when added or was_added then 'tablegate: added to supabase_realtime' else 'tablegate' end);
 end
 $$;
 -- +goose StatementEnd
@@ -199,17 +196,18 @@ language plpgsql volatile
 set search_path = ''
 as $$
 declare
-  r tablegate.realtime_tables;
+  added boolean;
 begin
-  select * into r from tablegate.realtime_tables t where t.tbl = disable_realtime.tbl;
+  select coalesce(obj_description(t.oid, 'pg_trigger') = 'tablegate: added to supabase_realtime', false)
+    into added
+  from pg_catalog.pg_trigger t where t.tgrelid = tbl and t.tgname = 'tablegate_broadcast_change';
   execute format('drop trigger if exists tablegate_broadcast_change on %s', tbl);
-  if r.added_to_publication and exists (
+  if added and exists (
        select 1 from pg_catalog.pg_publication_rel pr
        join pg_catalog.pg_publication p on p.oid = pr.prpubid
        where p.pubname = 'supabase_realtime' and pr.prrelid = tbl) then
     execute format('alter publication supabase_realtime drop table %s', tbl);
   end if;
-  delete from tablegate.realtime_tables t where t.tbl = disable_realtime.tbl;
 end
 $$;
 -- +goose StatementEnd
@@ -233,7 +231,8 @@ do $$
 declare
   r record;
 begin
-  for r in select tbl from tablegate.realtime_tables loop
+  for r in select t.tgrelid::regclass as tbl from pg_trigger t
+           where t.tgname = 'tablegate_broadcast_change' and t.tgfoid = 'tablegate.broadcast_change()'::regprocedure loop
     perform tablegate.disable_realtime(r.tbl);
   end loop;
   if to_regclass('realtime.messages') is not null then
@@ -249,4 +248,3 @@ drop function tablegate.send_signal(jsonb, text, text);
 drop function tablegate.broadcast_change();
 drop function tablegate.enable_realtime_policies();
 drop function tablegate.tenant_topic_allowed(text);
-drop table tablegate.realtime_tables;

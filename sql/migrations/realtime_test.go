@@ -193,6 +193,22 @@ func TestRealtimeWithoutSupabase(t *testing.T) {
 	if n := adminScalar[int](t, pool, `select count(*) from pg_trigger where tgrelid = 'public.items'::regclass and tgname = 'tablegate_broadcast_change'`); n != 1 {
 		t.Fatalf("%d broadcast triggers", n)
 	}
+	// A table the application had put in the publication itself stays
+	// there after disable_realtime.
+	admin(t, pool, `create table public.mine (id int primary key, tenant_id uuid)`)
+	admin(t, pool, `alter publication supabase_realtime add table public.mine`)
+	admin(t, pool, `select tablegate.enable_realtime('public.mine')`)
+	admin(t, pool, `select tablegate.enable_realtime('public.mine')`)
+	admin(t, pool, `select tablegate.disable_realtime('public.mine')`)
+	if n := adminScalar[int](t, pool, `select count(*) from pg_publication_tables where pubname = 'supabase_realtime' and tablename = 'mine'`); n != 1 {
+		t.Fatal("disable_realtime removed a table it had not added to the publication")
+	}
+	admin(t, pool, `select tablegate.enable_realtime('public.items')`)
+	admin(t, pool, `select tablegate.disable_realtime('public.items')`)
+	if n := adminScalar[int](t, pool, `select count(*) from pg_publication_tables where pubname = 'supabase_realtime' and tablename = 'items'`); n != 0 {
+		t.Fatal("disable_realtime left a table it had added (re-enabled twice) in the publication")
+	}
+	admin(t, pool, `select tablegate.enable_realtime('public.items')`)
 	admin(t, pool, `create table public.nokey (tenant_id uuid)`)
 	if _, err := pool.Exec(t.Context(), `select tablegate.enable_realtime('public.nokey')`); sqlState(err) != "42P16" {
 		t.Fatalf("table without primary key: %v", err)
