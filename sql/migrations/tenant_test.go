@@ -73,7 +73,7 @@ func TestSetTenantClaim(t *testing.T) {
 	pool := pgtest.DB(t)
 	d := db.New(pool, nil)
 	for _, bad := range []string{"", "a..b", "1abc", "a.b-c", "user_metadata.tenant", "user_metadata", "app_metadata.", "a b",
-		"a.b.c.d.e.f.g.h.i"} {
+		"a.b.c.d.e.f.g.h.i", "exp", "aud", "app_metadata", "roles", "app_metadata.roles", "memberships", "is_anonymous"} {
 		_, err := pool.Exec(t.Context(), `select tablegate.set_tenant_claim($1)`, bad)
 		if got := sqlState(err); got != "22023" {
 			t.Errorf("set_tenant_claim(%q): SQLSTATE %q, want 22023", bad, got)

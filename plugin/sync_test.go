@@ -1,0 +1,150 @@
+package plugin_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/plugin"
+)
+
+// fixture loads a Supabase-shape fixture of the migrations' tests.
+func fixture(t *testing.T, pool *pgxpool.Pool, name string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "sql", "migrations", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Conn().PgConn().Exec(t.Context(), string(b)).ReadAll(); err != nil {
+		t.Fatalf("fixture %s: %v", name, err)
+	}
+}
+
+func adminExec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	if _, err := pool.Exec(t.Context(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestOneTenantClaimForAll renames the tenant claim once, in the Go
+// configuration mirrored into the database, and sees the tenant plugin,
+// current_tenant_id(), the storage policies and the realtime policies all
+// follow it. Policies are checked as the caller (role authenticated).
+func TestOneTenantClaimForAll(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	fixture(t, pool, "supabase_storage.sql")
+	fixture(t, pool, "supabase_realtime.sql")
+	adminExec(t, pool, `select tablegate.enable_realtime_policies()`)
+	adminExec(t, pool, `select tablegate.enable_storage_policies('files')`)
+	for _, s := range []string{tenantA, tenantB} {
+		adminExec(t, pool, `insert into storage.objects (bucket_id, name) values ('files', $1 || '/doc.txt')`, s)
+		adminExec(t, pool, `insert into realtime.messages (topic, extension, payload) values ('tenant:' || $1 || ':todos', 'broadcast', '{}')`, s)
+	}
+	d := db.New(pool, nil)
+
+	// One caller carrying two candidate tenants: A under app_metadata.org_id,
+	// B under the default tenant_id.
+	caller := authctx.AuthContext(authctx.NewUser(authctx.Claims{
+		"sub": userA1, "role": "authenticated", "is_anonymous": false,
+		"tenant_id": tenantB, "app_metadata": map[string]any{"org_id": tenantA},
+	}, "tok", nil))
+
+	// seen returns the tenant each of the four readers resolves.
+	seen := func(cfg plugin.TenantConfig) [4]string {
+		t.Helper()
+		tp, err := plugin.NewTenant(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out [4]string
+		body, err := tp.Create(caller, map[string]any{"title": "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[0], _ = body["tenant_id"].(string)
+		err = d.Tx(t.Context(), caller, func(q db.Querier) error {
+			if err := q.QueryRow(t.Context(), `select coalesce(tablegate.current_tenant_id()::text, '')`).Scan(&out[1]); err != nil {
+				return err
+			}
+			if err := q.QueryRow(t.Context(), `select coalesce(string_agg(split_part(name, '/', 1), ','), '') from storage.objects`).Scan(&out[2]); err != nil {
+				return err
+			}
+			return q.QueryRow(t.Context(), `select coalesce(string_agg(split_part(topic, ':', 2), ','), '') from realtime.messages`).Scan(&out[3])
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	def := plugin.TenantConfig{}
+	if err := plugin.CheckTenantClaim(t.Context(), pool, def.Claim); err != nil {
+		t.Fatalf("fresh database disagrees with the default: %v", err)
+	}
+	if got, want := seen(def), [4]string{tenantB, tenantB, tenantB, tenantB}; got != want {
+		t.Fatalf("default claim: plugin, current_tenant_id, storage, realtime = %v, want %v", got, want)
+	}
+
+	renamed := plugin.TenantConfig{Claim: "app_metadata.org_id"}
+	err := plugin.CheckTenantClaim(t.Context(), pool, renamed.Claim)
+	var mm *plugin.TenantClaimMismatchError
+	if !errors.As(err, &mm) || mm.Config != "app_metadata.org_id" || mm.Database != "tenant_id" {
+		t.Fatalf("check before sync: %v", err)
+	}
+	if err := plugin.SyncTenantClaim(t.Context(), pool, renamed.Claim); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugin.CheckTenantClaim(t.Context(), pool, renamed.Claim); err != nil {
+		t.Fatalf("check after sync: %v", err)
+	}
+	if got, want := seen(renamed), [4]string{tenantA, tenantA, tenantA, tenantA}; got != want {
+		t.Fatalf("renamed claim: plugin, current_tenant_id, storage, realtime = %v, want %v", got, want)
+	}
+	// And back: the default claim again, for all four.
+	if err := plugin.SyncTenantClaim(t.Context(), pool, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := seen(def), [4]string{tenantB, tenantB, tenantB, tenantB}; got != want {
+		t.Fatalf("back to default: %v, want %v", got, want)
+	}
+}
+
+func TestSyncTenantClaimRefuses(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	if err := plugin.SyncTenantClaim(t.Context(), pool, "user_metadata.org"); !errors.Is(err, plugin.ErrClaimPath) {
+		t.Fatalf("user_metadata: %v", err)
+	}
+	// The API roles may not rename it, even through the helper.
+	d := db.New(pool, nil)
+	caller := authctx.AuthContext(authctx.NewUser(authctx.Claims{"sub": userA1, "role": "authenticated"}, "tok", nil))
+	err := d.Tx(t.Context(), caller, func(q db.Querier) error {
+		return plugin.SyncTenantClaim(t.Context(), q, "org_id")
+	})
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Fatalf("authenticated renaming the claim: %v", err)
+	}
+	// CheckTenantClaim may run as any role.
+	err = d.Read(t.Context(), caller, func(q db.Querier) error {
+		return plugin.CheckTenantClaim(context.Background(), q, "")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
