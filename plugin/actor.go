@@ -56,16 +56,16 @@ func NewActor(cfg ActorConfig) *Actor {
 	return a
 }
 
-// Columns returns the stamped columns (created-by first), without the
-// turned-off ones.
-func (a *Actor) Columns() []string {
-	var cols []string
+// Columns returns the stamped columns (created-by first, without the
+// turned-off ones), both as written and as read-only: a body naming them
+// answers 400. It implements [Plugin].
+func (a *Actor) Columns() (write, readOnly []string) {
 	for _, c := range []string{a.createdBy, a.updatedBy} {
 		if c != "" {
-			cols = append(cols, c)
+			write = append(write, c)
 		}
 	}
-	return cols
+	return write, write
 }
 
 // Value returns what the plugin stamps for the caller: the user id (also
@@ -87,9 +87,10 @@ func (a *Actor) Value(c authctx.Context) any {
 	return nil
 }
 
-// Create returns the create body with created-by and updated-by set to the
-// actor, replacing whatever the body held. data is not modified.
-func (a *Actor) Create(c authctx.Context, data map[string]any) map[string]any {
+// BeforeCreate returns the create body with created-by and updated-by set
+// to the actor, replacing whatever it held. It never fails. data is not
+// modified.
+func (a *Actor) BeforeCreate(c authctx.Context, data map[string]any) (map[string]any, error) {
 	out := maps.Clone(data)
 	if out == nil {
 		out = map[string]any{}
@@ -101,12 +102,13 @@ func (a *Actor) Create(c authctx.Context, data map[string]any) map[string]any {
 	if a.updatedBy != "" {
 		out[a.updatedBy] = v
 	}
-	return out
+	return out, nil
 }
 
-// Update returns the update body with updated-by set to the actor and
-// created-by removed (it never changes after create). data is not modified.
-func (a *Actor) Update(c authctx.Context, data map[string]any) map[string]any {
+// BeforeUpdate returns the update body with updated-by set to the actor
+// and created-by removed (it never changes after create). It never fails.
+// data is not modified.
+func (a *Actor) BeforeUpdate(c authctx.Context, data map[string]any) (map[string]any, error) {
 	out := maps.Clone(data)
 	if out == nil {
 		out = map[string]any{}
@@ -117,5 +119,5 @@ func (a *Actor) Update(c authctx.Context, data map[string]any) map[string]any {
 	if a.updatedBy != "" {
 		out[a.updatedBy] = a.Value(c)
 	}
-	return out
+	return out, nil
 }

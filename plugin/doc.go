@@ -2,6 +2,19 @@
 // caller instead of the request body: [Tenant] (the caller's active tenant)
 // and [Actor] (created-by and updated-by).
 //
+// # With package rest
+//
+// [NewResource] builds a [rest.Resource] with plugins (the seed's
+// tenant({ claim }) resource option) and refuses to build it when the
+// table lacks a column a plugin writes; [With] applies plugins to
+// [rest.Options] for [rest.NewResources]. Plugins compose with the
+// application's hooks: they run before its BeforeCreateFunc and
+// BeforeUpdateFunc (which see the filled values) and again after them.
+//
+//	tenant, err := plugin.NewTenant(plugin.TenantConfig{Claim: "app_metadata.org_id"})
+//	todos, err := plugin.NewResource(ctx, d, "todos", &rest.Options{Hooks: hooks},
+//		tenant, plugin.NewActor(plugin.ActorConfig{}))
+//
 // # One tenant claim
 //
 // The active tenant is read from one configurable claim, a dotted path such

@@ -18,10 +18,10 @@ func ExampleNewTenant() {
 		"app_metadata": map[string]any{"org_id": "aaaaaaaa-0000-4000-8000-000000000001"},
 	}, "token", nil))
 
-	body, _ := tenant.Create(caller, map[string]any{"title": "Buy milk"})
+	body, _ := tenant.BeforeCreate(caller, map[string]any{"title": "Buy milk"})
 	fmt.Println(body["tenant_id"])
 
-	_, err = tenant.Create(caller, map[string]any{"tenant_id": "bbbbbbbb-0000-4000-8000-000000000002"})
+	_, err = tenant.BeforeCreate(caller, map[string]any{"tenant_id": "bbbbbbbb-0000-4000-8000-000000000002"})
 	p, _ := problem.As(err)
 	fmt.Println(p.Status, p.Code)
 
@@ -36,7 +36,7 @@ func ExampleNewTenant() {
 func ExampleNewActor() {
 	actor := plugin.NewActor(plugin.ActorConfig{})
 	caller := authctx.AuthContext(authctx.Service("billing"))
-	body := actor.Create(caller, map[string]any{"title": "Invoice", "created_by": "someone else"})
+	body, _ := actor.BeforeCreate(caller, map[string]any{"title": "Invoice", "created_by": "someone else"})
 	fmt.Println(body["created_by"], body["updated_by"])
 	// Output: billing billing
 }

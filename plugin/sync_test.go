@@ -72,7 +72,7 @@ func TestOneTenantClaimForAll(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out [4]string
-		body, err := tp.Create(caller, map[string]any{"title": "x"})
+		body, err := tp.BeforeCreate(caller, map[string]any{"title": "x"})
 		if err != nil {
 			t.Fatal(err)
 		}

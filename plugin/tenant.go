@@ -55,6 +55,11 @@ func (t *Tenant) Claim() string { return t.claim }
 // Column returns the tenant column.
 func (t *Tenant) Column() string { return t.column }
 
+// Columns returns the column the plugin writes (the tenant column) and no
+// read-only column: a body may name the tenant, as long as it is the
+// caller's. It implements [Plugin].
+func (t *Tenant) Columns() (write, readOnly []string) { return []string{t.column}, nil }
+
 // ActiveTenant returns the caller's active tenant, read like
 // tablegate.current_tenant_id() (see [TenantFromClaims]). Callers other than
 // users have none.
@@ -65,13 +70,13 @@ func (t *Tenant) ActiveTenant(c authctx.Context) (string, bool) {
 	return TenantFromClaims(c.Claims, t.claim)
 }
 
-// Create returns the create body with the tenant column set to the caller's
+// BeforeCreate returns the create body with the tenant column set to the caller's
 // active tenant. A body naming the same tenant (in any letter case) is
 // accepted; one naming another tenant, or a non-string, answers 403
 // TENANT_MISMATCH; a caller other than a service without an active tenant
 // answers 403 TENANT_REQUIRED. A service caller's body is returned as is.
 // data is not modified.
-func (t *Tenant) Create(c authctx.Context, data map[string]any) (map[string]any, error) {
+func (t *Tenant) BeforeCreate(c authctx.Context, data map[string]any) (map[string]any, error) {
 	if c.Actor.Type == authctx.ActorService {
 		return data, nil
 	}
@@ -90,12 +95,12 @@ func (t *Tenant) Create(c authctx.Context, data map[string]any) (map[string]any,
 	return out, nil
 }
 
-// Update checks an update body: naming the caller's own tenant is accepted
+// BeforeUpdate checks an update body: naming the caller's own tenant is accepted
 // (normalized to lower case), naming another answers 403 TENANT_MISMATCH
 // (rows never move between tenants through the API), and a body that does
 // not name the tenant is returned as is. Service callers are left alone.
 // data is not modified.
-func (t *Tenant) Update(c authctx.Context, data map[string]any) (map[string]any, error) {
+func (t *Tenant) BeforeUpdate(c authctx.Context, data map[string]any) (map[string]any, error) {
 	v, named := data[t.column]
 	if !named || c.Actor.Type == authctx.ActorService {
 		return data, nil

@@ -90,7 +90,7 @@ func TestTenantCreate(t *testing.T) {
 		{"service without tenant", service, map[string]any{"title": "x"}, map[string]any{"title": "x"}},
 	} {
 		in := maps.Clone(tc.body)
-		got, err := tp.Create(tc.c, tc.body)
+		got, err := tp.BeforeCreate(tc.c, tc.body)
 		if err != nil || !maps.Equal(got, tc.want) {
 			t.Errorf("%s: %v %v, want %v", tc.name, got, err, tc.want)
 		}
@@ -112,10 +112,10 @@ func TestTenantCreate(t *testing.T) {
 		{"user with a non-uuid tenant", userCtx(authctx.Claims{"sub": userA1, "tenant_id": "acme"}), map[string]any{"tenant_id": "acme"}, problem.CodeTenantRequired},
 		{"no session", noSession, map[string]any{}, problem.CodeTenantRequired},
 	} {
-		_, err := tp.Create(tc.c, tc.body)
+		_, err := tp.BeforeCreate(tc.c, tc.body)
 		t.Run(tc.name, func(t *testing.T) { wantProblem(t, err, http.StatusForbidden, tc.code) })
 	}
-	_, err := tp.Create(full, map[string]any{"tenant_id": tenantB})
+	_, err := tp.BeforeCreate(full, map[string]any{"tenant_id": tenantB})
 	p, _ := problem.As(err)
 	if len(p.Errors) != 1 || p.Errors[0].Path != "/tenant_id" {
 		t.Fatalf("mismatch names path: %+v", p.Errors)
@@ -126,19 +126,19 @@ func TestTenantUpdate(t *testing.T) {
 	t.Parallel()
 	tp, _ := plugin.NewTenant(plugin.TenantConfig{Claim: "app_metadata.org_id", Column: "org_id"})
 	full := userCtx(authctx.Claims{"sub": userA1, "tenant_id": tenantB, "app_metadata": map[string]any{"org_id": tenantA}})
-	got, err := tp.Update(full, map[string]any{"title": "y"})
+	got, err := tp.BeforeUpdate(full, map[string]any{"title": "y"})
 	if err != nil || !maps.Equal(got, map[string]any{"title": "y"}) {
 		t.Fatalf("body without tenant: %v %v", got, err)
 	}
-	got, err = tp.Update(full, map[string]any{"org_id": "AAAAAAAA-0000-4000-8000-000000000001"})
+	got, err = tp.BeforeUpdate(full, map[string]any{"org_id": "AAAAAAAA-0000-4000-8000-000000000001"})
 	if err != nil || got["org_id"] != tenantA {
 		t.Fatalf("own tenant: %v %v", got, err)
 	}
-	_, err = tp.Update(full, map[string]any{"org_id": tenantB})
+	_, err = tp.BeforeUpdate(full, map[string]any{"org_id": tenantB})
 	wantProblem(t, err, http.StatusForbidden, problem.CodeTenantMismatch)
-	_, err = tp.Update(userCtx(authctx.Claims{"sub": userA1}), map[string]any{"org_id": tenantA})
+	_, err = tp.BeforeUpdate(userCtx(authctx.Claims{"sub": userA1}), map[string]any{"org_id": tenantA})
 	wantProblem(t, err, http.StatusForbidden, problem.CodeTenantRequired)
-	if got, err := tp.Update(service, map[string]any{"org_id": tenantB}); err != nil || got["org_id"] != tenantB {
+	if got, err := tp.BeforeUpdate(service, map[string]any{"org_id": tenantB}); err != nil || got["org_id"] != tenantB {
 		t.Fatalf("service: %v %v", got, err)
 	}
 }
