@@ -123,7 +123,11 @@ as $$
     values ('INSERT', 'a'::"char"), ('UPDATE', 'w'::"char"), ('DELETE', 'd'::"char")
   ), tc as (
     select t.*, cmds.cmd, cmds.polcmd from t cross join cmds
-    where pg_catalog.has_table_privilege('authenticated', t.oid, cmds.cmd)
+    where case cmds.cmd
+            when 'DELETE' then pg_catalog.has_table_privilege('authenticated', t.oid, 'DELETE')
+            -- a column-level grant is enough to insert or update
+            else pg_catalog.has_any_column_privilege('authenticated', t.oid, cmds.cmd)
+          end
   ), pol as (
     select tc.oid, tc.cmd, p.polname::text as name, p.polpermissive as permissive,
            tablegate.policy_has_anon_check(p.oid) as checked

@@ -159,6 +159,9 @@ func TestWritePoliciesWithoutAnonCheck(t *testing.T) {
 		`create policy half_a on app.half for delete to authenticated using (not tablegate.is_anonymous())`,
 		`create policy half_b on app.half for delete to public using (true)`,
 		`grant delete on app.half to authenticated`,
+		// RLS off, only a column-level update grant: reported.
+		`create table app.colgrant (id int primary key, note text)`,
+		`grant update (note) on app.colgrant to authenticated`,
 		// RLS on, no policy at all: nobody writes, clean.
 		`create table app.closed (id int primary key)`,
 		`alter table app.closed enable row level security`,
@@ -171,6 +174,7 @@ func TestWritePoliciesWithoutAnonCheck(t *testing.T) {
 	}
 	got := findings(t, d, service, []string{"app"})
 	want := []finding{
+		{"app", "colgrant", "UPDATE", "rls_disabled", []string{}},
 		{"app", "half", "DELETE", "policy_without_check", []string{"half_b"}},
 		{"app", "leaky", "DELETE", "policy_without_check", []string{"leaky_write"}},
 		{"app", "leaky", "INSERT", "policy_without_check", []string{"leaky_write"}},
