@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -146,5 +147,27 @@ func TestSyncTenantClaimRefuses(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClaimPathRulesAgree: Go's ValidateClaimPath and the database's
+// tablegate.set_tenant_claim accept exactly the same claim paths.
+func TestClaimPathRulesAgree(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	seg63 := strings.Repeat("s", 63)
+	for _, path := range []string{
+		"tenant_id", "app_metadata.org_id", "org", "_x", "a.b.c.d.e.f.g.h", "a.b.c.d.e.f.g.h.i",
+		seg63, seg63 + "x", "app_metadata." + seg63, "", ".", "a.", ".a", "a..b", "1a", "a-b", "a b", "é",
+		"user_metadata", "user_metadata.tenant_id", "app_metadata.user_metadata", "exp", "iat", "nbf",
+		"auth_time", "aud", "amr", "is_anonymous", "app_metadata", "app_metadata.is_anonymous",
+		"roles", "app_metadata.roles", "memberships", "x.memberships", "rolesx", "app_metadata.roles_id", "sub",
+		"tenant_id\n", "a;drop", "A.B",
+	} {
+		goErr := plugin.ValidateClaimPath(path)
+		_, dbErr := pool.Exec(t.Context(), `select tablegate.set_tenant_claim($1)`, path)
+		if (goErr == nil) != (dbErr == nil) {
+			t.Errorf("%q: Go %v, database %v", path, goErr, dbErr)
+		}
 	}
 }

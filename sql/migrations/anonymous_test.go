@@ -203,3 +203,42 @@ func TestWritePoliciesWithoutAnonCheck(t *testing.T) {
 		t.Fatalf("authenticated calling the doctor check: SQLSTATE %q, want 42501", got)
 	}
 }
+
+// TestShippedWritePoliciesCheckAnonymous: every write policy tablegate
+// installs (tenant, anonymous exclusion, storage, realtime) carries the
+// anonymous check, and the doctor finds nothing on the opted-in tables.
+func TestShippedWritePoliciesCheckAnonymous(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	fixture(t, pool, "supabase_storage.sql")
+	fixture(t, pool, "supabase_realtime.sql")
+	for _, s := range []string{
+		`select tablegate.enable_realtime_policies()`,
+		`select tablegate.enable_storage_policies('files')`,
+		`select tablegate.enable_storage_policies('avatars', per_user => true, anon_read => true)`,
+		`create table public.todos (id int primary key, tenant_id uuid)`,
+		`grant select, insert, update, delete on public.todos to authenticated`,
+		`select tablegate.enable_tenant_policies('public.todos', anon_read => true, require_membership => true)`,
+		`select tablegate.enable_realtime('public.todos')`,
+		`create table public.notes (id int primary key)`,
+		`alter table public.notes enable row level security`,
+		`select tablegate.exclude_anonymous('public.notes')`,
+	} {
+		admin(t, pool, s)
+	}
+	var total, unchecked int
+	var names []string
+	if err := pool.QueryRow(t.Context(), `
+		select count(*), count(*) filter (where not tablegate.policy_has_anon_check(oid)),
+		       coalesce(array_agg(polname::text) filter (where not tablegate.policy_has_anon_check(oid)), '{}')
+		from pg_policy where polname like 'tablegate%' and polcmd in ('a', 'w', 'd', '*')`).Scan(&total, &unchecked, &names); err != nil {
+		t.Fatal(err)
+	}
+	// 3 tenant + 3 exclusion + 2×3 storage + 1 realtime send.
+	if total != 13 || unchecked != 0 {
+		t.Fatalf("%d shipped write policies, %d without the check: %v", total, unchecked, names)
+	}
+	if got := findings(t, db.New(pool, nil), service, []string{"public", "storage", "realtime"}); len(got) != 0 {
+		t.Fatalf("doctor findings on shipped policies: %+v", got)
+	}
+}
