@@ -71,6 +71,17 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 		c    authctx.Context
 	}{{"full user", full}, {"same-tenant user", mate}, {"other tenant", other}, {"anonymous sign-in", g}, {"no session", noSession}, {"service", service}}
 
+	// The checks below run as the API roles, never as the admin.
+	for _, c := range callers {
+		want := map[string]string{"no session": "anon", "service": "service_role"}[c.name]
+		if want == "" {
+			want = "authenticated"
+		}
+		if got := scalar[string](t, d, c.c, `select current_user::text`); got != want {
+			t.Fatalf("%s runs as %q, want %q", c.name, got, want)
+		}
+	}
+
 	// Reads: visible object names per bucket.
 	want := map[string]map[string]string{
 		"full user":         {"files": tenantA + "/doc.txt", "avatars": tenantA + "/" + userA1 + "/me.png", "public-docs": tenantA + "/readme.md"},
