@@ -165,6 +165,9 @@ begin
   end if;
   if not exists (select 1 from pg_catalog.pg_publication where pubname = 'supabase_realtime') then
     create publication supabase_realtime;
+    -- remembered so that migrating down drops it again (when left empty)
+    insert into tablegate.settings (key, value) values ('realtime_publication_created', 'true')
+    on conflict (key) do nothing;
   end if;
   if not exists (select 1 from pg_catalog.pg_publication_rel pr
                  join pg_catalog.pg_publication p on p.oid = pr.prpubid
@@ -235,6 +238,12 @@ begin
            where t.tgname = 'tablegate_broadcast_change' and t.tgfoid = 'tablegate.broadcast_change()'::regprocedure loop
     perform tablegate.disable_realtime(r.tbl);
   end loop;
+  if exists (select 1 from tablegate.settings where key = 'realtime_publication_created')
+     and exists (select 1 from pg_publication p where p.pubname = 'supabase_realtime' and not p.puballtables
+                 and not exists (select 1 from pg_publication_rel pr where pr.prpubid = p.oid)) then
+    drop publication supabase_realtime;
+  end if;
+  delete from tablegate.settings where key = 'realtime_publication_created';
   if to_regclass('realtime.messages') is not null then
     drop policy if exists tablegate_tenant_topics_receive on realtime.messages;
     drop policy if exists tablegate_tenant_topics_send on realtime.messages;

@@ -81,8 +81,8 @@ func TestUpDown(t *testing.T) {
 				if n := adminScalar[int](t, pool, `select count(*) from pg_trigger where tgname = 'tablegate_broadcast_change'`); n != 0 {
 					t.Fatal("broadcast trigger left after down")
 				}
-				if n := adminScalar[int](t, pool, `select count(*) from pg_publication_tables where pubname = 'supabase_realtime' and tablename = 'todos'`); n != 0 {
-					t.Fatal("todos left in publication after down")
+				if n := adminScalar[int](t, pool, `select count(*) from pg_publication where pubname = 'supabase_realtime'`); n != 0 {
+					t.Fatal("publication supabase_realtime, created by enable_realtime, left after down")
 				}
 				if supabase {
 					// Supabase's own objects stay.
