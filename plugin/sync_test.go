@@ -171,3 +171,63 @@ func TestClaimPathRulesAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantReadsAgree: for many claim shapes and claim settings, the
+// plugin's active tenant is exactly what tablegate.current_tenant_id()
+// returns for the same caller.
+func TestTenantReadsAgree(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	d := db.New(pool, nil)
+	const upper = "AAAAAAAA-0000-4000-8000-000000000001"
+	shapes := []authctx.Claims{
+		{},
+		{"tenant_id": tenantA},
+		{"tenant_id": upper},
+		{"tenant_id": "acme"},
+		{"tenant_id": ""},
+		{"tenant_id": 12},
+		{"tenant_id": true},
+		{"tenant_id": nil, "app_metadata": map[string]any{"tenant_id": tenantB}},
+		{"tenant_id": map[string]any{"id": tenantA}},
+		{"tenant_id": []any{tenantA}},
+		{"app_metadata": map[string]any{"tenant_id": tenantB}},
+		{"app_metadata": map[string]any{"tenant_id": 5}},
+		{"app_metadata": "x"},
+		{"tenant_id": tenantA, "app_metadata": map[string]any{"tenant_id": tenantB, "org_id": tenantB}},
+		{"app_metadata": map[string]any{"org_id": upper}},
+		{"app_metadata": map[string]any{"org_id": nil}, "org_id": tenantA},
+		{"org_id": tenantA},
+		{"user_metadata": map[string]any{"tenant_id": tenantA, "org_id": tenantA}},
+		{"a": map[string]any{"b": map[string]any{"c": tenantB}}},
+		{"tenant_id": " " + tenantA},
+		{"tenant_id": tenantA + "\n"},
+	}
+	for _, claim := range []string{"tenant_id", "app_metadata.org_id", "org_id", "a.b.c"} {
+		if err := plugin.SyncTenantClaim(t.Context(), pool, claim); err != nil {
+			t.Fatal(err)
+		}
+		tp, err := plugin.NewTenant(plugin.TenantConfig{Claim: claim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, shape := range shapes {
+			c := authctx.Claims{"sub": userA1, "role": "authenticated"}
+			for k, v := range shape {
+				c[k] = v
+			}
+			caller := authctx.AuthContext(authctx.NewUser(c, "tok", nil))
+			goTenant, _ := tp.ActiveTenant(caller)
+			var dbTenant string
+			err := d.Read(t.Context(), caller, func(q db.Querier) error {
+				return q.QueryRow(t.Context(), `select coalesce(tablegate.current_tenant_id()::text, '')`).Scan(&dbTenant)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if goTenant != dbTenant {
+				t.Errorf("claim %s, shape %d %v: Go %q, database %q", claim, i, shape, goTenant, dbTenant)
+			}
+		}
+	}
+}
