@@ -9,5 +9,4 @@ import (
 var errNotYet = errors.New("not available in this build yet")
 
 func runServe(ctx context.Context, e *env, args []string) error   { return errNotYet }
-func runDoctor(ctx context.Context, e *env, args []string) error  { return errNotYet }
 func runOpenAPI(ctx context.Context, e *env, args []string) error { return errNotYet }
