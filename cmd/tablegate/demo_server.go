@@ -102,10 +102,61 @@ func (s *demoServer) handler() http.Handler {
 		writeJSON(w, http.StatusOK, whoamiOf(a))
 	})
 	health(mux, s.pool)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, problem.New(problem.KindNotFound, "No route here. See /api/docs for the API."))
+	return problemFallback(mux)
+}
+
+// problemFallback answers the mux's own 404 and 405 with problem bodies
+// (405 keeps the mux's Allow header).
+func problemFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		iw := &interceptWriter{ResponseWriter: w}
+		h.ServeHTTP(iw, r)
+		switch iw.status {
+		case http.StatusNotFound:
+			writeProblem(w, r, problem.New(problem.KindNotFound, "No route here."))
+		case http.StatusMethodNotAllowed:
+			p := problem.Newf(problem.KindMethodNotAllowed, "%s is not served here.", r.Method)
+			if allow := iw.Header().Get("Allow"); allow != "" {
+				p = p.WithHeader("Allow", allow)
+			}
+			writeProblem(w, r, p)
+		}
 	})
-	return mux
+}
+
+// interceptWriter passes every response through except 404 and 405, which
+// it swallows for problemFallback to answer.
+type interceptWriter struct {
+	http.ResponseWriter
+	status  int
+	swallow bool
+}
+
+func (iw *interceptWriter) WriteHeader(status int) {
+	if iw.status != 0 {
+		return
+	}
+	iw.status = status
+	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
+		iw.swallow = true
+		return
+	}
+	iw.ResponseWriter.WriteHeader(status)
+}
+
+func (iw *interceptWriter) Write(b []byte) (int, error) {
+	if iw.status == 0 {
+		iw.WriteHeader(http.StatusOK)
+	}
+	if iw.swallow {
+		return len(b), nil
+	}
+	return iw.ResponseWriter.Write(b)
 }
 
 // health adds /livez (the process answers) and /readyz (the database answers).
