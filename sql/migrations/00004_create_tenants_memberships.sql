@@ -64,6 +64,6 @@ grant select on tablegate.tenants, tablegate.memberships to authenticated;
 grant all on tablegate.tenants, tablegate.memberships to service_role;
 
 -- +goose Down
-drop function tablegate.is_member(text, text, text);
 drop table tablegate.memberships;
 drop table tablegate.tenants;
+drop function tablegate.is_member(text, text, text);
