@@ -1,7 +1,7 @@
 # tablegate task index. `make help` lists the targets.
 
 GO        ?= go
-SQLC      := $(GO) tool -modfile=tools/go.mod sqlc
+SQLC      := GOWORK=off $(GO) tool -modfile=tools/go.mod sqlc
 NODE_DIR  := integration/node
 # Modules whose tests `make test` runs (go test ./... at the root does not
 # enter nested modules).
