@@ -247,8 +247,13 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		done(err, "")
 		return fmt.Errorf("JWKS at %s: %w", jwksURL, err)
 	}
-	srv.resolve = res.Resolve
-	handler = srv.handler()
+	api, err := demoAPI(ctx, db.New(pool, nil))
+	if err != nil {
+		done(err, "")
+		return err
+	}
+	srv.api = api
+	handler = res.middleware(srv.handler())
 	close(ready)
 	done(nil, "")
 

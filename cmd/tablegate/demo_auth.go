@@ -63,3 +63,38 @@ func equalKeys(a, b string) bool {
 	hb := sha256.Sum256([]byte(b))
 	return hmac.Equal(ha[:], hb[:])
 }
+
+type authKey struct{}
+
+// middleware resolves the caller once and stores it in the request context.
+func (lr *localResolver) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := lr.Resolve(r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authKey{}, a)))
+	})
+}
+
+// authOf returns the caller stored by middleware (anon/none without it).
+func authOf(r *http.Request) authctx.Auth {
+	if a, ok := r.Context().Value(authKey{}).(authctx.Auth); ok {
+		return a
+	}
+	return authctx.Anon(authctx.ReasonNone)
+}
+
+// callerOf is the rest resources' caller.
+func callerOf(r *http.Request) (authctx.Auth, error) { return authOf(r), nil }
+
+// guardWith admits the callers of the allow list and answers the rest with
+// the problem of admit.
+func guardWith(allow ...string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if p := admit(authOf(r), allow); p != nil {
+				writeProblem(w, r, p)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

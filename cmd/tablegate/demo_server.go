@@ -73,9 +73,10 @@ func admit(a authctx.Auth, allow []string) *problem.Problem {
 
 // demoServer holds what the demo's routes need.
 type demoServer struct {
-	pool    *pgxpool.Pool
-	jwks    []byte
-	resolve func(*http.Request) authctx.Auth
+	pool *pgxpool.Pool
+	jwks []byte
+	// api serves /api/ (the todos resource, the description).
+	api http.Handler
 }
 
 func (s *demoServer) handler() http.Handler {
@@ -86,7 +87,7 @@ func (s *demoServer) handler() http.Handler {
 		_, _ = w.Write(s.jwks)
 	})
 	mux.HandleFunc("GET /whoami", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, whoamiOf(s.resolve(r)))
+		writeJSON(w, http.StatusOK, whoamiOf(authOf(r)))
 	})
 	mux.HandleFunc("GET /guard/{name}", func(w http.ResponseWriter, r *http.Request) {
 		allow, ok := guardRoutes[r.PathValue("name")]
@@ -94,13 +95,16 @@ func (s *demoServer) handler() http.Handler {
 			writeProblem(w, r, problem.New(problem.KindNotFound, "Unknown guard; try /guard/user, /guard/user-anon, /guard/user-anonymous or /guard/anonymous."))
 			return
 		}
-		a := s.resolve(r)
+		a := authOf(r)
 		if p := admit(a, allow); p != nil {
 			writeProblem(w, r, p)
 			return
 		}
 		writeJSON(w, http.StatusOK, whoamiOf(a))
 	})
+	if s.api != nil {
+		mux.Handle("/api/", s.api)
+	}
 	health(mux, s.pool)
 	return problemFallback(mux)
 }

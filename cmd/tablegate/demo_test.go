@@ -347,6 +347,147 @@ func TestDemoEndToEnd(t *testing.T) {
 		wantProblem(t, "unknown guard", do(t, user, "GET", base+"/guard/nobody", nil), 404, "")
 	})
 
+	t.Run("todos", func(t *testing.T) {
+		api := base + "/api/todos"
+		admin := bearer("admin", v["ADMIN_TOKEN"])
+		approver := bearer("approver", v["APPROVER_TOKEN"])
+		other := bearer("other tenant", v["OTHER_TENANT_TOKEN"])
+		items := func(c caller, u string) []map[string]any {
+			t.Helper()
+			r := do(t, c, "GET", u, nil)
+			if r.status != 200 {
+				t.Fatalf("GET %s as %s: %d %s", u, c.name, r.status, r.body)
+			}
+			var page struct{ Items []map[string]any }
+			if err := json.Unmarshal(r.body, &page); err != nil {
+				t.Fatalf("page: %v %s", err, r.body)
+			}
+			return page.Items
+		}
+		tenantsOf := func(rows []map[string]any) map[any]int {
+			m := map[any]int{}
+			for _, row := range rows {
+				m[row["tenant_id"]]++
+			}
+			return m
+		}
+
+		// RLS: each tenant sees its own rows; guests read; anon is refused by the guard.
+		mine := items(user, api)
+		if ts := tenantsOf(mine); len(mine) < 3 || len(ts) != 1 || ts[v["TENANT_A"]] != len(mine) {
+			t.Errorf("user list: %v", mine)
+		}
+		theirs := items(other, api)
+		if ts := tenantsOf(theirs); len(theirs) < 2 || len(ts) != 1 || ts[v["TENANT_B"]] != len(theirs) {
+			t.Errorf("other tenant list: %v", theirs)
+		}
+		if guest := items(anonUser, api); len(guest) != len(mine) {
+			t.Errorf("anonymous sign-in reads %d rows, the full user %d", len(guest), len(mine))
+		}
+		wantProblem(t, "list without session", do(t, none, "GET", api, nil), 401, "AUTH_REQUIRED")
+		wantProblem(t, "list with a tampered token", do(t, tampered, "GET", api, nil), 401, "TOKEN_INVALID")
+		wantProblem(t, "list as service", do(t, service, "GET", api, nil), 403, "CALLER_NOT_ALLOWED")
+		bID := fmt.Sprint(theirs[0]["id"])
+		wantProblem(t, "get another tenant's row", do(t, user, "GET", api+"/"+bID, nil), 404, "")
+
+		// create: title required (1-200 chars), done optional, nothing else.
+		r := do(t, user, "POST", api, map[string]any{"title": "From the test"})
+		if r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		created := r.json(t)
+		id := fmt.Sprint(created["id"])
+		if created["owner_id"] != v["USER_ID"] || created["tenant_id"] != v["TENANT_A"] || created["done"] != false {
+			t.Errorf("created row: %v", created)
+		}
+		for name, body := range map[string]any{
+			"no title":      map[string]any{"done": true},
+			"empty title":   map[string]any{"title": ""},
+			"long title":    map[string]any{"title": strings.Repeat("x", 201)},
+			"unknown key":   map[string]any{"title": "x", "owner_id": v["USER_ID"]},
+			"done a string": map[string]any{"title": "x", "done": "yes"},
+			"not an object": []any{"x"},
+		} {
+			wantProblem(t, "create with "+name, do(t, user, "POST", api, body), 400, "")
+		}
+		wantProblem(t, "create as anonymous sign-in", do(t, anonUser, "POST", api, map[string]any{"title": "guest"}), 403, "")
+		for _, row := range items(other, api) {
+			if fmt.Sprint(row["id"]) == id {
+				t.Error("tenant B sees tenant A's new row")
+			}
+		}
+
+		// update: both keys optional, no other keys, own rows only.
+		r = do(t, user, "PATCH", api+"/"+id, map[string]any{"title": "Renamed"})
+		if r.status != 200 || r.json(t)["title"] != "Renamed" {
+			t.Errorf("update: %d %s", r.status, r.body)
+		}
+		wantProblem(t, "update with an unknown key", do(t, user, "PATCH", api+"/"+id, map[string]any{"owner_id": v["USER_ID"]}), 400, "")
+		wantProblem(t, "update by an anonymous sign-in", do(t, anonUser, "PATCH", api+"/"+id, map[string]any{"done": true}), 404, "")
+		wantProblem(t, "malformed key", do(t, user, "GET", api+"/abc", nil), 400, "")
+		r = do(t, user, "PUT", api+"/"+id, map[string]any{"title": "x"})
+		wantProblem(t, "PUT", r, 405, "")
+		if allow := r.header.Get("Allow"); !strings.Contains(allow, "PATCH") || !strings.Contains(allow, "DELETE") {
+			t.Errorf("Allow %q", allow)
+		}
+
+		// complete (item action): the owner only; emits todo.completed.
+		r = do(t, user, "POST", api+"/"+id+"/complete", nil)
+		if r.status != 200 || r.json(t)["done"] != true {
+			t.Errorf("complete: %d %s", r.status, r.body)
+		}
+		wantProblem(t, "complete by an anonymous sign-in", do(t, anonUser, "POST", api+"/"+id+"/complete", nil), 403, "")
+		wantProblem(t, "complete another tenant's row", do(t, user, "POST", api+"/"+bID+"/complete", nil), 404, "")
+
+		// export (collection action) with the done filter.
+		r = do(t, user, "GET", api+"/export?done=true", nil)
+		var exp struct{ Items []map[string]any }
+		if r.status != 200 || json.Unmarshal(r.body, &exp) != nil || len(exp.Items) == 0 {
+			t.Fatalf("export: %d %s", r.status, r.body)
+		}
+		for _, row := range exp.Items {
+			if row["done"] != true || row["tenant_id"] != v["TENANT_A"] {
+				t.Errorf("export row %v", row)
+			}
+		}
+		wantProblem(t, "export with done=maybe", do(t, user, "GET", api+"/export?done=maybe", nil), 400, "")
+
+		// delete needs todos.delete (role admin), and RLS keeps it to own rows.
+		r = do(t, user, "DELETE", api+"/"+id, nil)
+		wantProblem(t, "delete without todos.delete", r, 403, "PERMISSION_DENIED")
+		if r.status == 403 && r.json(t)["permission"] != "todos.delete" {
+			t.Errorf("permission field: %s", r.body)
+		}
+		r = do(t, admin, "POST", api, map[string]any{"title": "Admin's own", "done": true})
+		if r.status != 201 {
+			t.Fatalf("admin create: %d %s", r.status, r.body)
+		}
+		adminID := fmt.Sprint(r.json(t)["id"])
+		if r := do(t, admin, "DELETE", api+"/"+adminID, nil); r.status != 204 || len(r.body) != 0 {
+			t.Errorf("admin delete: %d %s", r.status, r.body)
+		}
+		wantProblem(t, "get deleted row", do(t, admin, "GET", api+"/"+adminID, nil), 404, "")
+		wantProblem(t, "admin deletes another user's row", do(t, admin, "DELETE", api+"/"+id, nil), 404, "")
+
+		// purge needs an approval unless the caller is an approver.
+		r = do(t, user, "POST", api+"/purge", nil)
+		wantProblem(t, "purge without approval", r, 403, "APPROVAL_REQUIRED")
+		if r.status == 403 {
+			m := r.json(t)
+			appr, _ := m["approval"].(map[string]any)
+			if m["permission"] != "todos.purge" || appr == nil || appr["id"] == "" {
+				t.Errorf("approval body: %s", r.body)
+			}
+		}
+		r = do(t, approver, "POST", api+"/purge", nil)
+		if r.status != 200 {
+			t.Errorf("purge as approver: %d %s", r.status, r.body)
+		} else if _, ok := r.json(t)["deleted"]; !ok {
+			t.Errorf("purge body %s", r.body)
+		}
+		wantProblem(t, "unknown resource", do(t, user, "GET", base+"/api/nope", nil), 404, "")
+	})
+
 	t.Run("health and fallbacks", func(t *testing.T) {
 		if r := do(t, none, "GET", base+"/livez", nil); r.status != 200 {
 			t.Errorf("livez %d", r.status)
