@@ -59,8 +59,11 @@ user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
 --print-env FILE writes KEY=VALUE lines once the server answers (atomically):
 BASE_URL JWKS_URL SIGNING_KEYS_PATH DATABASE_URL COOKIE_NAME TENANT_A TENANT_B
 USER_ID USER_TOKEN ADMIN_TOKEN APPROVER_TOKEN ANON_USER_TOKEN
-OTHER_TENANT_TOKEN SERVICE_KEY. Use --addr 127.0.0.1:0 for a free port; the
-file and the output show the real one.
+OTHER_TENANT_TOKEN SERVICE_KEY, and USER_REFRESH_TOKEN when the demo is its
+own auth server (no --auth-url): it then also answers GoTrue's refresh grant,
+POST /auth/v1/token?grant_type=refresh_token, rotating refresh tokens with a
+10 s reuse interval. Use --addr 127.0.0.1:0 for a free port; the file and the
+output show the real one.
 `
 
 type demoOptions struct {
@@ -215,6 +218,9 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	secretKey := "sb_secret_" + strings.ReplaceAll(newUUID(), "-", "")
 
 	srv := &demoServer{pool: pool, jwks: ks.publicJWKS()}
+	if o.authURL == "" {
+		srv.gotrue = newDemoAuthServer(ks, issuer)
+	}
 	httpSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	// The resolver fetches the JWKS over HTTP, possibly from this very
@@ -267,6 +273,16 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		t, err = mintToken(ks, tokenSpec{Sub: sub, Anonymous: anonymous, Tenant: tenant, Roles: roles, TTL: demoTokenTTL, Issuer: issuer}, now)
 		return t
 	}
+	userSpec := tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: demoTokenTTL, Issuer: issuer}
+	var userToken, userRefresh string
+	if srv.gotrue != nil {
+		userToken, userRefresh, err = srv.gotrue.signIn(userSpec)
+	} else {
+		userToken, err = mintToken(ks, userSpec, now)
+	}
+	if err != nil {
+		return err
+	}
 	vars := []envVar{
 		{"BASE_URL", baseURL},
 		{"JWKS_URL", jwksURL},
@@ -276,12 +292,15 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		{"TENANT_A", demoTenantA},
 		{"TENANT_B", demoTenantB},
 		{"USER_ID", demoUserID},
-		{"USER_TOKEN", mint(demoUserID, false, demoTenantA)},
+		{"USER_TOKEN", userToken},
 		{"ADMIN_TOKEN", mint(demoAdminID, false, demoTenantA, "admin")},
 		{"APPROVER_TOKEN", mint(demoApproverID, false, demoTenantA, "approver")},
 		{"ANON_USER_TOKEN", mint(demoAnonUserID, true, demoTenantA)},
 		{"OTHER_TENANT_TOKEN", mint(demoOtherUserID, false, demoTenantB)},
 		{"SERVICE_KEY", secretKey},
+	}
+	if userRefresh != "" {
+		vars = append(vars, envVar{"USER_REFRESH_TOKEN", userRefresh})
 	}
 	if err != nil {
 		return err

@@ -77,6 +77,8 @@ type demoServer struct {
 	jwks []byte
 	// api serves /api/ (the todos resource, the description).
 	api http.Handler
+	// gotrue answers the refresh grant when the demo is its own auth server.
+	gotrue *demoAuthServer
 }
 
 func (s *demoServer) handler() http.Handler {
@@ -102,6 +104,9 @@ func (s *demoServer) handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, whoamiOf(a))
 	})
+	if s.gotrue != nil {
+		mux.Handle("POST /auth/v1/token", s.gotrue)
+	}
 	if s.api != nil {
 		mux.Handle("/api/", s.api)
 	}

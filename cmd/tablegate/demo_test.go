@@ -488,6 +488,50 @@ func TestDemoEndToEnd(t *testing.T) {
 		wantProblem(t, "unknown resource", do(t, user, "GET", base+"/api/nope", nil), 404, "")
 	})
 
+	t.Run("refresh grant", func(t *testing.T) {
+		tokenURL := base + "/auth/v1/token?grant_type=refresh_token"
+		rt := v["USER_REFRESH_TOKEN"]
+		if len(rt) != 12 {
+			t.Fatalf("USER_REFRESH_TOKEN %q", rt)
+		}
+		type grant struct {
+			AccessToken  string `json:"access_token"`
+			RefreshToken string `json:"refresh_token"`
+			ExpiresAt    int64  `json:"expires_at"`
+			User         struct{ ID string }
+		}
+		refresh := func(tok string) (response, grant) {
+			r := do(t, none, "POST", tokenURL, map[string]string{"refresh_token": tok})
+			var g grant
+			if r.status == 200 {
+				_ = json.Unmarshal(r.body, &g)
+			}
+			return r, g
+		}
+		r, g := refresh(rt)
+		if r.status != 200 || g.AccessToken == "" || g.RefreshToken == "" || g.RefreshToken == rt || g.User.ID != v["USER_ID"] {
+			t.Fatalf("refresh: %d %s", r.status, r.body)
+		}
+		before := do(t, user, "GET", base+"/whoami", nil).json(t)["claims"].(map[string]any)
+		after := do(t, bearer("refreshed", g.AccessToken), "GET", base+"/whoami", nil).json(t)
+		claims, _ := after["claims"].(map[string]any)
+		if after["kind"] != "user" || after["user_id"] != v["USER_ID"] || claims["session_id"] != before["session_id"] || claims["tenant_id"] != v["TENANT_A"] {
+			t.Errorf("refreshed token: %v (session before %v)", after, before["session_id"])
+		}
+		// Reuse of the old token inside the reuse interval answers the current token.
+		if r, g2 := refresh(rt); r.status != 200 || g2.RefreshToken != g.RefreshToken {
+			t.Errorf("reuse within the interval: %d %s", r.status, r.body)
+		}
+		r, _ = refresh("zzzzzzzzzzzz")
+		if r.status != 400 || !strings.Contains(string(r.body), `"code":"refresh_token_not_found"`) {
+			t.Errorf("unknown refresh token: %d %s", r.status, r.body)
+		}
+		r = do(t, none, "POST", base+"/auth/v1/token?grant_type=password", map[string]string{"email": "a@b.c"})
+		if r.status != 400 {
+			t.Errorf("password grant: %d %s", r.status, r.body)
+		}
+	})
+
 	t.Run("health and fallbacks", func(t *testing.T) {
 		if r := do(t, none, "GET", base+"/livez", nil); r.status != 200 {
 			t.Errorf("livez %d", r.status)

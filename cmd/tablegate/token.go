@@ -23,6 +23,7 @@ type tokenSpec struct {
 	TTL       time.Duration
 	Issuer    string
 	Email     string
+	SessionID string // default a random UUID
 	Extra     map[string]any
 }
 
@@ -48,6 +49,9 @@ func mintToken(ks *keySet, s tokenSpec, now time.Time) (string, error) {
 	if s.Issuer == "" {
 		s.Issuer = defaultIssuer
 	}
+	if s.SessionID == "" {
+		s.SessionID = newUUID()
+	}
 	provider := "email"
 	method := "password"
 	if s.Anonymous {
@@ -67,7 +71,7 @@ func mintToken(ks *keySet, s tokenSpec, now time.Time) (string, error) {
 		"role":          s.Role,
 		"aal":           "aal1",
 		"amr":           []map[string]any{{"method": method, "timestamp": now.Unix()}},
-		"session_id":    newUUID(),
+		"session_id":    s.SessionID,
 		"is_anonymous":  s.Anonymous,
 	}
 	if s.Tenant != "" {
