@@ -52,7 +52,7 @@ Runs the whole stack on your machine in one command:
      Ctrl-C or SIGTERM; then stops Postgres and removes its files.
 
 Routes: /api/todos (list, get, create, update, delete, actions complete,
-export, purge), /api/openapi.json, /api/docs, /whoami, /guard/{user,
+export, purge), /whoami, /guard/{user,
 user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
 /readyz.
 
@@ -387,7 +387,7 @@ tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
   curl -s "$BASE_URL/api/todos/export?done=true" -H "Authorization: Bearer $USER_TOKEN"
   curl -s -X DELETE $BASE_URL/api/todos/1 -H "Authorization: Bearer $USER_TOKEN"   # 403 PERMISSION_DENIED
   curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED
-  curl -s $BASE_URL/api/openapi.json
+  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $APPROVER_TOKEN"
 
 Ctrl-C stops the server and removes Postgres and the temporary files.
 `, base, kid, get("USER_TOKEN"), get("ADMIN_TOKEN"), get("APPROVER_TOKEN"), get("ANON_USER_TOKEN"), get("OTHER_TENANT_TOKEN"), get("SERVICE_KEY"))

@@ -492,6 +492,9 @@ func checkTenantClaim(ctx context.Context, pool *pgxpool.Pool) check {
 		if strings.Contains(src, "current_tenant_id()") {
 			users++
 		}
+		if strings.Contains(src, "tenant_claim()") {
+			continue // reads the setting itself
+		}
 		for _, m := range tenantRead.FindAllStringSubmatch(src, -1) {
 			claim := m[1]
 			if claim == "" {
