@@ -16,27 +16,53 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 )
 
-// localResolver resolves callers for the demo until the authctx resolver
-// is wired in: the apikey header (secret key → service), then a Bearer
-// token verified against the JWKS URL (fetched once, cached by keyfunc).
+// localResolver resolves callers until the authctx resolver is wired in:
+// the apikey header (a secret key → service), then a Bearer token verified
+// against the JWKS (fetched once, cached by keyfunc).
 type localResolver struct {
-	kf        keyfunc.Keyfunc
-	secretKey string
-	keyName   string
+	kf         keyfunc.Keyfunc
+	secretKeys map[string]string
 }
 
-func newLocalResolver(ctx context.Context, jwksURL, secretKey, keyName string) (*localResolver, error) {
-	kf, err := keyfunc.NewDefaultCtx(ctx, []string{jwksURL})
+// resolverConfig says where tokens verify and which secret keys exist.
+type resolverConfig struct {
+	ProjectURL string
+	JWKSURL    string
+	JWKS       json.RawMessage
+	SecretKeys map[string]string
+	Refresh    bool
+}
+
+func newResolverFor(ctx context.Context, c resolverConfig) (*localResolver, error) {
+	if c.Refresh {
+		return nil, errors.New("session refresh is not available in this build")
+	}
+	var kf keyfunc.Keyfunc
+	var err error
+	switch {
+	case c.JWKSURL != "":
+		kf, err = keyfunc.NewDefaultCtx(ctx, []string{c.JWKSURL})
+	case len(c.JWKS) > 0:
+		kf, err = keyfunc.NewJWKSetJSON(c.JWKS)
+	default:
+		kf, err = keyfunc.NewDefaultCtx(ctx, []string{strings.TrimRight(c.ProjectURL, "/") + "/auth/v1/.well-known/jwks.json"})
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &localResolver{kf: kf, secretKey: secretKey, keyName: keyName}, nil
+	return &localResolver{kf: kf, secretKeys: c.SecretKeys}, nil
+}
+
+func newLocalResolver(ctx context.Context, jwksURL, secretKey, keyName string) (*localResolver, error) {
+	return newResolverFor(ctx, resolverConfig{JWKSURL: jwksURL, SecretKeys: map[string]string{keyName: secretKey}})
 }
 
 func (lr *localResolver) Resolve(r *http.Request) authctx.Auth {
-	if k := r.Header.Get("apikey"); k != "" && lr.secretKey != "" {
-		if equalKeys(k, lr.secretKey) {
-			return authctx.Service(lr.keyName)
+	if k := r.Header.Get("apikey"); k != "" {
+		for name, secret := range lr.secretKeys {
+			if equalKeys(k, secret) {
+				return authctx.Service(name)
+			}
 		}
 	}
 	h := r.Header.Get("Authorization")

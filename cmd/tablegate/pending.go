@@ -8,5 +8,4 @@ import (
 // errNotYet marks a command whose package has not landed yet.
 var errNotYet = errors.New("not available in this build yet")
 
-func runServe(ctx context.Context, e *env, args []string) error   { return errNotYet }
 func runOpenAPI(ctx context.Context, e *env, args []string) error { return errNotYet }
