@@ -246,7 +246,9 @@ type rawItem struct {
 	done  bool
 }
 
-func (it *rawItem) scan(rows pgx.Rows) error { return rows.Scan(&it.id, &it.owner, &it.title, &it.done) }
+func (it *rawItem) scan(rows pgx.Rows) error {
+	return rows.Scan(&it.id, &it.owner, &it.title, &it.done)
+}
 
 // appendJSON renders the row as tablegate does (keys in column order).
 func (it *rawItem) appendJSON(b []byte) []byte {
