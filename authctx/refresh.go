@@ -71,6 +71,7 @@ package authctx
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -103,6 +104,10 @@ type refresher struct {
 	now     func() time.Time
 	ttl     time.Duration
 	max     int
+	// accept, when set, checks a successful answer inside the shared call
+	// (the new access token must verify); a refused answer counts as
+	// Failed and is not cached.
+	accept func(ctx context.Context, accessToken string) bool
 
 	group singleflight.Group
 
@@ -151,6 +156,9 @@ func (f *refresher) refresh(ctx context.Context, refreshToken string) gotrue.Res
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
 		defer cancel()
 		res := f.client.Refresh(cctx, refreshToken, f.now())
+		if res.Outcome == gotrue.Success && f.accept != nil && !f.accept(cctx, res.Parsed.AccessToken) {
+			res = gotrue.Result{Status: res.Status, Err: errors.New("authctx: the refreshed access token does not verify")}
+		}
 		if res.Outcome != gotrue.Failed {
 			f.store(key, res)
 		}
@@ -240,7 +248,7 @@ func (fl *refreshFlow) run(ctx context.Context, cookies []*http.Cookie, refreshT
 	switch res.Outcome {
 	case gotrue.Success:
 		a := verify(ctx, res.Parsed.AccessToken)
-		if a.Kind != KindUser && !(a.Kind == KindInvalid && a.Reason == ReasonClaims) {
+		if !usableRefreshed(a) {
 			// The server sent a token we cannot verify: keep the old session.
 			return keep()
 		}
@@ -259,4 +267,11 @@ func (fl *refreshFlow) run(ctx context.Context, cookies []*http.Cookie, refreshT
 		return d
 	}
 	return keep()
+}
+
+// usableRefreshed reports whether the state of a refreshed access token
+// lets the new session be stored: a user, or a verified token whose claims
+// fail the schema (the session is genuine; the caller is invalid/claims).
+func usableRefreshed(a Auth) bool {
+	return a.Kind == KindUser || (a.Kind == KindInvalid && a.Reason == ReasonClaims)
 }
