@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,34 @@ func FuzzRead(f *testing.F) {
 			if err != nil || !bytes.Equal(back, got) {
 				t.Fatalf("round trip: %v", err)
 			}
+		}
+	})
+}
+
+// FuzzStringifyJSON: StringifyJSON never panics, prints valid JSON with the
+// same meaning as its input, and is a fixed point on its own output.
+func FuzzStringifyJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `[1e21,1e-7,-0,0.1]`, `{"2":1,"1":2,"b":"\u2028<>&"}`, `"\ud800"`, `123456789012345678901234567890`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out, err := StringifyJSON([]byte(in))
+		if err != nil {
+			if json.Valid([]byte(in)) {
+				t.Fatalf("valid JSON refused: %v", err)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("invalid output %q", out)
+		}
+		var a, b any
+		if json.Unmarshal([]byte(in), &a) == nil && json.Unmarshal(out, &b) == nil && !reflect.DeepEqual(a, b) {
+			t.Fatalf("meaning changed: %q -> %q", in, out)
+		}
+		again, err := StringifyJSON(out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not a fixed point: %q -> %q", out, again)
 		}
 	})
 }
