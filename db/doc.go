@@ -1,0 +1,29 @@
+// Package db binds database work to the caller.
+//
+// Every statement tablegate sends runs as the caller: the database role is
+// picked from the actor ([authctx.Context]) and the verified claims are set
+// into request.jwt.claims, both with set_config(..., true) so they live only
+// for the transaction. Row-level security therefore decides what exists, in
+// Postgres, for every caller. A pooled connection can never carry one
+// caller's identity into another's request.
+//
+// # One round trip
+//
+// The caller settings travel in the same pipelined round trip as the first
+// statement (a pgx batch): [DB.Read] sends each statement together with the
+// settings in one implicit transaction, so a read costs one network round
+// trip; [DB.Tx] sends BEGIN, the settings and the first statement together.
+//
+// # Roles
+//
+// A user runs as its role claim when that role is listed in
+// [Config.UserRoles] (default: authenticated only) — never as a role the
+// token names freely; a token naming any other role is refused with
+// [ErrRoleNotAllowed]. Callers without a session run as anon and service
+// callers as service_role.
+//
+// # Migrations
+//
+// [Migrate] applies the embedded migrations of package
+// github.com/tablegate/tablegate/sql/migrations with goose.
+package db

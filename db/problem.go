@@ -1,0 +1,89 @@
+package db
+
+import (
+	"errors"
+	"net"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tablegate/tablegate/problem"
+)
+
+// Problem translates a database error into a *problem.Problem that names
+// what went wrong in the caller's terms, never in SQL. The original error
+// stays attached as the cause, for logs. A nil error stays nil, and an error
+// that already is a problem is returned unchanged.
+//
+//	23505 unique, 23503 foreign key       → 409 conflict
+//	42501 RLS or privilege refusal        → 403 forbidden
+//	23502 not null, 23514 check, 22xxx    → 422 unprocessable (22P02 → 400)
+//	40001 serialization, 40P01 deadlock   → 409 conflict with Retry-After
+//	connection failures, 57P0x, 53xxx     → 503 unavailable with Retry-After
+//	anything else                         → 500 unexpected
+func Problem(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := problem.As(err); ok {
+		return err
+	}
+	if errors.Is(err, ErrRoleNotAllowed) {
+		return problem.New(problem.KindForbidden, "The token's role is not allowed here.").WithCause(err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return fromPgError(pgErr).WithCause(err)
+	}
+	if isConnError(err) {
+		return problem.New(problem.KindUnavailable, "The database is unavailable; try again shortly.").
+			WithHeader("Retry-After", "1").WithCause(err)
+	}
+	return problem.From(err)
+}
+
+func fromPgError(e *pgconn.PgError) *problem.Problem {
+	field := func(p *problem.Problem) *problem.Problem {
+		if e.ColumnName != "" {
+			p.Errors = []problem.FieldError{{Path: "/" + e.ColumnName, Message: p.Detail}}
+		}
+		return p
+	}
+	switch {
+	case e.Code == "23505":
+		return problem.New(problem.KindConflict, "A row with the same unique value already exists.")
+	case e.Code == "23503":
+		return problem.New(problem.KindConflict, "The row references a row that does not exist, or is still referenced.")
+	case e.Code == "42501":
+		return problem.New(problem.KindForbidden, "A row-level security policy or privilege refused the operation.")
+	case e.Code == "23502":
+		return field(problem.New(problem.KindUnprocessable, "A required value is missing."))
+	case e.Code == "23514":
+		return problem.New(problem.KindUnprocessable, "A value violates a check constraint.")
+	case e.Code == "22P02":
+		return problem.New(problem.KindBadRequest, "A value has the wrong format for its column.")
+	case len(e.Code) == 5 && e.Code[:2] == "22":
+		return field(problem.New(problem.KindUnprocessable, "A value is out of range or invalid for its column."))
+	case e.Code == "40001" || e.Code == "40P01":
+		return problem.New(problem.KindConflict, "The request conflicted with a concurrent one; retry it.").
+			WithHeader("Retry-After", "1")
+	case e.Code == "57014":
+		return problem.New(problem.KindUnavailable, "The statement took too long and was cancelled.").
+			WithHeader("Retry-After", "1")
+	case len(e.Code) == 5 && (e.Code[:2] == "53" || e.Code[:2] == "08" || e.Code[:3] == "57P"):
+		return problem.New(problem.KindUnavailable, "The database is unavailable; try again shortly.").
+			WithHeader("Retry-After", "1")
+	}
+	return problem.New(problem.KindUnexpected, "The server could not complete the request.")
+}
+
+func isConnError(err error) bool {
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
+	return pgconn.SafeToRetry(err)
+}

@@ -1,0 +1,105 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/authctx"
+)
+
+// Tx runs fn in one transaction bound to the caller. BEGIN and the caller
+// settings travel in the same round trip as fn's first statement; later
+// statements run in the same transaction. The transaction commits when fn
+// returns nil and rolls back when fn returns an error or panics (the panic
+// is re-raised after the rollback). A fn that sends no statement costs no
+// round trip at all.
+//
+// The Querier must not be used after fn returns.
+func (d *DB) Tx(ctx context.Context, c authctx.Context, fn func(q Querier) error) (err error) {
+	s, err := d.settingsFor(c)
+	if err != nil {
+		return err
+	}
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("db: acquire: %w", err)
+	}
+	tq := &txQuerier{conn: conn, s: s}
+	defer func() {
+		if p := recover(); p != nil {
+			tq.finish(ctx, false)
+			panic(p)
+		}
+	}()
+	err = fn(tq)
+	if ferr := tq.finish(ctx, err == nil); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// txQuerier begins its transaction lazily with the first statement.
+type txQuerier struct {
+	conn    *pgxpool.Conn
+	s       settings
+	started bool
+	done    bool
+}
+
+var errTxDone = errors.New("db: transaction already finished")
+
+func (q *txQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if q.done {
+		return pgconn.CommandTag{}, errTxDone
+	}
+	if !q.started {
+		q.started = true
+		return execPrefixed(ctx, nil, q.conn, true, q.s, sql, args)
+	}
+	return q.conn.Exec(ctx, sql, args...)
+}
+
+func (q *txQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if q.done {
+		return nil, errTxDone
+	}
+	if !q.started {
+		q.started = true
+		return queryPrefixed(ctx, nil, q.conn, true, q.s, sql, args)
+	}
+	return q.conn.Query(ctx, sql, args...)
+}
+
+func (q *txQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := q.Query(ctx, sql, args...)
+	return &prefixedRow{rows: rows, err: err}
+}
+
+// finish commits or rolls back and releases the connection. A connection
+// whose transaction state is unknown is destroyed, never reused.
+func (q *txQuerier) finish(ctx context.Context, commit bool) error {
+	if q.done {
+		return nil
+	}
+	q.done = true
+	defer q.conn.Release() // pgxpool destroys a connection left inside a transaction
+	if !q.started {
+		return nil
+	}
+	// Finish even when the request context is gone: a half-open transaction
+	// must not linger until the pool notices.
+	fctx := context.WithoutCancel(ctx)
+	if commit {
+		if _, err := q.conn.Exec(fctx, "commit"); err != nil {
+			return fmt.Errorf("db: commit: %w", err)
+		}
+		return nil
+	}
+	_, _ = q.conn.Exec(fctx, "rollback")
+	return nil
+}

@@ -1,0 +1,132 @@
+// Package pgcluster starts a throwaway local PostgreSQL cluster from the
+// initdb and pg_ctl binaries on this machine. The test harness and
+// "tablegate demo" use it when no server is configured.
+//
+// initdb refuses to run as root; when the process is root the cluster runs
+// as the "postgres" system user. The cluster listens only on a unix socket
+// inside its temporary directory and is tuned for throwaway use (fsync off).
+package pgcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// ErrNoBinaries is returned by [Start] when initdb or pg_ctl is not found.
+var ErrNoBinaries = errors.New("pgcluster: initdb/pg_ctl not found (install postgresql)")
+
+// Cluster is a running throwaway cluster. Stop it to remove every file.
+type Cluster struct {
+	dir    string
+	binDir string
+	cred   *syscall.Credential
+	// URL connects as superuser postgres to database postgres over the socket.
+	URL string
+}
+
+// FindBinaries returns the directory holding initdb and pg_ctl: PATH first,
+// then the highest /usr/lib/postgresql/*/bin.
+func FindBinaries() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if _, err := exec.LookPath("pg_ctl"); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	return "", ErrNoBinaries
+}
+
+func versionOf(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+// Start creates and starts a cluster in a new temporary directory. Progress
+// lines go to logf when it is not nil.
+func Start(ctx context.Context, logf func(format string, args ...any)) (*Cluster, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	binDir, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	base := os.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	dir, err := os.MkdirTemp(base, "tablegate-pg-")
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: temp dir: %w", err)
+	}
+	c := &Cluster{dir: dir, binDir: binDir}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("pgcluster: running as root needs a 'postgres' system user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("pgcluster: chown: %w", err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	logf("initdb %s", data)
+	if out, err := c.run(ctx, "initdb", "--no-sync", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "-D", data); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgcluster: initdb: %w: %s", err, out)
+	}
+	opts := fmt.Sprintf("-c listen_addresses='' -c unix_socket_directories=%s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", dir)
+	logf("pg_ctl start")
+	if out, err := c.run(ctx, "pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
+		logText, _ := os.ReadFile(filepath.Join(dir, "log"))
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgcluster: pg_ctl start: %w: %s %s", err, out, logText)
+	}
+	c.URL = "postgres://postgres@/postgres?host=" + url.QueryEscape(dir) + "&sslmode=disable"
+	return c, nil
+}
+
+// Dir is the cluster's temporary directory.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Stop stops the server immediately and removes its directory.
+func (c *Cluster) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
+	if rerr := os.RemoveAll(c.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func (c *Cluster) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, name), args...)
+	cmd.Dir = c.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if c.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	}
+	return cmd.CombinedOutput()
+}

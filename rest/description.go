@@ -1,0 +1,85 @@
+package rest
+
+import "github.com/google/jsonschema-go/jsonschema"
+
+// Column describes one column of a resource's table, as introspected.
+type Column struct {
+	// Name is the column name.
+	Name string
+	// Type is the Postgres type as format_type prints it
+	// ("uuid", "timestamp with time zone", "text[]").
+	Type string
+	// TypeName is pg_type.typname ("uuid", "timestamptz", "_text").
+	TypeName string
+	// NotNull reports a NOT NULL constraint.
+	NotNull bool
+	// HasDefault reports a default (or identity/generated value).
+	HasDefault bool
+	// ReadOnly reports a column a body may not set (generated, identity
+	// ALWAYS, or listed in Options.ReadOnly).
+	ReadOnly bool
+	// Selected reports whether the column is in the resource's select list.
+	Selected bool
+}
+
+// OperationInfo describes one served operation or action.
+type OperationInfo struct {
+	// Operation is the CRUD operation or the action name.
+	Operation Operation
+	// ID is the operation id shared by the OpenAPI and MCP adapters.
+	ID string
+	// Method is the HTTP method.
+	Method string
+	// Path is relative to the resource's mount point; the key appears as
+	// {<key column>}: "/", "/{id}", "/{id}/complete", "/export".
+	Path string
+	// Item reports whether the operation addresses one row by key.
+	Item bool
+	// Status is the success status.
+	Status int
+	// Permission is the permission key checked by the authorizer, or "".
+	Permission string
+	// Input is the body schema (create, update, actions with input).
+	Input *jsonschema.Schema
+	// Query is the query parameter schema of an action, if any.
+	Query *jsonschema.Schema
+	// Output is the response schema: for list the item schema inside the
+	// page; nil for 204 responses.
+	Output *jsonschema.Schema
+	// Action is the action definition; nil for CRUD operations.
+	Action *Action
+}
+
+// Description is everything a documentation or tool generator needs to
+// know about a resource. It is computed once when the resource is built;
+// callers must not modify it.
+type Description struct {
+	// Table is the table name as given to NewResource; Schema is its
+	// Postgres schema.
+	Table, Schema string
+	// Key is the key column.
+	Key Column
+	// Columns are the selected columns, in select order.
+	Columns []Column
+	// AllColumns are all columns of the table, in table order.
+	AllColumns []Column
+	// Row is the JSON Schema of a row (the selected columns).
+	Row *jsonschema.Schema
+	// Operations are the served CRUD operations (route order), then the
+	// actions ordered by name.
+	Operations []OperationInfo
+	// DefaultLimit and MaxLimit are the list page size limits.
+	DefaultLimit, MaxLimit int
+	// MaxBodyBytes is the body limit.
+	MaxBodyBytes int64
+}
+
+// Operation returns the info of an operation or action by name.
+func (d *Description) Operation(op Operation) (OperationInfo, bool) {
+	for _, o := range d.Operations {
+		if o.Operation == op {
+			return o, true
+		}
+	}
+	return OperationInfo{}, false
+}

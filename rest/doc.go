@@ -1,0 +1,49 @@
+// Package rest serves Postgres tables as caller-bound REST resources.
+//
+// A [Resource] is one table served as an [net/http.Handler] that can be
+// mounted under any prefix of any router:
+//
+//	GET    /        list   → 200 {"items": [...], "next_cursor": "..."|null}
+//	POST   /        create → 201 row, Location header
+//	GET    /{key}   get    → 200 row, 404 when missing or hidden by RLS
+//	PATCH  /{key}   update → 200 row
+//	DELETE /{key}   delete → 204
+//
+// plus the custom [Action]s declared in [Options.Actions]. [Resources]
+// serves many tables under one handler, one path segment per table.
+//
+// Every statement runs bound to the caller (see package db): row-level
+// security decides which rows exist. A get or list without hooks or
+// permissions costs one round trip to Postgres; a write runs in one
+// transaction shared with the authorizer and every hook, so an error in an
+// After hook rolls the write back.
+//
+// # Pipeline
+//
+// The HTTP handler only translates. [Resource.Do] is the single pipeline
+// every adapter (HTTP, MCP) runs:
+//
+//	fetch row under RLS (get, update, delete, item actions) → 404 if hidden
+//	→ permission check by the [Authorizer] → Hooks.AuthorizeFunc
+//	→ Before* hook → [Repository] → After* hook → response
+//
+// # List queries
+//
+// List takes PostgREST-style filters on selected columns
+// (col=eq.v, neq, gt, gte, lt, lte, in.(a,b), is.null|true|false|unknown,
+// like, ilike, each negatable with not.), order=col.asc|desc[.nullsfirst|
+// .nullslast] (comma separated), limit (default 50, capped by
+// [Options.MaxLimit]), an opaque HMAC-signed keyset cursor, and count=exact.
+// Unknown columns or operators answer 400 naming the parameter.
+//
+// # Errors
+//
+// Every refusal is an application/problem+json body from package problem:
+// 400 malformed key, body or query; 404 missing or hidden row; 405 with
+// Allow; 413 body above [Options.MaxBodyBytes]; 415 non-JSON body; 403 for
+// a policy refusal or a denied permission; 409 conflicts; 422 check and
+// not-null violations; 503 with Retry-After when the database is down. A
+// hook's error that is a *problem.Problem is sent as is; any other error or
+// a panic becomes a 500 of kind unexpected carrying a request id, logged
+// with log/slog.
+package rest

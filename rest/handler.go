@@ -1,0 +1,186 @@
+package rest
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
+)
+
+// ServeHTTP serves the resource's routes relative to its mount point
+// (mount with http.StripPrefix, or use [Resources]): it parses the route,
+// key, body and caller, runs [Resource.Do] and writes the result or the
+// problem. HEAD is served like GET without a body.
+func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	segs, ok := splitPath(req.URL.EscapedPath())
+	if !ok {
+		r.opts.Problems.Write(w, routeNotFound())
+		return
+	}
+	method := req.Method
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	call := &Call{Request: req, Query: req.URL.Query(), RequestID: req.Header.Get("X-Request-Id")}
+	if len(call.RequestID) > 64 {
+		call.RequestID = ""
+	}
+	ba, key, actionAllow := r.matchAction(method, segs)
+	takesBody := false
+	switch {
+	case ba != nil:
+		call.Operation, call.Key = Operation(ba.name), key
+		takesBody = ba.Input != nil || method != http.MethodGet
+	case len(segs) == 0 && method == http.MethodGet && r.ops[OpList]:
+		call.Operation = OpList
+	case len(segs) == 0 && method == http.MethodPost && r.ops[OpCreate]:
+		call.Operation, takesBody = OpCreate, true
+	case len(segs) == 1 && method == http.MethodGet && r.ops[OpGet]:
+		call.Operation, call.Key = OpGet, segs[0]
+	case len(segs) == 1 && method == http.MethodPatch && r.ops[OpUpdate]:
+		call.Operation, call.Key, takesBody = OpUpdate, segs[0], true
+	case len(segs) == 1 && method == http.MethodDelete && r.ops[OpDelete]:
+		call.Operation, call.Key = OpDelete, segs[0]
+	default:
+		var allow []string
+		switch len(segs) {
+		case 0:
+			allow = append(allow, r.allowCRUD[0])
+		case 1:
+			allow = append(allow, r.allowCRUD[1])
+		}
+		for _, m := range actionAllow {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+		a := strings.Join(compact(allow), ", ")
+		if a == "" {
+			r.opts.Problems.Write(w, routeNotFound())
+			return
+		}
+		r.opts.Problems.Write(w, methodNotAllowed(a))
+		return
+	}
+	if takesBody {
+		body, p := r.readBody(w, req)
+		if p != nil {
+			r.opts.Problems.Write(w, p)
+			return
+		}
+		call.Body = body
+	}
+	auth, err := r.caller(req)
+	if err != nil {
+		r.opts.Problems.Write(w, r.toProblem(call, err))
+		return
+	}
+	call.Auth = auth
+	res, err := r.Do(req.Context(), call)
+	if err != nil {
+		p, _ := problem.As(err)
+		r.opts.Problems.Write(w, p)
+		return
+	}
+	h := w.Header()
+	for k, vs := range res.Header {
+		h[k] = vs
+	}
+	if res.ContentType != "" && res.Body != nil {
+		h.Set("Content-Type", res.ContentType)
+	}
+	if call.Operation == OpCreate && res.Key != "" {
+		h.Set("Location", collectionPath(req)+"/"+url.PathEscape(res.Key))
+	}
+	w.WriteHeader(res.Status)
+	if res.Body != nil && res.Status != http.StatusNoContent {
+		_, _ = w.Write(res.Body)
+	}
+}
+
+func (r *Resource) caller(req *http.Request) (authctx.Auth, error) {
+	if r.opts.Caller != nil {
+		return r.opts.Caller(req)
+	}
+	return defaultCaller(req)
+}
+
+// defaultCaller is the caller when Options.Caller is nil.
+var defaultCaller = func(*http.Request) (authctx.Auth, error) {
+	return authctx.Anon(authctx.ReasonNone), nil
+}
+
+// readBody enforces the media type (415) and the size limit (413).
+func (r *Resource) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *problem.Problem) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, problem.Newf(problem.KindPayloadTooLarge, "The body exceeds %d bytes.", r.maxBody)
+		}
+		return nil, badBody("The body could not be read.")
+	}
+	if len(body) == 0 {
+		return nil, nil
+	}
+	ct := req.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !(mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return nil, problem.New(problem.KindUnsupportedMediaType, "The body must be application/json.")
+	}
+	return body, nil
+}
+
+// splitPath splits an escaped path relative to the mount point into
+// unescaped segments; "" and "/" give none. A trailing slash is ignored.
+func splitPath(p string) ([]string, bool) {
+	p = strings.TrimPrefix(p, "/")
+	p = strings.TrimSuffix(p, "/")
+	if p == "" {
+		return nil, true
+	}
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		u, err := url.PathUnescape(s)
+		if err != nil || u == "" {
+			return nil, false
+		}
+		parts[i] = u
+	}
+	return parts, true
+}
+
+// collectionPath is the request's original path without a trailing slash
+// (the resource's mount point for create).
+func collectionPath(req *http.Request) string {
+	p := req.URL.Path
+	if req.RequestURI != "" {
+		if u, err := url.ParseRequestURI(req.RequestURI); err == nil {
+			p = u.EscapedPath()
+		}
+	}
+	return strings.TrimSuffix(p, "/")
+}
+
+func compact(ss []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range ss {
+		for _, m := range strings.Split(s, ", ") {
+			if m != "" && !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}

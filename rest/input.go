@@ -1,0 +1,103 @@
+package rest
+
+import (
+	"bytes"
+	"sort"
+	"strconv"
+
+	"github.com/tablegate/tablegate/problem"
+)
+
+// parseKey checks the raw key against the key column's type: integer keys
+// become int64, uuid keys must be canonical or compact hex, others stay text.
+func (r *Resource) parseKey(s string) (any, error) {
+	if s == "" {
+		return nil, badKey(r.key.Name, "present")
+	}
+	switch r.keyKind {
+	case keyInt:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, badKey(r.key.Name, "an integer")
+		}
+		return n, nil
+	case keyUUID:
+		if !validUUID(s) {
+			return nil, badKey(r.key.Name, "a UUID")
+		}
+	}
+	return s, nil
+}
+
+func validUUID(s string) bool {
+	switch len(s) {
+	case 36:
+		for i := 0; i < 36; i++ {
+			c := s[i]
+			if i == 8 || i == 13 || i == 18 || i == 23 {
+				if c != '-' {
+					return false
+				}
+				continue
+			}
+			if !isHex(c) {
+				return false
+			}
+		}
+		return true
+	case 32:
+		for i := 0; i < 32; i++ {
+			if !isHex(s[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// parseBody decodes a create or update body: a JSON object naming only
+// writable columns, valid against the operation's input schema.
+func (r *Resource) parseBody(op Operation, body []byte) (Row, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, badBody("A JSON object body is required.")
+	}
+	v, err := decodeJSON(body)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, badBody("The body must be a JSON object.")
+	}
+	row := Row(m)
+	var errs []problem.FieldError
+	for k := range row {
+		c, ok := r.byName[k]
+		switch {
+		case !ok:
+			errs = append(errs, problem.FieldError{Path: "/" + pointerEscape(k), Message: "is not a column"})
+		case c.ReadOnly || (op == OpUpdate && c == r.key):
+			errs = append(errs, problem.FieldError{Path: "/" + pointerEscape(k), Message: "is read-only"})
+		}
+	}
+	if errs != nil {
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
+		p := problem.New(problem.KindBadRequest, "The body names unknown or read-only columns.")
+		p.Errors = errs
+		return nil, p
+	}
+	if v := r.input[op]; v != nil {
+		if errs := v.check(map[string]any(row)); errs != nil {
+			return nil, schemaFailed("body", errs)
+		}
+	}
+	if op == OpUpdate && len(row) == 0 && r.hooks.BeforeUpdateFunc == nil {
+		return nil, badBody("The body sets no column.")
+	}
+	return row, nil
+}

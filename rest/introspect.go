@@ -1,0 +1,106 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/jackc/pgx/v5"
+	"github.com/tablegate/tablegate/db"
+)
+
+const introspectSQL = `
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typname,
+       a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '',
+       a.attidentity = 'a' OR a.attgenerated <> '',
+       coalesce(a.attnum = ANY (i.indkey), false)
+FROM pg_attribute a
+JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum`
+
+// introspect reads the columns and primary key of schema.name once, with
+// the pool's own role (catalog reads are not subject to RLS).
+func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, []string, error) {
+	rows, err := d.Pool().Query(ctx, introspectSQL, pgx.Identifier{schema, name}.Sanitize())
+	if err != nil {
+		return nil, nil, fmt.Errorf("introspect: %w", err)
+	}
+	var cols []*column
+	var pk []string
+	for rows.Next() {
+		c := &column{}
+		var isPK bool
+		if err := rows.Scan(&c.Name, &c.Type, &c.TypeName, &c.NotNull, &c.HasDefault, &c.ReadOnly, &isPK); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("introspect: %w", err)
+		}
+		c.ident = pgx.Identifier{c.Name}.Sanitize()
+		c.cast = "::text::" + c.Type
+		if isPK {
+			pk = append(pk, c.Name)
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("introspect: %w", err)
+	}
+	if len(cols) == 0 {
+		return nil, nil, errors.New("no such table or view, or it has no columns")
+	}
+	return cols, pk, nil
+}
+
+// typeSchema maps a Postgres type to the JSON Schema of its JSON form
+// (as json_build_object renders it).
+func typeSchema(c *column) *jsonschema.Schema {
+	s := &jsonschema.Schema{}
+	tn := c.TypeName
+	if len(tn) > 1 && tn[0] == '_' { // array
+		el := &column{Column: Column{TypeName: tn[1:], NotNull: true}}
+		s.Type = "array"
+		s.Items = typeSchema(el)
+		return nullable(s, c.NotNull)
+	}
+	switch tn {
+	case "int2", "int4", "int8", "oid":
+		s.Type = "integer"
+	case "float4", "float8", "numeric", "money":
+		s.Type = "number"
+	case "bool":
+		s.Type = "boolean"
+	case "uuid":
+		s.Type, s.Format = "string", "uuid"
+	case "timestamptz", "timestamp":
+		s.Type, s.Format = "string", "date-time"
+	case "date":
+		s.Type, s.Format = "string", "date"
+	case "json", "jsonb":
+		return s // any JSON value
+	default:
+		s.Type = "string"
+	}
+	return nullable(s, c.NotNull)
+}
+
+func nullable(s *jsonschema.Schema, notNull bool) *jsonschema.Schema {
+	if notNull {
+		return s
+	}
+	s.Types = []string{s.Type, "null"}
+	s.Type = ""
+	return s
+}
+
+// rowSchema is the object schema of a row holding cols.
+func rowSchema(cols []*column, _ any) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
+	for _, c := range cols {
+		s.Properties[c.Name] = typeSchema(c)
+		s.PropertyOrder = append(s.PropertyOrder, c.Name)
+		s.Required = append(s.Required, c.Name)
+	}
+	return s
+}

@@ -1,0 +1,123 @@
+package rest
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultLimit is the page size of a list without a limit parameter.
+	DefaultLimit = 50
+	// DefaultMaxLimit caps the limit parameter of a list.
+	DefaultMaxLimit = 1000
+	// DefaultMaxBodyBytes caps request bodies (1 MiB); larger bodies answer 413.
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// Options configures a [Resource]. The zero value serves every CRUD
+// operation on every column of the table with no hooks and no
+// permissions. Options are read once by [NewResource]; changing them
+// afterwards has no effect.
+type Options struct {
+	// Operations lists the CRUD operations served. Nil serves all five;
+	// an operation not listed is not served (its method answers 405).
+	Operations []Operation
+
+	// Select lists the columns returned by every operation, in this order.
+	// Nil selects every column of the table. Filters and order of a list
+	// may only name selected columns.
+	Select []string
+
+	// Key names the key column addressed by /{key}. Empty uses the table's
+	// single-column primary key; a table or view without one must set Key.
+	Key string
+
+	// ReadOnly lists columns a body may not set. Generated columns and
+	// identity columns declared GENERATED ALWAYS are always read-only, and
+	// the key column is read-only for update. A body naming a read-only or
+	// unknown column answers 400.
+	ReadOnly []string
+
+	// Input maps an operation (create, update) or an action name to a JSON
+	// Schema the body must satisfy before the repository is touched. Build
+	// one from a Go type with [SchemaFor]. Failures answer 400 naming the
+	// failing paths, never values.
+	Input map[Operation]*jsonschema.Schema
+
+	// Output maps an operation to the JSON Schema of its response when an
+	// After hook reshapes it (for list: the item schema inside the page).
+	// It documents the response for the OpenAPI and MCP adapters; responses
+	// are not validated against it.
+	Output map[Operation]*jsonschema.Schema
+
+	// Permissions maps an operation to the permission key the [Authorizer]
+	// checks before hooks run. See also PermissionsFromAuthorizer.
+	Permissions map[Operation]string
+
+	// PermissionsFromAuthorizer asks the authorizer's ForOperation (it must
+	// implement [OperationPermissions]) for the key of every enabled CRUD
+	// operation not listed in Permissions. Building fails if the authorizer
+	// is nil or lacks ForOperation. This is the seed's permissions: true.
+	PermissionsFromAuthorizer bool
+
+	// Authorizer decides permissions. An operation or action with a
+	// permission and no authorizer denies every caller.
+	Authorizer Authorizer
+
+	// Hooks holds the business-logic hooks.
+	Hooks Hooks
+
+	// Actions maps action names to custom operations built with
+	// [DefineAction]. Names start with a letter, hold letters, digits and
+	// '_' only, and are not a CRUD operation name.
+	Actions map[string]*Action
+
+	// Repository replaces the table repository, e.g. with one backed by
+	// sqlc-generated queries. The table is still introspected for the
+	// description and for body and query validation.
+	Repository Repository
+
+	// Caller returns the caller of an HTTP request. Nil reads the state
+	// that authctx middleware stored in the request context
+	// ([authctx.AuthFrom]); without one the caller is anon. An invalid
+	// caller answers 401.
+	Caller func(*http.Request) (authctx.Auth, error)
+
+	// DefaultLimit is the page size without a limit parameter (default
+	// [DefaultLimit]); MaxLimit caps the limit parameter (default
+	// [DefaultMaxLimit]). A larger limit answers 400.
+	DefaultLimit, MaxLimit int
+
+	// MaxBodyBytes caps request bodies (default [DefaultMaxBodyBytes]).
+	MaxBodyBytes int64
+
+	// CursorKey signs list cursors (HMAC-SHA256). Empty uses a random key
+	// drawn when the resource is built: cursors then stay valid only on
+	// this instance until it restarts. Set the same key on every instance
+	// behind a load balancer.
+	CursorKey []byte
+
+	// Logger receives unexpected errors and panics with their request id.
+	// Nil uses slog.Default().
+	Logger *slog.Logger
+
+	// Problems renders error bodies (type URL base).
+	Problems problem.Writer
+}
+
+// SchemaFor returns the JSON Schema inferred from the Go type T, for
+// [Options.Input], [Options.Output] and action schemas. It panics if T
+// cannot be described (a programming error, found when the resource is
+// built); use jsonschema.For directly to handle the error.
+func SchemaFor[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic("rest: SchemaFor: " + err.Error())
+	}
+	return s
+}

@@ -1,0 +1,386 @@
+package rest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/jackc/pgx/v5"
+	"github.com/tablegate/tablegate/db"
+)
+
+// ErrBuild wraps every error [NewResource] returns for a bad table name,
+// unknown column, operation or action, or an authorizer that cannot name
+// permissions.
+var ErrBuild = errors.New("rest: invalid resource")
+
+// keyKind classifies the key column for parsing /{key}.
+type keyKind uint8
+
+const (
+	keyOther keyKind = iota
+	keyInt
+	keyUUID
+)
+
+// column is the introspected form of a column with its SQL pieces.
+type column struct {
+	Column
+	ident string // quoted identifier
+	cast  string // "::text::<type>" applied to text parameters
+}
+
+// Resource serves one table as REST routes; it is an [http.Handler].
+// Build it with [NewResource]. A Resource is safe for concurrent use.
+type Resource struct {
+	d      *db.DB
+	table  string
+	schema string
+
+	cols    []*column          // all columns, table order
+	byName  map[string]*column // all columns
+	sel     []*column          // selected, select order
+	selName map[string]*column // selected
+	key     *column
+	keyKind keyKind
+
+	ops         map[Operation]bool
+	allowCRUD   [2]string // Allow header values: collection, item
+	perms       map[Operation]string
+	authz       Authorizer
+	hooks       Hooks
+	repo        Repository
+	actions     map[string]*boundAction
+	actionNames []string
+
+	input map[Operation]*validator
+
+	defaultLimit, maxLimit int
+	maxBody                int64
+	cursorKey              []byte
+	log                    *slog.Logger
+	opts                   Options
+
+	desc Description
+}
+
+// NewResource introspects table (a name, optionally schema-qualified;
+// default schema public) once and builds its resource. It fails, with an
+// error wrapping [ErrBuild], for an unknown table, column or operation, a
+// table without a single-column primary key and no Options.Key, an invalid
+// action, or permissions the authorizer cannot name. opts may be nil.
+func NewResource(ctx context.Context, d *db.DB, table string, opts *Options) (*Resource, error) {
+	if d == nil {
+		return nil, fmt.Errorf("%w: nil *db.DB", ErrBuild)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	schema, name := "public", table
+	if i := strings.IndexByte(table, '.'); i >= 0 {
+		schema, name = table[:i], table[i+1:]
+	}
+	if name == "" || schema == "" {
+		return nil, fmt.Errorf("%w: table name %q", ErrBuild, table)
+	}
+	cols, pk, err := introspect(ctx, d, schema, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: table %q: %v", ErrBuild, table, err)
+	}
+	r := &Resource{d: d, table: table, schema: schema, cols: cols, opts: o}
+	r.byName = make(map[string]*column, len(cols))
+	for _, c := range cols {
+		r.byName[c.Name] = c
+	}
+	if err := r.build(&o, pk, pgx.Identifier{schema, name}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("%w: table %q: %v", ErrBuild, table, err)
+	}
+	return r, nil
+}
+
+func (r *Resource) build(o *Options, pk []string, qualified string) error {
+	// Key column.
+	switch {
+	case o.Key != "":
+		c, ok := r.byName[o.Key]
+		if !ok {
+			return fmt.Errorf("key column %q does not exist", o.Key)
+		}
+		r.key = c
+	case len(pk) == 1:
+		r.key = r.byName[pk[0]]
+	case len(pk) > 1:
+		return fmt.Errorf("composite primary key (%s) is not supported; set Options.Key to a unique column", strings.Join(pk, ", "))
+	default:
+		return errors.New("no primary key; set Options.Key")
+	}
+	switch r.key.TypeName {
+	case "int2", "int4", "int8":
+		r.keyKind = keyInt
+	case "uuid":
+		r.keyKind = keyUUID
+	}
+
+	// Read-only columns.
+	for _, n := range o.ReadOnly {
+		c, ok := r.byName[n]
+		if !ok {
+			return fmt.Errorf("read-only column %q does not exist", n)
+		}
+		c.ReadOnly = true
+	}
+
+	// Select list.
+	r.selName = map[string]*column{}
+	if o.Select == nil {
+		r.sel = r.cols
+	} else {
+		if len(o.Select) == 0 {
+			return errors.New("select lists no column")
+		}
+		for _, n := range o.Select {
+			c, ok := r.byName[n]
+			if !ok {
+				return fmt.Errorf("select column %q does not exist", n)
+			}
+			if _, dup := r.selName[n]; dup {
+				return fmt.Errorf("select column %q listed twice", n)
+			}
+			r.sel = append(r.sel, c)
+			r.selName[n] = c
+		}
+	}
+	for _, c := range r.sel {
+		c.Selected = true
+		r.selName[c.Name] = c
+	}
+
+	// Operations.
+	r.ops = map[Operation]bool{}
+	ops := o.Operations
+	if ops == nil {
+		ops = CRUD
+	}
+	for _, op := range ops {
+		if !op.IsCRUD() {
+			return fmt.Errorf("unknown operation %q (want list, get, create, update or delete)", op)
+		}
+		r.ops[op] = true
+	}
+
+	// Schemas.
+	r.input = map[Operation]*validator{}
+	for op, s := range o.Input {
+		if op != OpCreate && op != OpUpdate {
+			return fmt.Errorf("input schema for %q: only create and update take a body (actions declare their own)", op)
+		}
+		if !r.ops[op] {
+			return fmt.Errorf("input schema for %q, which is not served", op)
+		}
+		v, err := newValidator(s)
+		if err != nil {
+			return fmt.Errorf("input schema for %q: %v", op, err)
+		}
+		r.input[op] = v
+	}
+	for op := range o.Output {
+		if !op.IsCRUD() {
+			return fmt.Errorf("output schema for %q: actions declare their own", op)
+		}
+		if !r.ops[op] {
+			return fmt.Errorf("output schema for %q, which is not served", op)
+		}
+	}
+
+	// Limits and keys.
+	r.defaultLimit, r.maxLimit, r.maxBody = o.DefaultLimit, o.MaxLimit, o.MaxBodyBytes
+	if r.maxLimit <= 0 {
+		r.maxLimit = DefaultMaxLimit
+	}
+	if r.defaultLimit <= 0 {
+		r.defaultLimit = min(DefaultLimit, r.maxLimit)
+	}
+	if r.defaultLimit > r.maxLimit {
+		return fmt.Errorf("DefaultLimit %d exceeds MaxLimit %d", r.defaultLimit, r.maxLimit)
+	}
+	if r.maxBody <= 0 {
+		r.maxBody = DefaultMaxBodyBytes
+	}
+	r.cursorKey = o.CursorKey
+	if len(r.cursorKey) == 0 {
+		r.cursorKey = make([]byte, 32)
+		_, _ = rand.Read(r.cursorKey)
+	}
+	r.log = o.Logger
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	r.hooks = o.Hooks
+	r.authz = o.Authorizer
+
+	// Permissions.
+	r.perms = map[Operation]string{}
+	for op, key := range o.Permissions {
+		if !op.IsCRUD() {
+			return fmt.Errorf("permission for %q: actions declare their own permission", op)
+		}
+		if !r.ops[op] {
+			return fmt.Errorf("permission for %q, which is not served", op)
+		}
+		if key == "" {
+			return fmt.Errorf("empty permission key for %q", op)
+		}
+		r.perms[op] = key
+	}
+	if o.PermissionsFromAuthorizer {
+		fo, ok := o.Authorizer.(OperationPermissions)
+		if !ok {
+			return errors.New("PermissionsFromAuthorizer needs an Authorizer implementing ForOperation (rest.OperationPermissions)")
+		}
+		for _, op := range CRUD {
+			if !r.ops[op] || r.perms[op] != "" {
+				continue
+			}
+			key, err := fo.ForOperation(r.table, op)
+			if err != nil {
+				return fmt.Errorf("authorizer ForOperation(%q, %q): %v", r.table, op, err)
+			}
+			if key != "" {
+				r.perms[op] = key
+			}
+		}
+	}
+
+	// Repository.
+	r.repo = o.Repository
+	if r.repo == nil {
+		r.repo = newTableRepository(qualified, r.sel, r.key, r.byName)
+	}
+
+	// Actions.
+	r.actions = map[string]*boundAction{}
+	for name, a := range o.Actions {
+		ba, err := r.bindAction(name, a)
+		if err != nil {
+			return err
+		}
+		r.actions[name] = ba
+		r.actionNames = append(r.actionNames, name)
+	}
+	sort.Strings(r.actionNames)
+	if err := r.checkRouteClashes(); err != nil {
+		return err
+	}
+
+	r.allowCRUD = [2]string{r.allowed(false), r.allowed(true)}
+	r.describe()
+	return nil
+}
+
+// allowed lists the CRUD methods of the collection or item route.
+func (r *Resource) allowed(item bool) string {
+	var m []string
+	for _, op := range CRUD {
+		if r.ops[op] && op.Item() == item {
+			if !slices.Contains(m, op.Method()) {
+				m = append(m, op.Method())
+			}
+		}
+	}
+	if slices.Contains(m, http.MethodGet) {
+		m = append(m, http.MethodHead)
+	}
+	return strings.Join(m, ", ")
+}
+
+// Table returns the table name as given to [NewResource].
+func (r *Resource) Table() string { return r.table }
+
+// OperationID returns the operation id of a CRUD operation or action of
+// this resource (see the package function [OperationID]).
+func (r *Resource) OperationID(op Operation) string { return OperationID(r.table, op) }
+
+// Describe returns the resource's description for the OpenAPI generator
+// and the MCP adapter. The returned value is shared: do not modify it.
+func (r *Resource) Describe() *Description { return &r.desc }
+
+func (r *Resource) describe() {
+	d := &r.desc
+	d.Table, d.Schema = r.table, r.schema
+	d.Key = r.key.Column
+	for _, c := range r.sel {
+		d.Columns = append(d.Columns, c.Column)
+	}
+	for _, c := range r.cols {
+		d.AllColumns = append(d.AllColumns, c.Column)
+	}
+	d.Row = rowSchema(r.sel, nil)
+	d.DefaultLimit, d.MaxLimit, d.MaxBodyBytes = r.defaultLimit, r.maxLimit, r.maxBody
+	itemPath := "/{" + r.key.Name + "}"
+	for _, op := range CRUD {
+		if !r.ops[op] {
+			continue
+		}
+		oi := OperationInfo{Operation: op, ID: r.OperationID(op), Method: op.Method(), Item: op.Item(),
+			Path: "/", Permission: r.perms[op], Status: http.StatusOK, Output: d.Row}
+		if op.Item() {
+			oi.Path = itemPath
+		}
+		switch op {
+		case OpCreate:
+			oi.Status = http.StatusCreated
+			oi.Input = r.bodySchema(op)
+		case OpUpdate:
+			oi.Input = r.bodySchema(op)
+		case OpDelete:
+			oi.Status, oi.Output = http.StatusNoContent, nil
+		}
+		if s, ok := r.opts.Output[op]; ok {
+			oi.Output = s
+		}
+		d.Operations = append(d.Operations, oi)
+	}
+	for _, name := range r.actionNames {
+		ba := r.actions[name]
+		a := ba.Action
+		d.Operations = append(d.Operations, OperationInfo{Operation: Operation(name), ID: r.OperationID(Operation(name)),
+			Method: a.Method, Path: ba.docPath, Item: ba.item, Status: a.Status, Permission: a.Permission,
+			Input: a.Input, Query: a.Query, Output: a.Output, Action: a})
+	}
+}
+
+// bodySchema is the documented body schema of create or update: the
+// configured input schema, else one derived from the writable columns.
+func (r *Resource) bodySchema(op Operation) *jsonschema.Schema {
+	if s, ok := r.opts.Input[op]; ok {
+		return s
+	}
+	var w []*column
+	for _, c := range r.cols {
+		if c.ReadOnly || (op == OpUpdate && c == r.key) {
+			continue
+		}
+		w = append(w, c)
+	}
+	s := rowSchema(w, nil)
+	if op == OpCreate {
+		s.Required = nil
+		for _, c := range w {
+			if c.NotNull && !c.HasDefault {
+				s.Required = append(s.Required, c.Name)
+			}
+		}
+	} else {
+		s.Required = nil
+	}
+	s.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	return s
+}

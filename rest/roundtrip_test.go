@@ -1,0 +1,156 @@
+package rest
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// traceCounter counts what pgx sends: plain queries, batches and prepares.
+type traceCounter struct {
+	queries, batches, prepares atomic.Int64
+}
+
+func (c *traceCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.queries.Add(1)
+	return ctx
+}
+func (c *traceCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *traceCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.batches.Add(1)
+	return ctx
+}
+func (c *traceCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *traceCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (c *traceCounter) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	c.prepares.Add(1)
+	return ctx
+}
+func (c *traceCounter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+func (c *traceCounter) reset() { c.queries.Store(0); c.batches.Store(0); c.prepares.Store(0) }
+
+// wireCounter counts round trips on the socket: every burst of writes
+// that follows a read (or the start) is one round trip.
+type wireCounter struct {
+	mu        sync.Mutex
+	trips     int
+	lastWrite bool
+}
+
+type countingConn struct {
+	net.Conn
+	c *wireCounter
+}
+
+func (cc *countingConn) Write(b []byte) (int, error) {
+	cc.c.mu.Lock()
+	if !cc.c.lastWrite {
+		cc.c.trips++
+		cc.c.lastWrite = true
+	}
+	cc.c.mu.Unlock()
+	return cc.Conn.Write(b)
+}
+
+func (cc *countingConn) Read(b []byte) (int, error) {
+	n, err := cc.Conn.Read(b)
+	cc.c.mu.Lock()
+	cc.c.lastWrite = false
+	cc.c.mu.Unlock()
+	return n, err
+}
+
+func (w *wireCounter) get() int { w.mu.Lock(); defer w.mu.Unlock(); return w.trips }
+func (w *wireCounter) reset()   { w.mu.Lock(); w.trips = 0; w.mu.Unlock() }
+
+// TestOneRoundTrip proves that get and list without hooks cost one round
+// trip to Postgres, counted by a pgx tracer and on the wire.
+func TestOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	seed := setup(t) // fixtures on a fresh database
+	seed.exec(`insert into items (grp, score, name) select 1, i, 'x' from generate_series(1, 100) i`)
+
+	cfg, err := pgxpool.ParseConfig(seed.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // one connection: statement caches warm once
+	tr := &traceCounter{}
+	cfg.ConnConfig.Tracer = tr
+	wc := &wireCounter{}
+	dialer := &net.Dialer{}
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: c, c: wc}, nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b := &bundle{t: t, pool: pool, db: db.New(pool, nil)}
+	s := server(t, "items", b.resource("items", nil))
+	_ = pgtest.MaxConns
+
+	cases := []struct {
+		name, method, path, body string
+		trips                    int
+	}{
+		{"get", "GET", "/api/items/5", "", 1},
+		{"get hidden", "GET", "/api/items/100000", "", 1},
+		{"list", "GET", "/api/items?limit=50", "", 1},
+		{"list filtered", "GET", "/api/items?score=gt.10&order=score.desc&limit=10", "", 1},
+	}
+	for _, c := range cases {
+		for i := 0; i < 3; i++ { // warm the connection's statement cache
+			do(t, s, c.method, c.path, alice, c.body)
+		}
+		tr.reset()
+		wc.reset()
+		r := do(t, s, c.method, c.path, alice, c.body)
+		if r.status != 200 && r.status != 404 {
+			t.Fatalf("%s: %s", c.name, r)
+		}
+		got := wc.get()
+		sent := tr.queries.Load() + tr.batches.Load()
+		t.Logf("%s: %d round trip(s) on the wire; tracer: %d queries, %d batches, %d prepares",
+			c.name, got, tr.queries.Load(), tr.batches.Load(), tr.prepares.Load())
+		if got != c.trips || sent != 1 || tr.prepares.Load() != 0 {
+			t.Errorf("%s: %d round trips (tracer %d sends, %d prepares), want %d", c.name, got, sent, tr.prepares.Load(), c.trips)
+		}
+	}
+	// A write runs in one transaction: BEGIN, caller settings and the
+	// statement in one round trip, then COMMIT. (Shows the counter counts.)
+	ns := server(t, "notes", b.resource("notes", nil))
+	for i := 0; i < 3; i++ {
+		do(t, ns, "POST", "/api/notes", alice, `{"code":"w`+itoa(i)+`"}`)
+	}
+	wc.reset()
+	if r := do(t, ns, "POST", "/api/notes", alice, `{"code":"last"}`); r.status != 201 {
+		t.Fatal(r)
+	}
+	if got := wc.get(); got != 2 {
+		t.Errorf("create: %d round trips, want 2 (statement + COMMIT)", got)
+	}
+	// list with a cursor (second page) is one round trip too.
+	p := getPage(t, s, "/api/items?limit=10", alice)
+	for i := 0; i < 3; i++ {
+		getPage(t, s, "/api/items?limit=10&cursor="+*p.NextCursor, alice)
+	}
+	wc.reset()
+	getPage(t, s, "/api/items?limit=10&cursor="+*p.NextCursor, alice)
+	if got := wc.get(); got != 1 {
+		t.Errorf("cursor page: %d round trips", got)
+	}
+}

@@ -1,0 +1,488 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/tablegate/tablegate/db"
+)
+
+// tableRepository is the default [Repository]: SQL built from quoted
+// identifiers (introspected once) and bound parameters only. Postgres
+// renders each row as JSON (json_build_object), so rows pass to the
+// response without being decoded in Go.
+type tableRepository struct {
+	table  string // quoted, schema-qualified
+	sel    []*column
+	key    *column
+	byName map[string]*column
+
+	jsonExpr  string // JSON object of the select columns of alias t
+	getSQL    string
+	deleteSQL string
+	selectSQL string // SELECT <json> FROM <table> t
+}
+
+func newTableRepository(table string, sel []*column, key *column, byName map[string]*column) *tableRepository {
+	tr := &tableRepository{table: table, sel: sel, key: key, byName: byName}
+	tr.jsonExpr = jsonObject(sel)
+	tr.selectSQL = "SELECT " + tr.jsonExpr + " FROM " + table + " t"
+	tr.getSQL = tr.selectSQL + " WHERE t." + key.ident + " = $1" + key.cast
+	tr.deleteSQL = "DELETE FROM " + table + " AS t WHERE t." + key.ident + " = $1" + key.cast
+	return tr
+}
+
+// jsonObject renders the select columns of alias t as one JSON object,
+// keys in select order. json_build_object takes at most 100 arguments;
+// wider selections use row_to_json over a sub-select.
+func jsonObject(cols []*column) string {
+	var b strings.Builder
+	if len(cols) <= 50 {
+		b.WriteString("json_build_object(")
+		for i, c := range cols {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(quoteLiteral(c.Name))
+			b.WriteString(",t.")
+			b.WriteString(c.ident)
+		}
+		b.WriteByte(')')
+		return b.String()
+	}
+	b.WriteString("(SELECT row_to_json(x) FROM (SELECT ")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("t.")
+		b.WriteString(c.ident)
+	}
+	b.WriteString(") x)")
+	return b.String()
+}
+
+// quoteLiteral quotes an introspected name as an SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// keyText renders a parsed key as the text parameter the SQL casts.
+func keyText(key any) string {
+	switch k := key.(type) {
+	case int64:
+		return strconv.FormatInt(k, 10)
+	case string:
+		return k
+	}
+	return fmt.Sprint(key)
+}
+
+func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json.RawMessage, error) {
+	var raw []byte
+	err := q.QueryRow(ctx, tr.getSQL, keyText(key)).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+func (tr *tableRepository) Delete(ctx context.Context, q db.Querier, key any) error {
+	tag, err := q.Exec(ctx, tr.deleteSQL, keyText(key))
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// sortedColumns returns the value names in a stable order, checked
+// against the table (values from hooks are checked by the resource).
+func (tr *tableRepository) sortedColumns(values Row) ([]*column, error) {
+	cols := make([]*column, 0, len(values))
+	for k := range values {
+		c, ok := tr.byName[k]
+		if !ok {
+			return nil, fmt.Errorf("unknown column %q", k)
+		}
+		cols = append(cols, c)
+	}
+	sort.Slice(cols, func(i, j int) bool { return cols[i].Name < cols[j].Name })
+	return cols, nil
+}
+
+func writeColumnList(b *strings.Builder, cols []*column) {
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(c.ident)
+	}
+}
+
+// Create inserts through json_populate_record, so Postgres converts every
+// JSON value to its column type with its own input rules.
+func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row) (json.RawMessage, error) {
+	cols, err := tr.sortedColumns(values)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO ")
+	b.WriteString(tr.table)
+	b.WriteString(" AS t ")
+	var args []any
+	if len(cols) == 0 {
+		b.WriteString("DEFAULT VALUES")
+	} else {
+		b.WriteByte('(')
+		writeColumnList(&b, cols)
+		b.WriteString(") SELECT ")
+		writeColumnList(&b, cols)
+		b.WriteString(" FROM json_populate_record(NULL::")
+		b.WriteString(tr.table)
+		b.WriteString(", $1::json)")
+		body, err := json.Marshal(values)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, string(body))
+	}
+	b.WriteString(" RETURNING ")
+	b.WriteString(tr.jsonExpr)
+	var raw []byte
+	if err := q.QueryRow(ctx, b.String(), args...).Scan(&raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, values Row) (json.RawMessage, error) {
+	cols, err := tr.sortedColumns(values)
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 { // nothing to set: answer with the current row
+		return tr.Get(ctx, q, key)
+	}
+	var b strings.Builder
+	b.WriteString("UPDATE ")
+	b.WriteString(tr.table)
+	b.WriteString(" AS t SET (")
+	writeColumnList(&b, cols)
+	b.WriteString(") = (SELECT ")
+	writeColumnList(&b, cols)
+	b.WriteString(" FROM json_populate_record(NULL::")
+	b.WriteString(tr.table)
+	b.WriteString(", $2::json)) WHERE t.")
+	b.WriteString(tr.key.ident)
+	b.WriteString(" = $1")
+	b.WriteString(tr.key.cast)
+	b.WriteString(" RETURNING ")
+	b.WriteString(tr.jsonExpr)
+	body, err := json.Marshal(values)
+	if err != nil {
+		return nil, err
+	}
+	var raw []byte
+	err = q.QueryRow(ctx, b.String(), keyText(key), string(body)).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// sqlArgs collects bound parameters and hands out their placeholders.
+type sqlArgs struct{ vals []any }
+
+func (a *sqlArgs) add(v any) string {
+	a.vals = append(a.vals, v)
+	return "$" + strconv.Itoa(len(a.vals))
+}
+
+// where renders the filters (ANDed) and, when after is set, the keyset
+// condition. Column names come from the introspected set; every value is
+// a parameter cast from text to the column's type.
+func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuery, keyset bool) error {
+	first := true
+	and := func() {
+		if first {
+			b.WriteString(" WHERE ")
+			first = false
+		} else {
+			b.WriteString(" AND ")
+		}
+	}
+	for _, f := range lq.Filters {
+		c, ok := tr.byName[f.Column]
+		if !ok {
+			return fmt.Errorf("unknown filter column %q", f.Column)
+		}
+		and()
+		col := "t." + c.ident
+		if f.Not {
+			b.WriteString("NOT ")
+		}
+		b.WriteByte('(')
+		switch f.Op {
+		case FilterEq, FilterNeq, FilterGt, FilterGte, FilterLt, FilterLte:
+			b.WriteString(col)
+			b.WriteString(map[FilterOp]string{FilterEq: " = ", FilterNeq: " <> ", FilterGt: " > ",
+				FilterGte: " >= ", FilterLt: " < ", FilterLte: " <= "}[f.Op])
+			b.WriteString(args.add(f.Value))
+			b.WriteString(c.cast)
+		case FilterLike, FilterIlike:
+			b.WriteString(col)
+			if f.Op == FilterLike {
+				b.WriteString("::text LIKE ")
+			} else {
+				b.WriteString("::text ILIKE ")
+			}
+			b.WriteString(args.add(f.Value))
+			b.WriteString("::text")
+		case FilterIn:
+			b.WriteString(col)
+			b.WriteString(" = ANY(")
+			b.WriteString(args.add(f.Values))
+			b.WriteString("::text[]")
+			b.WriteString(c.cast[len("::text"):])
+			b.WriteString("[])")
+		case FilterIs:
+			b.WriteString(col)
+			b.WriteString(map[string]string{"null": " IS NULL", "true": " IS TRUE", "false": " IS FALSE",
+				"unknown": " IS UNKNOWN"}[f.Value])
+		default:
+			return fmt.Errorf("unknown filter operator %q", f.Op)
+		}
+		b.WriteByte(')')
+	}
+	if keyset && lq.After != nil {
+		and()
+		if err := tr.keyset(b, args, lq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyset renders "after the cursor row" for the order terms:
+// OR over i of (t1 = v1 AND … AND t(i-1) = v(i-1) AND ti after vi), with
+// NULL placement handled per term. When every term is NOT NULL and sorts
+// the same way, it is the row comparison (t1, …, tn) > (v1, …, vn).
+func (tr *tableRepository) keyset(b *strings.Builder, args *sqlArgs, lq *ListQuery) error {
+	cols := make([]*column, len(lq.Order))
+	params := make([]string, len(lq.Order))
+	simple := true
+	for i, o := range lq.Order {
+		c, ok := tr.byName[o.Column]
+		if !ok {
+			return fmt.Errorf("unknown order column %q", o.Column)
+		}
+		cols[i] = c
+		v := lq.After[i]
+		if v == nil {
+			simple = false
+			continue
+		}
+		params[i] = args.add(cursorText(v)) + c.cast
+		if !c.NotNull && c != tr.key {
+			simple = false
+		}
+		if o.Desc != lq.Order[0].Desc {
+			simple = false
+		}
+	}
+	if simple {
+		op := " > "
+		if lq.Order[0].Desc {
+			op = " < "
+		}
+		b.WriteByte('(')
+		for i, c := range cols {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("t." + c.ident)
+		}
+		b.WriteString(")" + op + "(")
+		b.WriteString(strings.Join(params, ","))
+		b.WriteByte(')')
+		return nil
+	}
+	var ors []string
+	for i, o := range lq.Order {
+		var conj []string
+		for j := 0; j < i; j++ {
+			col := "t." + cols[j].ident
+			if lq.After[j] == nil {
+				conj = append(conj, col+" IS NULL")
+			} else {
+				conj = append(conj, col+" = "+params[j])
+			}
+		}
+		col := "t." + cols[i].ident
+		var after string
+		if lq.After[i] == nil {
+			if !o.nullsFirst() {
+				continue // nothing sorts after NULL when NULLs come last
+			}
+			after = col + " IS NOT NULL"
+		} else {
+			cmp := " > "
+			if o.Desc {
+				cmp = " < "
+			}
+			after = col + cmp + params[i]
+			if !o.nullsFirst() && !cols[i].NotNull {
+				after = "(" + after + " OR " + col + " IS NULL)"
+			}
+		}
+		conj = append(conj, after)
+		ors = append(ors, "("+strings.Join(conj, " AND ")+")")
+	}
+	if len(ors) == 0 {
+		b.WriteString("FALSE")
+		return nil
+	}
+	b.WriteString("(" + strings.Join(ors, " OR ") + ")")
+	return nil
+}
+
+func cursorText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func (tr *tableRepository) orderBy(b *strings.Builder, lq *ListQuery) error {
+	b.WriteString(" ORDER BY ")
+	for i, o := range lq.Order {
+		c, ok := tr.byName[o.Column]
+		if !ok {
+			return fmt.Errorf("unknown order column %q", o.Column)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("t." + c.ident)
+		if o.Desc {
+			b.WriteString(" DESC")
+		} else {
+			b.WriteString(" ASC")
+		}
+		if o.nullsFirst() {
+			b.WriteString(" NULLS FIRST")
+		} else {
+			b.WriteString(" NULLS LAST")
+		}
+	}
+	return nil
+}
+
+// List reads limit+1 rows to learn whether more follow; each row comes
+// with the text of its order columns for the cursor.
+func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery) (*RawPage, error) {
+	var b strings.Builder
+	b.Grow(len(tr.selectSQL) + 128)
+	b.WriteString("SELECT ")
+	b.WriteString(tr.jsonExpr)
+	for _, o := range lq.Order {
+		b.WriteString(",t.")
+		b.WriteString(tr.byName[o.Column].ident)
+		b.WriteString("::text")
+	}
+	b.WriteString(" FROM ")
+	b.WriteString(tr.table)
+	b.WriteString(" t")
+	args := &sqlArgs{}
+	if err := tr.where(&b, args, lq, true); err != nil {
+		return nil, err
+	}
+	if err := tr.orderBy(&b, lq); err != nil {
+		return nil, err
+	}
+	b.WriteString(" LIMIT ")
+	b.WriteString(strconv.Itoa(lq.Limit + 1))
+
+	page := &RawPage{}
+	if lq.Count {
+		var cb strings.Builder
+		cb.WriteString("SELECT count(*) FROM ")
+		cb.WriteString(tr.table)
+		cb.WriteString(" t")
+		cargs := &sqlArgs{}
+		if err := tr.where(&cb, cargs, lq, false); err != nil {
+			return nil, err
+		}
+		var n int64
+		if err := q.QueryRow(ctx, cb.String(), cargs.vals...).Scan(&n); err != nil {
+			return nil, err
+		}
+		page.Count = &n
+	}
+
+	rows, err := q.Query(ctx, b.String(), args.vals...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	buf := make([]byte, 0, 256*min(lq.Limit, 64))
+	ends := make([]int, 0, min(lq.Limit, 1024))
+	var last [][]byte
+	n := 0
+	for rows.Next() {
+		n++
+		if n > lq.Limit {
+			break
+		}
+		raw := rows.RawValues()
+		buf = append(buf, raw[0]...)
+		ends = append(ends, len(buf))
+		if n == lq.Limit {
+			last = make([][]byte, len(raw)-1)
+			for i, v := range raw[1:] {
+				if v != nil {
+					last[i] = append([]byte(nil), v...)
+				}
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	page.Items = make([]json.RawMessage, len(ends))
+	start := 0
+	for i, e := range ends {
+		page.Items[i] = buf[start:e:e]
+		start = e
+	}
+	if n > lq.Limit {
+		page.Next = make([]any, len(last))
+		for i, v := range last {
+			if v != nil {
+				page.Next[i] = string(v)
+			}
+		}
+	}
+	return page, nil
+}
