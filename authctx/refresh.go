@@ -2,6 +2,8 @@ package authctx
 
 // # Session refresh on the cookie path
 //
+// (User-facing version with a configuration example: docs/refresh.md.)
+//
 // With Config.Refresh on, a cookie session whose access token expires
 // within Config.Leeway (default 60 s) is refreshed before the request is
 // resolved: tablegate sends the refresh-token grant to

@@ -555,3 +555,33 @@ func TestRefreshThroughMiddleware(t *testing.T) {
 		t.Fatalf("response header %v", rec.Header())
 	}
 }
+
+// Success: chunks the new value no longer needs are expired (the old
+// chunked session and a stray .5), the new session set under the bare
+// name, other cookies untouched.
+func TestRefreshExpiresStaleChunks(t *testing.T) {
+	t.Parallel()
+	b := rfSetup(t, false, nil)
+	cookies := b.cookies(-time.Minute, &http.Cookie{Name: b.name + ".5", Value: "stray"}, &http.Cookie{Name: "theme", Value: "dark"})
+	res := b.rv.Resolve(rfRequest(cookies))
+	b.assertNewSession(res, "newrefresh1")
+	var got []string
+	for _, c := range parsedSetCookies(t, applied(res)) {
+		kind := "set"
+		if c.MaxAge < 0 {
+			kind = "delete"
+		}
+		got = append(got, kind+" "+c.Name)
+	}
+	want := []string{"delete " + b.name + ".0", "delete " + b.name + ".1", "delete " + b.name + ".5", "set " + b.name}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("Set-Cookie order %v, want %v", got, want)
+	}
+	var names []string
+	for _, c := range res.RequestCookies {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "theme,"+b.name {
+		t.Fatalf("RequestCookies %v", names)
+	}
+}
