@@ -28,6 +28,20 @@ var fromBase64URL = func() (t [256]int8) {
 // alphabet fails, and trailing bits that do not make a whole byte are
 // dropped. ok is false on failure.
 func decodeBase64URL(s string) (out []byte, ok bool) {
+	// Fast path: a well-formed unpadded value (what every writer emits)
+	// decodes with the standard decoder, which agrees with the JavaScript
+	// one on such input.
+	if len(s)%4 != 1 {
+		if b, err := base64.RawURLEncoding.Strict().DecodeString(s); err == nil {
+			return b, true
+		}
+	}
+	return decodeBase64URLSlow(s)
+}
+
+// decodeBase64URLSlow is the character-by-character port of
+// stringFromBase64URL.
+func decodeBase64URLSlow(s string) (out []byte, ok bool) {
 	out = make([]byte, 0, len(s)*3/4)
 	var queue uint32
 	var bits uint

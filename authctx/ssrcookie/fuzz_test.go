@@ -80,3 +80,18 @@ func FuzzStringifyJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBase64 checks the fast path of decodeBase64URL against the
+// character-by-character port of the JavaScript decoder.
+func FuzzBase64(f *testing.F) {
+	for _, s := range []string{"eyJhIjoxfQ", "eyJhIjoxfQ==", "eyJh IjoxfQ", "eyJhIjoxfR", "a", "ab", "abc", "+/", "_-_-", "eyJ\r\nh"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, aok := decodeBase64URL(s)
+		b, bok := decodeBase64URLSlow(s)
+		if aok != bok || !bytes.Equal(a, b) {
+			t.Fatalf("%q: fast %q %v, slow %q %v", s, a, aok, b, bok)
+		}
+	})
+}
