@@ -100,7 +100,9 @@ func TestRefreshInteropNodeReadsTablegateCookies(t *testing.T) {
 	t.Parallel()
 	for _, bio := range []string{"short", strings.Repeat("x", 3000)} {
 		b := rfSetup(t, true, nil)
+		b.auth.mu.Lock()
 		b.auth.bio = bio
+		b.auth.mu.Unlock()
 		jar := b.cookies(30 * time.Second)
 		res := b.rv.Resolve(rfRequest(jar))
 		b.assertNewSession(res, "newrefresh1")
@@ -142,7 +144,9 @@ func TestRefreshInteropNodeReadsTablegateCookies(t *testing.T) {
 func TestRefreshInteropTablegateRefreshesNodeSession(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, true, nil)
+	b.auth.mu.Lock()
 	b.auth.bio = strings.Repeat("y", 3000) // chunked on both sides
+	b.auth.mu.Unlock()
 	var signin struct {
 		Error  *string        `json:"error"`
 		SetAll []rfNodeCookie `json:"setAll"`
