@@ -19,15 +19,15 @@ import (
 
 // HTTP load settings: rounds of d per server, alternating.
 const (
-	httpRounds = 4
-	httpRound  = 1500 * time.Millisecond
+	httpRounds = 6
+	httpRound  = time.Second
 )
 
 // loadSubject is one server under load in an alternating comparison.
 type loadSubject struct {
 	name    string
 	fn      func(ctx context.Context) error
-	opsSum  float64         // sum of per-round ops/s
+	rounds  []float64       // ops/s of each round
 	lat     []time.Duration // every request's latency
 	mallocs uint64          // process-wide mallocs during its rounds
 	cpu     time.Duration   // process CPU time (user+system) during its rounds
@@ -47,18 +47,37 @@ func alternate(tb testing.TB, rounds int, d time.Duration, subs []*loadSubject) 
 			s := subs[(i+r)%len(subs)]
 			runtime.ReadMemStats(&m0)
 			c0 := processCPU()
-			s.opsSum += throughput(tb, d, s.fn, &s.lat)
+			s.rounds = append(s.rounds, throughput(tb, d, s.fn, &s.lat))
 			s.cpu += processCPU() - c0
 			runtime.ReadMemStats(&m1)
 			s.mallocs += m1.Mallocs - m0.Mallocs
 		}
 	}
-	for _, s := range subs {
-		s.opsSum /= float64(rounds)
-	}
 }
 
-func (s *loadSubject) ops() float64 { return s.opsSum }
+// ops returns the mean throughput over the rounds.
+func (s *loadSubject) ops() float64 {
+	sum := 0.0
+	for _, v := range s.rounds {
+		sum += v
+	}
+	return sum / float64(len(s.rounds))
+}
+
+// medianRatio returns the median over rounds of s's throughput divided by
+// base's in the same round: a burst of load from other jobs that hits one
+// round moves the mean ratio but hardly this.
+func medianRatio(s, base *loadSubject) float64 {
+	r := make([]float64, len(s.rounds))
+	for i := range r {
+		r[i] = s.rounds[i] / base.rounds[i]
+	}
+	slices.Sort(r)
+	if len(r)%2 == 1 {
+		return r[len(r)/2]
+	}
+	return (r[len(r)/2-1] + r[len(r)/2]) / 2
+}
 
 // percentile returns the p-th percentile (0..1) of the subject's latencies.
 func (s *loadSubject) percentile(p float64) time.Duration {
@@ -184,8 +203,10 @@ func loadavg() float64 {
 //
 // Metrics (per sub-benchmark get and list):
 //   - <server>-ops/s, -p50-µs, -p99-µs: throughput and end-to-end latency;
-//   - ratio = tablegate / floor (targets: get ≥ 0.80, list ≥ 0.70);
-//   - vs-postgrest = tablegate / postgrest (target for get: ≥ 1.5);
+//   - ratio = tablegate / floor mean throughput (targets: get ≥ 0.80,
+//     list ≥ 0.70); ratio-median, the median of the per-round ratios;
+//   - vs-postgrest = tablegate / postgrest (target for get: ≥ 1.5), and
+//     vs-postgrest-median likewise;
 //   - <server>-allocs/req: allocations of the handler alone
 //     (testing.AllocsPerRun on a ResponseRecorder, real database), of which
 //     recorder-allocs are the recorder's own;
@@ -194,14 +215,16 @@ func loadavg() float64 {
 //   - <server>-proc-allocs/req and -proc-cpu-µs/req: runtime.MemStats
 //     mallocs and process CPU time (getrusage) per request during the load
 //     rounds, client and server together (one process), Postgres excluded;
-//   - load-1m: the machine's 1-minute load average when the run ended.
+//   - load-1m: the machine's 1-minute load average when the run ended;
+//   - list only: aggrow-*, tablegate with the list statement of the
+//     aggRowRepo prototype (http_aggrow_test.go), sizing a cheaper SQL.
 //
 // The ns/op, B/op and allocs/op columns of the go test output time the
 // whole comparison and mean nothing.
 func BenchmarkHTTP(b *testing.B) {
 	fx := newHTTPFixture(b, setupItems(b))
-	servers := map[string]http.Handler{"floor": fx.floor, "tablegate": fx.tablegate, "postgrest": fx.postgrest}
-	order := []string{"floor", "tablegate", "postgrest"}
+	servers := map[string]http.Handler{"floor": fx.floor, "tablegate": fx.tablegate, "postgrest": fx.postgrest,
+		"aggrow": fx.aggrow}
 	urls := map[string]string{}
 	for name, h := range servers {
 		srv := httptest.NewServer(h)
@@ -215,9 +238,10 @@ func BenchmarkHTTP(b *testing.B) {
 	nextID := func() string { return "/items/" + strconv.FormatInt(n.Add(1)%10000+1, 10) }
 	firstPage := func() string { return "/items/" }
 
-	run := func(b *testing.B, path func() string, targets [2]string, perRow bool) {
+	// run compares the servers named (floor, tablegate, postgrest first).
+	run := func(b *testing.B, names []string, path func() string, targets [2]string, perRow bool) {
 		var subs []*loadSubject
-		for _, name := range order {
+		for _, name := range names {
 			subs = append(subs, &loadSubject{name: name, fn: getter(client, urls[name], fx.token, path)})
 		}
 		for b.Loop() {
@@ -229,8 +253,14 @@ func BenchmarkHTTP(b *testing.B) {
 		}
 		b.ReportMetric(tg.ops()/floor.ops(), "ratio")
 		b.ReportMetric(tg.ops()/pg.ops(), "vs-postgrest")
+		b.ReportMetric(medianRatio(tg, floor), "ratio-median")
+		b.ReportMetric(medianRatio(tg, pg), "vs-postgrest-median")
+		for _, s := range subs[3:] {
+			b.ReportMetric(s.ops()/floor.ops(), s.name+"-ratio")
+			b.ReportMetric(medianRatio(s, floor), s.name+"-ratio-median")
+		}
 		b.ReportMetric(recorderAllocs(), "recorder-allocs")
-		for _, name := range order {
+		for _, name := range names {
 			a := handlerAllocs(b, servers[name], fx.token, targets[0])
 			b.ReportMetric(a, name+"-allocs/req")
 			if perRow {
@@ -242,9 +272,10 @@ func BenchmarkHTTP(b *testing.B) {
 		b.ReportMetric(loadavg(), "load-1m")
 	}
 	b.Run("get", func(b *testing.B) {
-		run(b, nextID, [2]string{"/items/42"}, false)
+		run(b, []string{"floor", "tablegate", "postgrest"}, nextID, [2]string{"/items/42"}, false)
 	})
 	b.Run("list", func(b *testing.B) {
-		run(b, firstPage, [2]string{"/items/", "/items/?limit=10"}, true)
+		run(b, []string{"floor", "tablegate", "postgrest", "aggrow"}, firstPage,
+			[2]string{"/items/", "/items/?limit=10"}, true)
 	})
 }

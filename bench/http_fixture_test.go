@@ -57,7 +57,10 @@ type httpFixture struct {
 	floor     http.Handler
 	tablegate http.Handler
 	postgrest http.Handler
-	resolver  *authctx.Resolver
+	// aggrow is tablegate with the list statement of aggRowRepo, a
+	// prototype sizing a cheaper SQL shape (http_aggrow_test.go).
+	aggrow   http.Handler
+	resolver *authctx.Resolver
 }
 
 // newHTTPFixture builds the three handlers over pool (a pool on a database
@@ -102,12 +105,16 @@ func newHTTPFixture(tb testing.TB, pool *pgxpool.Pool) *httpFixture {
 	}
 	tb.Cleanup(rv.Close)
 	cursorKey := []byte("bench cursor key, 32 bytes long!")
-	res, err := rest.NewResource(context.Background(), db.New(pool, nil), benchTable, &rest.Options{
-		CursorKey: cursorKey,
-		// Options.Caller nil should read authctx.AuthFrom (see its doc) but
-		// rest/handler.go's defaultCaller answers anon: set it explicitly.
-		Caller: func(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom(r.Context()), nil },
-	})
+	// Options.Caller nil should read authctx.AuthFrom (see its doc) but
+	// rest/handler.go's defaultCaller answers anon: set it explicitly.
+	caller := func(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom(r.Context()), nil }
+	d := db.New(pool, nil)
+	res, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey, Caller: caller})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	alt, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey, Caller: caller,
+		Repository: aggRowRepo{}, Operations: []rest.Operation{rest.OpList, rest.OpGet}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -119,6 +126,7 @@ func newHTTPFixture(tb testing.TB, pool *pgxpool.Pool) *httpFixture {
 		floor:     &rawServer{pool: pool, tokens: tokens, cursorKey: cursorKey},
 		tablegate: rv.Middleware(http.StripPrefix("/"+benchTable, res)),
 		postgrest: &rawServer{pool: pool, tokens: tokens, cursorKey: cursorKey, separate: true},
+		aggrow:    rv.Middleware(http.StripPrefix("/"+benchTable, alt)),
 		resolver:  rv,
 	}
 }

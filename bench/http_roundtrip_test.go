@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -153,11 +154,13 @@ func TestHTTPRoundTrips(t *testing.T) {
 func TestHTTPServersAgree(t *testing.T) {
 	pool := setupItems(t)
 	if _, err := pool.Exec(context.Background(),
-		`insert into items values (10001, '22222222-2222-4222-8222-222222222222', 'hidden "quoted"\n', false)`); err != nil {
+		`delete from items where id > 100;
+		 insert into items values (101, '11111111-1111-4111-8111-111111111111', e'quoted "title",\n\\ [x]', true);
+		 insert into items values (10001, '22222222-2222-4222-8222-222222222222', 'hidden', false)`); err != nil {
 		t.Fatal(err)
 	}
 	fx := newHTTPFixture(t, pool)
-	servers := map[string]http.Handler{"floor": fx.floor, "postgrest": fx.postgrest}
+	servers := map[string]http.Handler{"floor": fx.floor, "postgrest": fx.postgrest, "aggrow": fx.aggrow}
 	decode := func(t *testing.T, rec *httptest.ResponseRecorder) any {
 		t.Helper()
 		var v any
@@ -166,7 +169,13 @@ func TestHTTPServersAgree(t *testing.T) {
 		}
 		return v
 	}
-	for _, target := range []string{"/items/42", "/items/9999", "/items/"} {
+	next := decode(t, serve(t, fx.tablegate, fx.token, "/items/?limit=3")).(map[string]any)["next_cursor"].(string)
+	last := decode(t, serve(t, fx.tablegate, fx.token, "/items/?limit=20&cursor="+next)).(map[string]any)["next_cursor"].(string)
+	for _, target := range []string{"/items/42", "/items/101", "/items/", "/items/?limit=3",
+		"/items/?limit=20&cursor=" + next, "/items/?limit=1000&cursor=" + last} {
+		if strings.Contains(target, "cursor") {
+			servers = map[string]http.Handler{"aggrow": fx.aggrow} // the raw servers take no cursor
+		}
 		want := decode(t, serve(t, fx.tablegate, fx.token, target))
 		for name, h := range servers {
 			if got := decode(t, serve(t, h, fx.token, target)); !reflect.DeepEqual(got, want) {
