@@ -181,6 +181,17 @@ func recorderAllocs() float64 {
 	})
 }
 
+// helloHandler answers a fixed row without touching Postgres: its
+// proc-cpu-µs/req is the harness's own cost per request (client, net/http
+// server, loopback), common to every server measured.
+func helloHandler() http.Handler {
+	body := []byte(`{"id":42,"owner":"11111111-1111-4111-8111-111111111111","title":"item 42","done":true}`)
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+}
+
 // loadavg returns the 1-minute load average, or -1.
 func loadavg() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -216,6 +227,8 @@ func loadavg() float64 {
 //     mallocs and process CPU time (getrusage) per request during the load
 //     rounds, client and server together (one process), Postgres excluded;
 //   - load-1m: the machine's 1-minute load average when the run ended;
+//   - get only: hello-*, a handler answering a fixed row without Postgres:
+//     the harness's own cost per request;
 //   - list only: aggrow-*, tablegate with the list statement of the
 //     aggRowRepo prototype (http_aggrow_test.go), sizing a cheaper SQL.
 //
@@ -224,7 +237,7 @@ func loadavg() float64 {
 func BenchmarkHTTP(b *testing.B) {
 	fx := newHTTPFixture(b, setupItems(b))
 	servers := map[string]http.Handler{"floor": fx.floor, "tablegate": fx.tablegate, "postgrest": fx.postgrest,
-		"aggrow": fx.aggrow}
+		"aggrow": fx.aggrow, "hello": helloHandler()}
 	urls := map[string]string{}
 	for name, h := range servers {
 		srv := httptest.NewServer(h)
@@ -256,6 +269,9 @@ func BenchmarkHTTP(b *testing.B) {
 		b.ReportMetric(medianRatio(tg, floor), "ratio-median")
 		b.ReportMetric(medianRatio(tg, pg), "vs-postgrest-median")
 		for _, s := range subs[3:] {
+			if s.name == "hello" {
+				continue
+			}
 			b.ReportMetric(s.ops()/floor.ops(), s.name+"-ratio")
 			b.ReportMetric(medianRatio(s, floor), s.name+"-ratio-median")
 		}
@@ -272,7 +288,7 @@ func BenchmarkHTTP(b *testing.B) {
 		b.ReportMetric(loadavg(), "load-1m")
 	}
 	b.Run("get", func(b *testing.B) {
-		run(b, []string{"floor", "tablegate", "postgrest"}, nextID, [2]string{"/items/42"}, false)
+		run(b, []string{"floor", "tablegate", "postgrest", "hello"}, nextID, [2]string{"/items/42"}, false)
 	})
 	b.Run("list", func(b *testing.B) {
 		run(b, []string{"floor", "tablegate", "postgrest", "aggrow"}, firstPage,
