@@ -57,9 +57,10 @@ type httpFixture struct {
 	floor     http.Handler
 	tablegate http.Handler
 	postgrest http.Handler
-	// aggrow is tablegate with the list statement of aggRowRepo, a
-	// prototype sizing a cheaper SQL shape (http_aggrow_test.go).
-	aggrow   http.Handler
+	// protos are tablegate with the list statements of protoRepo,
+	// prototypes sizing two fixes (http_proto_test.go): "tglit", "agg"
+	// and "agglit".
+	protos   map[string]http.Handler
 	resolver *authctx.Resolver
 }
 
@@ -113,10 +114,14 @@ func newHTTPFixture(tb testing.TB, pool *pgxpool.Pool) *httpFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	alt, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey, Caller: caller,
-		Repository: aggRowRepo{}, Operations: []rest.Operation{rest.OpList, rest.OpGet}})
-	if err != nil {
-		tb.Fatal(err)
+	protos := map[string]http.Handler{}
+	for name, mode := range map[string]protoMode{"tglit": protoTGLiteral, "agg": protoAgg, "agglit": protoAggLiteral} {
+		alt, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey, Caller: caller,
+			Repository: protoRepo{mode}, Operations: []rest.Operation{rest.OpList, rest.OpGet}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		protos[name] = rv.Middleware(http.StripPrefix("/"+benchTable, alt))
 	}
 	tokens := map[string]rawCaller{signed: {role: "authenticated", claims: string(payload)}}
 	return &httpFixture{
@@ -126,7 +131,7 @@ func newHTTPFixture(tb testing.TB, pool *pgxpool.Pool) *httpFixture {
 		floor:     &rawServer{pool: pool, tokens: tokens, cursorKey: cursorKey},
 		tablegate: rv.Middleware(http.StripPrefix("/"+benchTable, res)),
 		postgrest: &rawServer{pool: pool, tokens: tokens, cursorKey: cursorKey, separate: true},
-		aggrow:    rv.Middleware(http.StripPrefix("/"+benchTable, alt)),
+		protos:    protos,
 		resolver:  rv,
 	}
 }

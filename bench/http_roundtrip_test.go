@@ -160,7 +160,10 @@ func TestHTTPServersAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	fx := newHTTPFixture(t, pool)
-	servers := map[string]http.Handler{"floor": fx.floor, "postgrest": fx.postgrest, "aggrow": fx.aggrow}
+	servers := map[string]http.Handler{"floor": fx.floor, "postgrest": fx.postgrest}
+	for name, h := range fx.protos {
+		servers[name] = h
+	}
 	decode := func(t *testing.T, rec *httptest.ResponseRecorder) any {
 		t.Helper()
 		var v any
@@ -174,7 +177,7 @@ func TestHTTPServersAgree(t *testing.T) {
 	for _, target := range []string{"/items/42", "/items/101", "/items/", "/items/?limit=3",
 		"/items/?limit=20&cursor=" + next, "/items/?limit=1000&cursor=" + last} {
 		if strings.Contains(target, "cursor") {
-			servers = map[string]http.Handler{"aggrow": fx.aggrow} // the raw servers take no cursor
+			servers = fx.protos // the raw servers take no cursor
 		}
 		want := decode(t, serve(t, fx.tablegate, fx.token, target))
 		for name, h := range servers {
