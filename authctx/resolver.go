@@ -342,10 +342,7 @@ func (rv *Resolver) Resolve(r *http.Request) Result {
 // resolveCookie is the cookie step of Resolve (kept apart so the hot
 // Bearer path does not move its Result to the heap).
 func (rv *Resolver) resolveCookie(r *http.Request, res Result) Result {
-	sess, ok := ReadSessionCookie(res.RequestCookies, rv.cookieName)
-	if !ok {
-		sess, ok = ReadSessionCookie(lenientSessionCookies(r.Header["Cookie"], rv.cookieName), rv.cookieName)
-	}
+	sess, ok := requestSession(r, rv.cookieName)
 	if !ok {
 		res.Source, res.Auth = SourceNone, Anon(ReasonNone)
 		return res
