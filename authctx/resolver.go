@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
 )
 
 // AuthResolver is a custom resolver (seed 2.2), tried before Bearer and
@@ -282,6 +284,13 @@ type Result struct {
 // Apply writes Set-Cookie and cache headers for the response. It writes
 // nothing when resolution had nothing to write. Call it before the
 // response header is sent.
+//
+// Set-Cookie lines are rendered by [ssrcookie.Serialize], byte for byte
+// as @supabase/ssr renders them (attribute order Max-Age, Domain, Path,
+// HttpOnly, Secure, SameSite). A cookie that [http.Cookie.Valid] refuses,
+// or whose value net/http would quote (a space or a comma), is rendered by
+// [http.SetCookie] instead, which sanitizes, quotes or drops it; the
+// cookies of the refresh flow never are, only hand-filled ones.
 func (res Result) Apply(w http.ResponseWriter) {
 	if len(res.SetCookies) == 0 && len(res.Header) == 0 {
 		return
@@ -294,7 +303,11 @@ func (res Result) Apply(w http.ResponseWriter) {
 		}
 	}
 	for _, c := range res.SetCookies {
-		http.SetCookie(w, c)
+		if c.Valid() != nil || strings.ContainsAny(c.Value, " ,") {
+			http.SetCookie(w, c)
+			continue
+		}
+		h.Add("Set-Cookie", ssrcookie.Serialize(c))
 	}
 }
 
