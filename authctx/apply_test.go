@@ -73,21 +73,34 @@ func TestApplyWritesV2Lines(t *testing.T) {
 func TestApplyMatchesSSR(t *testing.T) {
 	t.Parallel()
 	requireNode(t)
+	custom := ssrcookie.Options{Domain: ".example.com", Path: "/app", Secure: true, HTTPOnly: true, SameSite: http.SameSiteStrictMode}
 	for _, tc := range []struct {
-		name   string
-		newBio string
+		name    string
+		newBio  string
+		opts    ssrcookie.Options
+		nodeOpt map[string]any
 	}{
-		{"small over chunks and a stray", "short"},
-		{"chunked over chunks", strings.Repeat("y", 4000)},
+		{"small over chunks and a stray", "short", ssrcookie.Options{}, nil},
+		{"chunked over chunks", strings.Repeat("y", 4000), ssrcookie.Options{}, nil},
+		{"Config.CookieOptions, small over chunks", "short", custom,
+			map[string]any{"domain": ".example.com", "path": "/app", "secure": true, "httpOnly": true, "sameSite": "strict"}},
+		{"Config.CookieOptions, chunked over chunks", strings.Repeat("y", 4000), custom,
+			map[string]any{"domain": ".example.com", "path": "/app", "secure": true, "httpOnly": true, "sameSite": "strict"}},
+		{"explicit defaults", "short", ssrcookie.DefaultOptions(), map[string]any{"path": "/", "sameSite": "lax"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := rfSetup(t, false, nil)
+			b := rfSetup(t, false, func(c *Config) { c.CookieOptions = tc.opts })
 			body := b.rfFixedSession(tc.newBio)
 			b.serveFixed(body)
 			request := b.cookies(30*time.Second, &http.Cookie{Name: b.name + ".5", Value: "stray"}, &http.Cookie{Name: "theme", Value: "dark"})
 			res := b.rv.Resolve(rfRequest(request))
-			b.assertNewSession(res, "fixedrefresh")
+			if res.Auth.Kind != KindUser || len(res.SetCookies) == 0 {
+				t.Fatalf("no refresh: %+v", res.Auth)
+			}
+			if tc.opts == (ssrcookie.Options{}) {
+				b.assertNewSession(res, "fixedrefresh") // also checks the default attributes
+			}
 			got := applied(res)
 
 			// @supabase/ssr, same body, same request cookies, same cookie name.
@@ -105,7 +118,7 @@ func TestApplyMatchesSSR(t *testing.T) {
 				Headers   map[string]string `json:"headers"`
 			}
 			runNode(t, map[string]any{"url": node.URL, "key": rfAPIKey, "email": "a@example.com", "password": "pw",
-				"cookies": rfNodeCookies(request)}, &want, "ssr-sign-in.mjs")
+				"cookies": rfNodeCookies(request), "cookieOptions": tc.nodeOpt}, &want, "ssr-sign-in.mjs")
 			if want.Error != nil || len(want.SetCookie) == 0 {
 				t.Fatalf("node: %v, %d lines", want.Error, len(want.SetCookie))
 			}
@@ -141,4 +154,66 @@ func TestApplyHandFilledCookies(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got %q, want %q", got, want)
 	}
+}
+
+// Seed 3 with Config.CookieOptions {Domain: ".example.com", Secure: true}:
+// a rejected refresh deletes the chunks exactly as @supabase/ssr's signOut
+// does in vector V3 of the research notes — host-only deletes first, then
+// the deletes with the Domain.
+func TestRefreshRejectedClearsLikeV3(t *testing.T) {
+	t.Parallel()
+	b := rfSetup(t, false, func(c *Config) {
+		c.CookieName = "sb-abcdefghijklmnopqrst-auth-token"
+		c.CookieOptions = ssrcookie.Options{Domain: ".example.com", Secure: true}
+	})
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+		w.WriteHeader(400)
+		w.Write([]byte(`{"code":"refresh_token_not_found","message":"Invalid Refresh Token: Refresh Token Not Found"}`))
+	})
+	request := b.cookies(-time.Minute, &http.Cookie{Name: "theme", Value: "dark"})
+	if len(request) != 3 || request[1].Name != b.name+".1" {
+		t.Fatalf("request cookies %v, want .0 and .1", request)
+	}
+	res := b.rv.Resolve(rfRequest(request))
+	if res.Auth.Kind != KindAnon || res.Auth.Reason != ReasonSignedOut {
+		t.Fatalf("auth %+v, want anon/signed_out", res.Auth)
+	}
+	h := applied(res)
+	want := []string{ // V3, verbatim
+		"sb-abcdefghijklmnopqrst-auth-token.0=; Max-Age=0; Path=/; Secure; SameSite=Lax",
+		"sb-abcdefghijklmnopqrst-auth-token.1=; Max-Age=0; Path=/; Secure; SameSite=Lax",
+		"sb-abcdefghijklmnopqrst-auth-token.0=; Max-Age=0; Domain=.example.com; Path=/; Secure; SameSite=Lax",
+		"sb-abcdefghijklmnopqrst-auth-token.1=; Max-Age=0; Domain=.example.com; Path=/; Secure; SameSite=Lax",
+	}
+	if got := h.Values("Set-Cookie"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("Set-Cookie:\n got  %q\n want %q", got, want)
+	}
+	if h.Get("Cache-Control") != noStore {
+		t.Fatalf("Cache-Control %q", h.Get("Cache-Control"))
+	}
+}
+
+// New refuses cookie options that would give malformed or ignored cookies.
+func TestCookieOptionsConfigErrors(t *testing.T) {
+	t.Parallel()
+	auth := rfNewAuthServer(t, nil)
+	for _, o := range []ssrcookie.Options{
+		{Domain: "exa mple.com"},
+		{Domain: "example.com; HttpOnly"},
+		{Path: "app"},
+		{Path: "/a;b"},
+		{SameSite: http.SameSiteNoneMode},
+		{SameSite: 7},
+	} {
+		_, err := New(Config{ProjectURL: auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true, CookieOptions: o})
+		if err == nil || !strings.Contains(err.Error(), "Config.CookieOptions") {
+			t.Errorf("%+v: err %v", o, err)
+		}
+	}
+	rv, err := New(Config{ProjectURL: auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true,
+		CookieOptions: ssrcookie.Options{Domain: "localhost", SameSite: http.SameSiteNoneMode, Secure: true, Path: "/"}})
+	if err != nil {
+		t.Fatalf("valid options refused: %v", err)
+	}
+	rv.Close()
 }

@@ -80,6 +80,16 @@ type Config struct {
 	// ProjectURL: sb-<first host label>-auth-token). Empty with no
 	// ProjectURL disables the cookie path.
 	CookieName string
+	// CookieOptions are the attributes of the session cookies that the
+	// refresh flow writes and deletes, like cookieOptions of
+	// createServerClient. The zero value is the @supabase/ssr default:
+	// Path /, SameSite Lax, no Domain, Secure or HttpOnly. Max-Age is not
+	// an option: always 34560000 on a set and 0 on a delete. With a
+	// Domain, every delete is also sent host-only, first, to clear
+	// cookies set before the Domain was configured. [New] fails for a
+	// Domain or Path that is not a valid cookie attribute, an unknown
+	// SameSite, or SameSite None without Secure (browsers drop those).
+	CookieOptions ssrcookie.Options
 	// TrustedOrigins are origins (scheme://host[:port]) allowed to send
 	// cross-site requests that rely on the session cookie.
 	TrustedOrigins []string
@@ -210,6 +220,10 @@ func New(cfg Config) (*Resolver, error) {
 			}
 		}
 	}
+	if err := checkCookieOptions(cfg.CookieOptions); err != nil {
+		v.Close()
+		return nil, fmt.Errorf("authctx: Config.CookieOptions: %w", err)
+	}
 	for _, o := range cfg.TrustedOrigins {
 		if err := rv.cop.AddTrustedOrigin(o); err != nil {
 			v.Close()
@@ -230,6 +244,25 @@ func New(cfg Config) (*Resolver, error) {
 		}
 	}
 	return rv, nil
+}
+
+// checkCookieOptions refuses cookie options that would make the written
+// Set-Cookie lines malformed or ignored by browsers.
+func checkCookieOptions(o ssrcookie.Options) error {
+	if o.Path != "" && o.Path[0] != '/' {
+		return fmt.Errorf("Path %q must start with '/'", o.Path)
+	}
+	if o.SameSite < 0 || o.SameSite > http.SameSiteNoneMode {
+		return fmt.Errorf("unknown SameSite value %d", o.SameSite)
+	}
+	if o.SameSite == http.SameSiteNoneMode && !o.Secure {
+		return errors.New("SameSite None requires Secure (browsers drop the cookie otherwise)")
+	}
+	c := &http.Cookie{Name: "x", Domain: o.Domain, Path: o.Path}
+	if err := c.Valid(); err != nil {
+		return fmt.Errorf("domain %q or path %q: %w", o.Domain, o.Path, err)
+	}
+	return nil
 }
 
 // Close stops the background JWKS refresh.
