@@ -1,0 +1,121 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
+)
+
+// tokenInfoKey is the key of the session caller in the SDK's TokenInfo.Extra.
+const tokenInfoKey = "tablegate.caller"
+
+// sessionCaller is the fixed caller of a session.
+type sessionCaller struct {
+	server *Server
+	auth   authctx.Auth
+}
+
+// CallerError is returned by [Server.Connect] and [ServeStdio] when the
+// guard refuses the session's caller. Problem is the guard's answer.
+type CallerError struct {
+	Problem *problem.Problem
+}
+
+func (e *CallerError) Error() string {
+	return "mcptools: caller refused: " + e.Problem.Error()
+}
+
+// Unwrap returns the problem.
+func (e *CallerError) Unwrap() error { return e.Problem }
+
+// Connect serves one session over t (an SDK transport: in-memory, stdio,
+// a command's pipes, …) with a single caller, a, for every tool call of the
+// session. admit is the guard (nil admits every caller but an invalid one,
+// which is always refused); a refused caller gives a *CallerError and no
+// session.
+func (s *Server) Connect(ctx context.Context, t mcp.Transport, a authctx.Auth, admit func(authctx.Auth) *problem.Problem) (*mcp.ServerSession, error) {
+	if a.Kind == authctx.KindInvalid {
+		return nil, &CallerError{Problem: problem.WithCode(problem.CodeTokenInvalid, "The credential is invalid.")}
+	}
+	if admit != nil {
+		if p := admit(a); p != nil {
+			return nil, &CallerError{Problem: p}
+		}
+	}
+	ti := &auth.TokenInfo{Extra: map[string]any{tokenInfoKey: &sessionCaller{server: s, auth: a}}}
+	if a.Kind == authctx.KindUser && a.User != nil {
+		ti.UserID = a.User.ID
+	}
+	return s.mcp.Connect(ctx, &callerTransport{t: t, ti: ti}, nil)
+}
+
+// ServeStdio serves one session over stdin/stdout with the caller a until
+// the client disconnects or ctx is cancelled (the CLI's serve --mcp-stdio).
+// The caller usually comes from [CallerFromEnv]. admit is the guard, as
+// for [Server.Connect].
+func ServeStdio(ctx context.Context, s *Server, a authctx.Auth, admit func(authctx.Auth) *problem.Problem) error {
+	return s.Run(ctx, &mcp.StdioTransport{}, a, admit)
+}
+
+// Run serves one session over t with the caller a until the client
+// disconnects or ctx is cancelled.
+func (s *Server) Run(ctx context.Context, t mcp.Transport, a authctx.Auth, admit func(authctx.Auth) *problem.Problem) error {
+	ss, err := s.Connect(ctx, t, a, admit)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-done
+		return ctx.Err()
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("mcptools: session: %w", err)
+		}
+		return nil
+	}
+}
+
+// callerTransport attaches the session's caller to every request read
+// from the wrapped transport's connection.
+type callerTransport struct {
+	t  mcp.Transport
+	ti *auth.TokenInfo
+}
+
+func (ct *callerTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := ct.t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &callerConn{Connection: c, ti: ct.ti}, nil
+}
+
+type callerConn struct {
+	mcp.Connection
+	ti *auth.TokenInfo
+}
+
+func (c *callerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if req, ok := m.(*jsonrpc.Request); ok && err == nil {
+		ex, _ := req.Extra.(*mcp.RequestExtra)
+		if ex == nil {
+			ex = &mcp.RequestExtra{}
+		} else {
+			cp := *ex
+			ex = &cp
+		}
+		ex.TokenInfo = c.ti
+		req.Extra = ex
+	}
+	return m, err
+}
