@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
@@ -147,6 +148,7 @@ func todoOptions() *rest.Options {
 // server built from them and the REST handler serving the same objects.
 type bundle struct {
 	t     *testing.T
+	pool  *pgxpool.Pool
 	db    *db.DB
 	todos *rest.Resource
 	tags  *rest.Resource
@@ -160,7 +162,7 @@ func setup(t *testing.T) *bundle {
 	if _, err := pool.Exec(context.Background(), fixtureSQL); err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, db: db.New(pool, nil), keys: newKeys(t)}
+	b := &bundle{t: t, pool: pool, db: db.New(pool, nil), keys: newKeys(t)}
 	var err error
 	o := todoOptions()
 	o.Caller = b.keys.restCaller
