@@ -20,9 +20,17 @@ func newCaller(t *testing.T, url string) func(*http.Request) authctx.Auth {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	kf, err := keyfunc.NewDefaultCtx(ctx, []string{url})
+	c, err := jwksCaller(ctx, url)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return c
+}
+
+func jwksCaller(ctx context.Context, url string) (func(*http.Request) authctx.Auth, error) {
+	kf, err := keyfunc.NewDefaultCtx(ctx, []string{url})
+	if err != nil {
+		return nil, err
 	}
 	return func(r *http.Request) authctx.Auth {
 		h := r.Header.Get("Authorization")
@@ -39,7 +47,7 @@ func newCaller(t *testing.T, url string) func(*http.Request) authctx.Auth {
 			return authctx.Invalid(authctx.ReasonToken, errors.New("token did not verify"))
 		}
 		return authctx.NewUser(authctx.Claims(claims), tok, nil)
-	}
+	}, nil
 }
 
 // admitUsers admits full users only (the guard's default allow list).

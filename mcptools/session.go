@@ -2,7 +2,10 @@ package mcptools
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -118,4 +121,45 @@ func (c *callerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		req.Extra = ex
 	}
 	return m, err
+}
+
+// Environment variables read by [CallerFromEnv].
+const (
+	// EnvAccessToken holds a user's access token (a JWT), sent to the
+	// resolver as Authorization: Bearer.
+	EnvAccessToken = "TABLEGATE_ACCESS_TOKEN"
+	// EnvAPIKey holds a secret key, sent to the resolver as the apikey
+	// header (a service caller when the resolver knows the key).
+	EnvAPIKey = "TABLEGATE_API_KEY"
+)
+
+// ErrEnvCaller is returned by [CallerFromEnv] when both [EnvAccessToken]
+// and [EnvAPIKey] are set.
+var ErrEnvCaller = errors.New("mcptools: set only one of " + EnvAccessToken + " and " + EnvAPIKey)
+
+// CallerFromEnv resolves the caller of a stdio session from the
+// environment: the token of [EnvAccessToken] or the secret key of
+// [EnvAPIKey] is put on a request and handed to resolve — the same
+// resolution (resolvers, verification, claims schema) as the HTTP routes.
+// Neither variable gives the anon caller; the guard decides whether it may
+// serve. getenv is usually os.Getenv. The state may be invalid (a token
+// that did not verify): Connect and ServeStdio refuse it.
+func CallerFromEnv(ctx context.Context, getenv func(string) string, resolve func(*http.Request) authctx.Auth) (authctx.Auth, error) {
+	tok, key := strings.TrimSpace(getenv(EnvAccessToken)), strings.TrimSpace(getenv(EnvAPIKey))
+	if tok != "" && key != "" {
+		return authctx.Auth{}, ErrEnvCaller
+	}
+	if tok == "" && key == "" {
+		return authctx.Anon(authctx.ReasonNone), nil
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://stdio.invalid/mcp", http.NoBody)
+	if err != nil {
+		return authctx.Auth{}, err
+	}
+	if tok != "" {
+		r.Header.Set("Authorization", "Bearer "+tok)
+	} else {
+		r.Header.Set("apikey", key)
+	}
+	return resolve(r), nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,12 @@ import (
 	"github.com/tablegate/tablegate/rest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) == "1" {
+		os.Exit(stdioChild())
+	}
+	pgtest.Main(m)
+}
 
 const fixtureSQL = `
 create table todos (
