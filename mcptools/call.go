@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,11 +25,14 @@ const MetaStatus = "tablegate/status"
 // itself.
 func (s *Server) handler(t *tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, ok := s.callerOf(req)
+		a, session, ok := s.callerOf(req)
 		if !ok {
 			return s.problemResult(problem.WithCode(problem.CodeAuthRequired,
 				"The tool call carries no caller: serve the server with Handler, Connect or ServeStdio.").
 				WithHeader("WWW-Authenticate", "Bearer")), nil
+		}
+		if session && s.expired(a) {
+			return s.problemResult(expiredProblem()), nil
 		}
 		var raw json.RawMessage
 		if req.Params != nil {
@@ -287,20 +291,60 @@ func (w *bodyWriter) Write(b []byte) (int, error) { return w.body.Write(b) }
 // callerOf returns the caller of a tool call: the fixed caller of a
 // session connected with Connect or ServeStdio, or the caller resolved
 // for the HTTP request that carried the call.
-func (s *Server) callerOf(req *mcp.CallToolRequest) (authctx.Auth, bool) {
+// session reports a session's fixed caller.
+func (s *Server) callerOf(req *mcp.CallToolRequest) (a authctx.Auth, session, ok bool) {
 	ex := req.GetExtra()
 	if ex == nil {
-		return authctx.Auth{}, false
+		return authctx.Auth{}, false, false
 	}
 	if ex.TokenInfo != nil {
 		if c, ok := ex.TokenInfo.Extra[tokenInfoKey].(*sessionCaller); ok && c.server == s {
-			return c.auth, true
+			return c.auth, true, true
 		}
 	}
 	if ex.Header != nil {
 		if id := ex.Header.Get(callHeader); id != "" {
-			return s.calls.get(id)
+			a, ok := s.calls.get(id)
+			return a, false, ok
 		}
 	}
-	return authctx.Auth{}, false
+	return authctx.Auth{}, false, false
+}
+
+// sessionClockSkew is the leeway on exp for a session's caller, the
+// resolver's default (authctx.DefaultClockSkew).
+const sessionClockSkew = 30 * time.Second
+
+// expired reports a user whose access token's exp has passed (beyond the
+// clock skew). The caller of an HTTP request was verified for that
+// request; a session's fixed caller (stdio, Connect) may outlive its
+// token, and is then refused as the REST routes refuse an expired Bearer
+// token.
+func (s *Server) expired(a authctx.Auth) bool {
+	if a.Kind != authctx.KindUser || a.User == nil {
+		return false
+	}
+	var exp float64
+	switch v := a.User.Claims["exp"].(type) {
+	case float64:
+		exp = v
+	case json.Number:
+		f, err := v.Float64()
+		if err != nil {
+			return false
+		}
+		exp = f
+	case int64:
+		exp = float64(v)
+	case int:
+		exp = float64(v)
+	default:
+		return false
+	}
+	return float64(s.now().Add(-sessionClockSkew).Unix()) >= exp
+}
+
+func expiredProblem() *problem.Problem {
+	return problem.WithCode(problem.CodeTokenInvalid, "The access token has expired; connect again with a fresh token.").
+		WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
 }

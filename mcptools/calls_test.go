@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tablegate/tablegate/authctx"
@@ -266,5 +268,45 @@ func mustJSON(t *testing.T, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("%q: %v", s, err)
+	}
+}
+
+// TestSessionExpiry: a session's fixed caller is refused once its token's
+// exp has passed (beyond the resolver's 30 s clock skew), like an expired
+// Bearer token on the REST routes.
+func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix())
+	srv, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{b.todos},
+		Now: func() time.Time { return time.Unix(now.Load(), 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := now.Load() + 60
+	a := authctx.NewUser(authctx.Claims{"sub": alice, "role": "authenticated", "exp": float64(exp)}, "t", nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, a, admitUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ok(t, call(t, cs, "listTodos", nil))
+	now.Store(exp + 29) // within the skew
+	ok(t, call(t, cs, "listTodos", nil))
+	now.Store(exp + 31)
+	if _, p := problemOf(t, call(t, cs, "listTodos", nil)); p.Status != http.StatusUnauthorized || p.Code != problem.CodeTokenInvalid {
+		t.Fatalf("expired caller: %+v", p)
+	}
+	st2, _ := mcp.NewInMemoryTransports()
+	var ce *mcptools.CallerError
+	if _, err := srv.Connect(context.Background(), st2, a, admitUsers); !errors.As(err, &ce) || ce.Problem.Code != problem.CodeTokenInvalid {
+		t.Fatalf("connect with an expired token: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tablegate/tablegate/problem"
@@ -37,6 +38,10 @@ type Config struct {
 
 	// Logger receives the SDK's session and transport logs (nil: none).
 	Logger *slog.Logger
+
+	// Now replaces time.Now when checking the expiry of a session's
+	// caller (tests).
+	Now func() time.Time
 }
 
 // Server is an MCP server exposing resources as tools. Build it with [New];
@@ -50,6 +55,7 @@ type Server struct {
 	pw     problem.Writer
 	log    *slog.Logger
 	calls  callRegistry
+	now    func() time.Time
 }
 
 // New builds the server and its tools. It fails, with an error wrapping
@@ -59,7 +65,10 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Resources) == 0 {
 		return nil, fmt.Errorf("%w: no resources", ErrConfig)
 	}
-	s := &Server{pw: cfg.Problems, log: cfg.Logger, byName: map[string]*tool{}}
+	s := &Server{pw: cfg.Problems, log: cfg.Logger, byName: map[string]*tool{}, now: cfg.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	impl := &mcp.Implementation{Name: cfg.Name, Title: cfg.Title, Version: cfg.Version}
 	if impl.Name == "" {
 		impl.Name = DefaultName

@@ -40,10 +40,14 @@ func (e *CallerError) Unwrap() error { return e.Problem }
 // a command's pipes, …) with a single caller, a, for every tool call of the
 // session. admit is the guard (nil admits every caller but an invalid one,
 // which is always refused); a refused caller gives a *CallerError and no
-// session.
+// session. A user caller whose token's exp claim passes during the session
+// is refused from then on (401 TOKEN_INVALID tool errors).
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, a authctx.Auth, admit func(authctx.Auth) *problem.Problem) (*mcp.ServerSession, error) {
 	if a.Kind == authctx.KindInvalid {
 		return nil, &CallerError{Problem: problem.WithCode(problem.CodeTokenInvalid, "The credential is invalid.")}
+	}
+	if s.expired(a) {
+		return nil, &CallerError{Problem: expiredProblem()}
 	}
 	if admit != nil {
 		if p := admit(a); p != nil {
