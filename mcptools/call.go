@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -312,8 +311,8 @@ func (s *Server) callerOf(req *mcp.CallToolRequest) (a authctx.Auth, session, ok
 }
 
 // sessionClockSkew is the leeway on exp for a session's caller, the
-// resolver's default (authctx.DefaultClockSkew).
-const sessionClockSkew = 30 * time.Second
+// resolver's default.
+const sessionClockSkew = authctx.DefaultClockSkew
 
 // expired reports a user whose access token's exp has passed (beyond the
 // clock skew). The caller of an HTTP request was verified for that
@@ -323,6 +322,9 @@ const sessionClockSkew = 30 * time.Second
 func (s *Server) expired(a authctx.Auth) bool {
 	if a.Kind != authctx.KindUser || a.User == nil {
 		return false
+	}
+	if !a.User.ExpiresAt.IsZero() {
+		return !s.now().Add(-sessionClockSkew).Before(a.User.ExpiresAt)
 	}
 	var exp float64
 	switch v := a.User.Claims["exp"].(type) {

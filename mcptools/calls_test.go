@@ -251,7 +251,7 @@ func TestConnectGuard(t *testing.T) {
 		{"invalid", authctx.Invalid(authctx.ReasonToken, nil), problem.CodeTokenInvalid},
 	} {
 		st, _ := mcp.NewInMemoryTransports()
-		_, err := b.srv.Connect(context.Background(), st, c.auth, admitUsers)
+		_, err := b.srv.Connect(context.Background(), st, c.auth, mcptools.AllowList())
 		var ce *mcptools.CallerError
 		if !errors.As(err, &ce) || ce.Problem.Code != c.code {
 			t.Errorf("%s: %v", c.name, err)
@@ -287,7 +287,7 @@ func TestSessionExpiry(t *testing.T) {
 	exp := now.Load() + 60
 	a := authctx.NewUser(authctx.Claims{"sub": alice, "role": "authenticated", "exp": float64(exp)}, "t", nil)
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(context.Background(), st, a, admitUsers)
+	ss, err := srv.Connect(context.Background(), st, a, mcptools.AllowList())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestSessionExpiry(t *testing.T) {
 	}
 	st2, _ := mcp.NewInMemoryTransports()
 	var ce *mcptools.CallerError
-	if _, err := srv.Connect(context.Background(), st2, a, admitUsers); !errors.As(err, &ce) || ce.Problem.Code != problem.CodeTokenInvalid {
+	if _, err := srv.Connect(context.Background(), st2, a, mcptools.AllowList()); !errors.As(err, &ce) || ce.Problem.Code != problem.CodeTokenInvalid {
 		t.Fatalf("connect with an expired token: %v", err)
 	}
 }

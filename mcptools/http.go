@@ -16,15 +16,26 @@ import (
 
 // HTTPOptions configures [Server.Handler].
 type HTTPOptions struct {
-	// Caller resolves the caller of one HTTP request. Required. Use
-	// [ResolverCaller] to resolve with an [authctx.Resolver] — the same
-	// resolvers, verification and claims schema as the REST routes. The
-	// request it sees carries no cookies.
+	// Resolver resolves the caller of every HTTP request: the same custom
+	// resolvers, apikey check, Bearer verification and claims schema as
+	// the REST routes. The request it sees carries no cookies: MCP clients
+	// authenticate with Bearer tokens, and there is no cookie path here.
+	// Required unless Caller is set.
+	Resolver *authctx.Resolver
+
+	// Caller replaces Resolver with any resolution function (it too sees
+	// the request without cookies).
 	Caller func(*http.Request) authctx.Auth
 
-	// Admit is the guard: it returns nil to admit a caller, else the
-	// Problem to answer (401 with WWW-Authenticate, 403 ANONYMOUS_USER, …).
-	// Required. Use [AllowList] for authctx's allow-list guard.
+	// Allow is the guard's allow list, as for [authctx.Guard] (default
+	// {authctx.AllowUser}): callers it does not admit are answered with
+	// [authctx.Admit]'s Problem Details — 401 with WWW-Authenticate for an
+	// invalid credential or none, 403 ANONYMOUS_USER for an anonymous
+	// sign-in, 403 CALLER_NOT_ALLOWED for other kinds.
+	Allow []authctx.Allow
+
+	// Admit replaces the allow-list guard: it returns nil to admit a
+	// caller, else the Problem to answer.
 	Admit func(authctx.Auth) *problem.Problem
 
 	// ResourceMetadataURL, when set, is added to the WWW-Authenticate
@@ -38,6 +49,20 @@ type HTTPOptions struct {
 	Streamable *mcp.StreamableHTTPOptions
 }
 
+// ResolverCaller returns the caller function of a resolver: the Auth of
+// [authctx.Resolver.Resolve]. Use it with [CallerFromEnv].
+func ResolverCaller(rv *authctx.Resolver) func(*http.Request) authctx.Auth {
+	return func(r *http.Request) authctx.Auth { return rv.Resolve(r).Auth }
+}
+
+// AllowList returns the guard admitting the callers in allow (default
+// {authctx.AllowUser}) with [authctx.Admit], for [Server.Connect] and
+// [ServeStdio].
+func AllowList(allow ...authctx.Allow) func(authctx.Auth) *problem.Problem {
+	allow = append([]authctx.Allow(nil), allow...)
+	return func(a authctx.Auth) *problem.Problem { return authctx.Admit(a, allow...) }
+}
+
 // callHeader carries, inside the server only, the id under which the
 // caller of an HTTP request is registered for the tool calls it carries.
 // A client-sent value is always removed first.
@@ -45,16 +70,20 @@ const callHeader = "Tablegate-Mcp-Call"
 
 // Handler returns the Streamable HTTP transport of the server as an
 // http.Handler; mount it anywhere (the demo uses /mcp). Every HTTP request
-// — initialize, tools/list, tools/call, … — is resolved with opts.Caller
-// (cookies removed) and admitted by opts.Admit before the SDK sees it;
-// a refusal is answered with the guard's Problem Details. Each tool call
-// then runs as the caller of the HTTP request that carried it.
+// — initialize, tools/list, tools/call, … — is resolved (cookies removed)
+// and admitted by the guard before the SDK sees it; a refusal is answered
+// with the guard's Problem Details. Each tool call then runs as the caller
+// of the HTTP request that carried it. It fails, wrapping [ErrConfig],
+// without a Resolver or Caller.
 func (s *Server) Handler(opts HTTPOptions) (http.Handler, error) {
 	if opts.Caller == nil {
-		return nil, fmt.Errorf("%w: HTTPOptions.Caller is nil", ErrConfig)
+		if opts.Resolver == nil {
+			return nil, fmt.Errorf("%w: HTTPOptions needs a Resolver or a Caller", ErrConfig)
+		}
+		opts.Caller = ResolverCaller(opts.Resolver)
 	}
 	if opts.Admit == nil {
-		return nil, fmt.Errorf("%w: HTTPOptions.Admit is nil", ErrConfig)
+		opts.Admit = AllowList(opts.Allow...)
 	}
 	if strings.ContainsAny(opts.ResourceMetadataURL, "\"\r\n") {
 		return nil, fmt.Errorf("%w: HTTPOptions.ResourceMetadataURL holds a quote or newline", ErrConfig)

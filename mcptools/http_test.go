@@ -3,6 +3,7 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/problem"
-	"github.com/tablegate/tablegate/rest"
 )
 
 // app serves REST under /api, MCP under /mcp and the RFC 9728 metadata,
@@ -42,8 +42,8 @@ func (b *bundle) app(streamable *mcp.StreamableHTTPOptions) *app {
 		return b.keys.caller(r)
 	}
 	h, err := b.srv.Handler(mcptools.HTTPOptions{
-		Caller:              caller,
-		Admit:               admitUsers,
+		Caller:              caller, // b.keys.rv with a probe: Resolver alone is TestHTTPResolverOptions
+		Allow:               []authctx.Allow{authctx.AllowUser},
 		ResourceMetadataURL: a.URL + metadataPath,
 		Streamable:          streamable,
 	})
@@ -51,7 +51,7 @@ func (b *bundle) app(streamable *mcp.StreamableHTTPOptions) *app {
 		b.t.Fatal(err)
 	}
 	mux.Handle("/mcp", h)
-	mux.Handle("/api/", http.StripPrefix("/api", rest.Resources(map[string]*rest.Resource{"todos": b.todos, "tags": b.tags})))
+	mux.Handle("/api/", b.restHandler())
 	mux.Handle(metadataPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               a.URL + "/mcp",
 		AuthorizationServers:   []string{"https://project.supabase.co/auth/v1"},
@@ -209,25 +209,36 @@ func TestHTTPRefusals(t *testing.T) {
 		name   string
 		token  string
 		cookie string
+		apikey string
 		status int
 		code   problem.Code
 	}{
 		{name: "no credential", status: 401, code: problem.CodeAuthRequired},
-		{name: "cookie only (no cookie path)", cookie: "sb-project-auth-token=base64-e30", status: 401, code: problem.CodeAuthRequired},
+		{name: "session cookie only (no cookie path)", cookie: "alice", status: 401, code: problem.CodeAuthRequired},
 		{name: "token from another key", token: other.sign(alice), status: 401, code: problem.CodeTokenInvalid},
 		{name: "garbage token", token: "not.a.jwt", status: 401, code: problem.CodeTokenInvalid},
 		{name: "anonymous sign-in", token: b.keys.sign(anonymous, "is_anonymous", true), status: 403, code: problem.CodeAnonymousUser},
+		{name: "secret key (service) not in the allow list", apikey: testSecretKey, status: 403, code: problem.CodeCallerNotAllowed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, a.URL+"/mcp", strings.NewReader(initialize))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
+			cred := http.Header{}
 			if c.token != "" {
-				req.Header.Set("Authorization", "Bearer "+c.token)
+				cred.Set("Authorization", "Bearer "+c.token)
+			}
+			if c.apikey != "" {
+				cred.Set("apikey", c.apikey)
 			}
 			if c.cookie != "" {
-				req.Header.Set("Cookie", c.cookie)
+				cred.Set("Cookie", sessionCookie(b.keys.sign(alice)))
 			}
+			// The SDK's client cannot connect.
+			if _, err := httpSession(t, a.URL+"/mcp", &bearer{extra: cred}); err == nil {
+				t.Fatal("SDK client connected")
+			}
+			req, _ := http.NewRequest(http.MethodPost, a.URL+"/mcp", strings.NewReader(initialize))
+			req.Header = cred.Clone()
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -240,20 +251,39 @@ func TestHTTPRefusals(t *testing.T) {
 			if res.StatusCode != c.status || p.Code != c.code || res.Header.Get("Content-Type") != problem.MediaType {
 				t.Fatalf("%d %s %+v", res.StatusCode, res.Header.Get("Content-Type"), p)
 			}
-			if c.status == 401 {
-				want := `Bearer, resource_metadata="` + a.URL + metadataPath + `"`
-				if got := res.Header.Get("WWW-Authenticate"); got != want && got != `Bearer resource_metadata="`+a.URL+metadataPath+`"` {
-					t.Fatalf("WWW-Authenticate %q", got)
-				}
+			// The same refusal as the guarded REST route, plus the metadata.
+			rreq, _ := http.NewRequest(http.MethodGet, a.URL+"/api/todos", nil)
+			rreq.Header = cred.Clone()
+			rres, err := http.DefaultClient.Do(rreq)
+			if err != nil {
+				t.Fatal(err)
 			}
-			// The SDK's client cannot connect either.
-			if _, err := httpSession(t, a.URL+"/mcp", &bearer{token: c.token}); err == nil {
-				t.Fatal("SDK client connected")
+			rres.Body.Close()
+			if c.cookie != "" {
+				// The REST routes take the same cookie: alice.
+				if rres.StatusCode != http.StatusOK {
+					t.Fatalf("REST with the session cookie answered %d", rres.StatusCode)
+				}
+				return
+			}
+			if rres.StatusCode != c.status {
+				t.Fatalf("REST answered %d", rres.StatusCode)
+			}
+			if c.status == 401 {
+				restChallenge := rres.Header.Get("WWW-Authenticate")
+				sep := " "
+				if strings.Contains(restChallenge, "=") {
+					sep = ", "
+				}
+				want := restChallenge + sep + `resource_metadata="` + a.URL + metadataPath + `"`
+				if got := res.Header.Get("WWW-Authenticate"); !strings.HasPrefix(restChallenge, "Bearer") || got != want {
+					t.Fatalf("WWW-Authenticate %q, want %q", got, want)
+				}
 			}
 		})
 	}
 	if a.cookieSeen.Load() {
-		t.Error("the caller function saw a Cookie header")
+		t.Error("the MCP caller function saw a Cookie header")
 	}
 
 	// The protected resource metadata named in WWW-Authenticate is served.
@@ -305,4 +335,40 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestHTTPResolverOptions: HTTPOptions with the resolver and an allow list
+// only — the configuration an application writes — admitting users and
+// the secret key's service caller, exactly as authctx.Guard would.
+func TestHTTPResolverOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, err := b.srv.Handler(mcptools.HTTPOptions{}); !errors.Is(err, mcptools.ErrConfig) {
+		t.Fatalf("no resolver: %v", err)
+	}
+	h, err := b.srv.Handler(mcptools.HTTPOptions{Resolver: b.keys.rv, Allow: []authctx.Allow{authctx.AllowUser, authctx.AllowService}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	b.exec(`insert into todos (owner_id, title) values ($1, 'a'), ($2, 'b')`, alice, bob)
+
+	svc, err := httpSession(t, s.URL, &bearer{extra: http.Header{"Apikey": {testSecretKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items := ok(t, call(t, svc, "listTodos", nil))["items"].([]any); len(items) != 2 {
+		t.Fatalf("service lists %v", items)
+	}
+	usr, err := httpSession(t, s.URL, &bearer{token: b.keys.sign(bob)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items := ok(t, call(t, usr, "listTodos", nil))["items"].([]any); len(items) != 1 || items[0].(map[string]any)["title"] != "b" {
+		t.Fatalf("bob lists %v", items)
+	}
+	if _, err := httpSession(t, s.URL, &bearer{token: b.keys.sign(anonymous, "is_anonymous", true)}); err == nil {
+		t.Fatal("anonymous sign-in admitted")
+	}
 }

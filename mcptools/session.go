@@ -38,9 +38,9 @@ func (e *CallerError) Unwrap() error { return e.Problem }
 
 // Connect serves one session over t (an SDK transport: in-memory, stdio,
 // a command's pipes, …) with a single caller, a, for every tool call of the
-// session. admit is the guard (nil admits every caller but an invalid one,
-// which is always refused); a refused caller gives a *CallerError and no
-// session. A user caller whose token's exp claim passes during the session
+// session. admit is the guard, usually [AllowList] (nil: AllowList(),
+// full users only); an invalid caller is always refused. A refused caller
+// gives a *CallerError and no session. A user caller whose token's exp claim passes during the session
 // is refused from then on (401 TOKEN_INVALID tool errors).
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, a authctx.Auth, admit func(authctx.Auth) *problem.Problem) (*mcp.ServerSession, error) {
 	if a.Kind == authctx.KindInvalid {
@@ -49,10 +49,11 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, a authctx.Auth, a
 	if s.expired(a) {
 		return nil, &CallerError{Problem: expiredProblem()}
 	}
-	if admit != nil {
-		if p := admit(a); p != nil {
-			return nil, &CallerError{Problem: p}
-		}
+	if admit == nil {
+		admit = AllowList()
+	}
+	if p := admit(a); p != nil {
+		return nil, &CallerError{Problem: p}
 	}
 	ti := &auth.TokenInfo{Extra: map[string]any{tokenInfoKey: &sessionCaller{server: s, auth: a}}}
 	if a.Kind == authctx.KindUser && a.User != nil {

@@ -44,7 +44,7 @@ create table todos (
   created_at timestamptz not null default now()
 );
 alter table todos enable row level security;
-grant select, insert, update, delete on todos to authenticated;
+grant select, insert, update, delete on todos to authenticated, service_role;
 create policy todos_read on todos for select using (owner_id = auth.uid());
 create policy todos_insert on todos for insert to authenticated with check (owner_id = auth.uid());
 create policy todos_update on todos for update to authenticated using (owner_id = auth.uid()) with check (owner_id = auth.uid());
@@ -171,14 +171,14 @@ func setup(t *testing.T) *bundle {
 	b := &bundle{t: t, pool: pool, db: db.New(pool, nil), keys: newKeys(t)}
 	var err error
 	o := todoOptions()
-	o.Caller = b.keys.restCaller
+	o.Caller = restCaller
 	b.todos, err = rest.NewResource(context.Background(), b.db, "todos", o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.tags, err = rest.NewResource(context.Background(), b.db, "tags", &rest.Options{
 		Operations: []rest.Operation{rest.OpList, rest.OpGet},
-		Caller:     b.keys.restCaller,
+		Caller:     restCaller,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func setup(t *testing.T) *bundle {
 func (b *bundle) session(a authctx.Auth) *mcp.ClientSession {
 	b.t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := b.srv.Connect(context.Background(), st, a, admitUsers)
+	ss, err := b.srv.Connect(context.Background(), st, a, mcptools.AllowList())
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func (b *bundle) session(a authctx.Auth) *mcp.ClientSession {
 // under /api.
 func (b *bundle) restServer() *httptest.Server {
 	mux := http.NewServeMux()
-	mux.Handle("/api/", http.StripPrefix("/api", rest.Resources(map[string]*rest.Resource{"todos": b.todos, "tags": b.tags})))
+	mux.Handle("/api/", b.restHandler())
 	s := httptest.NewServer(mux)
 	b.t.Cleanup(s.Close)
 	return s
@@ -334,14 +334,34 @@ func do(t *testing.T, method, url, token, body string) httpResp {
 	return httpResp{res.StatusCode, res.Header, string(b)}
 }
 
-// keys is a signing key, its JWKS on a real httptest server, and a
-// verifier fetching that JWKS.
+// keys is a signing key, its JWKS on a real httptest server, and an
+// authctx.Resolver verifying Bearer tokens against that JWKS (and the
+// secret key testSecretKey as a service caller).
 type keys struct {
 	t      *testing.T
 	priv   *ecdsa.PrivateKey
 	jwks   *httptest.Server
-	fetchs int
+	rv     *authctx.Resolver
 	caller func(*http.Request) authctx.Auth
+}
+
+// testCookie is the session cookie name: the REST routes accept the
+// cookie, the MCP transport never does.
+const testCookie = "sb-test-auth-token"
+
+// sessionCookie is an @supabase/ssr session cookie holding tok.
+func sessionCookie(tok string) string {
+	js := fmt.Sprintf(`{"access_token":%q,"refresh_token":"r","token_type":"bearer","expires_in":3600}`, tok)
+	return testCookie + "=base64-" + base64.RawURLEncoding.EncodeToString([]byte(js))
+}
+
+// testSecretKey is the secret apikey of the service caller "ci".
+const testSecretKey = "sb_secret_test_0123456789"
+
+// newResolver builds the resolver the REST routes and the MCP adapter share.
+func newResolver(jwksURL string) (*authctx.Resolver, error) {
+	return authctx.New(authctx.Config{JWKSURL: jwksURL, Secret: true, SecretKeys: map[string]string{"ci": testSecretKey},
+		CookieName: testCookie})
 }
 
 func newKeys(t *testing.T) *keys {
@@ -359,12 +379,17 @@ func newKeys(t *testing.T) *keys {
 	set := fmt.Sprintf(`{"keys":[{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"k1","x":%q,"y":%q}]}`,
 		pad(priv.PublicKey.X.Bytes()), pad(priv.PublicKey.Y.Bytes()))
 	k.jwks = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k.fetchs++
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, set)
 	}))
 	t.Cleanup(k.jwks.Close)
-	k.caller = newCaller(t, k.jwks.URL)
+	rv, err := newResolver(k.jwks.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rv.Close)
+	k.rv = rv
+	k.caller = mcptools.ResolverCaller(rv)
 	return k
 }
 
@@ -385,5 +410,13 @@ func (k *keys) sign(sub string, extra ...any) string {
 	return s
 }
 
-// restCaller is the REST resources' caller: the same resolution as MCP's.
-func (k *keys) restCaller(r *http.Request) (authctx.Auth, error) { return k.caller(r), nil }
+// restCaller is the REST resources' caller: the state authctx's
+// middleware stored (rest's nil Caller does not read it yet).
+func restCaller(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom(r.Context()), nil }
+
+// restHandler is the REST routes as an application mounts them: the
+// resolver's middleware, then authctx's guard (full users only).
+func (b *bundle) restHandler() http.Handler {
+	return b.keys.rv.Middleware(authctx.Guard()(
+		http.StripPrefix("/api", rest.Resources(map[string]*rest.Resource{"todos": b.todos, "tags": b.tags}))))
+}

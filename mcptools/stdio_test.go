@@ -46,15 +46,16 @@ func stdioChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	resolve, err := jwksCaller(ctx, os.Getenv(envJWKS))
+	rv, err := newResolver(os.Getenv(envJWKS))
 	if err != nil {
 		return fail(err)
 	}
-	a, err := mcptools.CallerFromEnv(ctx, os.Getenv, resolve)
+	defer rv.Close()
+	a, err := mcptools.CallerFromEnv(ctx, os.Getenv, mcptools.ResolverCaller(rv))
 	if err != nil {
 		return fail(err)
 	}
-	if err := mcptools.ServeStdio(ctx, srv, a, admitUsers); err != nil {
+	if err := mcptools.ServeStdio(ctx, srv, a, mcptools.AllowList()); err != nil {
 		var ce *mcptools.CallerError
 		if errors.As(err, &ce) {
 			fmt.Fprintln(os.Stderr, "refused:", ce.Problem.Code)
