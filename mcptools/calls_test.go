@@ -86,8 +86,17 @@ func TestCallEveryTool(t *testing.T) {
 		t.Fatalf("deleted row: %+v", p)
 	}
 
-	// archiveTodos (item action under a permission needing approval) and
-	// the tags tools are exercised in TestRefusalsMatchHTTP and below.
+	// archiveTodos: an item action under a permission; approved → 204.
+	approved := b.session(user(alice, "approval", "appr-1"))
+	res = call(t, approved, "archiveTodos", map[string]any{"id": id})
+	if res.IsError || res.Meta[mcptools.MetaStatus] != float64(http.StatusNoContent) {
+		t.Fatalf("archive: %+v %s", res.Meta, text(t, res))
+	}
+	if _, p := problemOf(t, call(t, approved, "archiveTodos", map[string]any{"id": id2})); p.Kind != problem.KindNotFound {
+		t.Fatalf("archive a deleted row: %+v", p)
+	}
+
+	// The tags tools: RLS hides a row from list and get.
 	b.exec(`insert into tags (name) values ('go'), ('hidden')`)
 	tags := ok(t, call(t, cs, "listTags", nil))["items"].([]any)
 	if len(tags) != 1 || tags[0].(map[string]any)["name"] != "go" {

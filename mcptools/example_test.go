@@ -14,7 +14,6 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/mcptools"
-	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
 
@@ -38,16 +37,12 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// Over HTTP: resolve each request's caller (normally with an
-	// authctx.Resolver) and admit it with the guard, then mount anywhere.
+	// Over HTTP: every request's caller is resolved (in an application,
+	// with the authctx.Resolver of the REST routes: HTTPOptions.Resolver)
+	// and admitted by the allow list, then the handler mounts anywhere.
 	h, err := srv.Handler(mcptools.HTTPOptions{
 		Caller: func(r *http.Request) authctx.Auth { return authctx.Anon(authctx.ReasonNone) },
-		Admit: func(a authctx.Auth) *problem.Problem {
-			if a.Kind != authctx.KindUser {
-				return problem.WithCode(problem.CodeAuthRequired, "Sign in first.")
-			}
-			return nil
-		},
+		Allow:  []authctx.Allow{authctx.AllowUser},
 	})
 	if err != nil {
 		log.Fatal(err)
