@@ -27,10 +27,12 @@
 // Input schemas come from the key type, the list parameters and the
 // operation's input and query schemas; output schemas from the select list
 // (or Options.Output) and the action's output; descriptions from the
-// action's summary and description. Annotations: readOnlyHint for list, get
-// and GET actions; destructiveHint for update, delete and DELETE actions
-// (false for create); idempotentHint for list, get, update, delete and
-// PUT/DELETE actions; openWorldHint false (the tools reach one database).
+// action's summary and description. Annotations follow the HTTP method:
+// readOnlyHint for list, get and GET actions; destructiveHint true for
+// update, delete and PATCH/DELETE actions, false for create (POST and PUT
+// actions keep the MCP default, true); idempotentHint for list, get,
+// update, delete and GET/PUT/DELETE actions; openWorldHint false (the tools
+// reach one database).
 //
 // # One pipeline
 //
@@ -57,5 +59,6 @@
 // Over stdio ([ServeStdio]) and other transports ([Server.Connect]) the
 // session has one caller, fixed when it is connected — for the CLI, the
 // caller of a token or secret key read from the environment
-// ([CallerFromEnv]) — and admitted by the same guard.
+// ([CallerFromEnv]) — and admitted by the same guard ([AllowList]). A user
+// whose token expires during the session is refused from then on.
 package mcptools

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -370,5 +371,48 @@ func TestHTTPResolverOptions(t *testing.T) {
 	}
 	if _, err := httpSession(t, s.URL, &bearer{token: b.keys.sign(anonymous, "is_anonymous", true)}); err == nil {
 		t.Fatal("anonymous sign-in admitted")
+	}
+}
+
+// TestHTTPConcurrentCallers: concurrent calls of different callers over
+// one server never see each other's rows (each call finds the caller of
+// its own HTTP request).
+func TestHTTPConcurrentCallers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.app(&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	b.exec(`insert into todos (owner_id, title) values ($1, 'alice'), ($2, 'bob')`, alice, bob)
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for _, who := range []string{alice, bob} {
+		cs, err := httpSession(t, a.URL+"/mcp", &bearer{token: b.keys.sign(who)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{alice: "alice", bob: "bob"}[who]
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 5 {
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "listTodos"})
+					if err != nil || res.IsError {
+						errs <- fmt.Sprint(err, res)
+						return
+					}
+					var page struct{ Items []map[string]any }
+					if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &page); err != nil ||
+						len(page.Items) != 1 || page.Items[0]["title"] != want {
+						errs <- fmt.Sprintf("%s saw %v", want, page.Items)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
