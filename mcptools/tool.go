@@ -231,25 +231,29 @@ func describe(s *jsonschema.Schema, text string) *jsonschema.Schema {
 
 func falseSchema() *jsonschema.Schema { return &jsonschema.Schema{Not: &jsonschema.Schema{}} }
 
-// title is the human title of a tool: the action's summary, else a
-// generated one.
+// title is the human title of a tool: the summary the OpenAPI description
+// gives the operation (the action's summary; for CRUD operations the same
+// generated text as package spec).
 func title(d *rest.Description, op rest.OperationInfo) string {
 	if op.Action != nil {
-		return op.Action.Summary
+		if op.Action.Summary != "" {
+			return op.Action.Summary
+		}
+		return fmt.Sprintf("%s (action on %s)", op.Operation, d.Table)
 	}
 	switch op.Operation {
 	case rest.OpList:
 		return "List " + d.Table
 	case rest.OpGet:
-		return "Get a " + d.Table + " row"
+		return "Get one row of " + d.Table
 	case rest.OpCreate:
-		return "Create a " + d.Table + " row"
+		return "Create a row in " + d.Table
 	case rest.OpUpdate:
-		return "Update a " + d.Table + " row"
+		return "Update a row of " + d.Table
 	case rest.OpDelete:
-		return "Delete a " + d.Table + " row"
+		return "Delete a row of " + d.Table
 	}
-	return ""
+	return string(op.Operation)
 }
 
 // description explains a tool to the model: what it does, the REST route

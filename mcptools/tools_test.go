@@ -168,6 +168,14 @@ func TestToolsList(t *testing.T) {
 		t.Errorf("statsTodos title %q description %q", tools["statsTodos"].Title, tools["statsTodos"].Description)
 	}
 
+	for n, want := range map[string]string{"listTodos": "List todos", "getTodo": "Get one row of todos",
+		"createTodo": "Create a row in todos", "updateTodo": "Update a row of todos", "deleteTodo": "Delete a row of todos",
+		"completeTodos": "Complete todos"} {
+		if got := tools[n].Title; got != want {
+			t.Errorf("%s title %q, want %q", n, got, want)
+		}
+	}
+
 	// Annotations.
 	type hints struct{ readOnly, destructive, idempotent bool }
 	hint := func(n string) hints {
