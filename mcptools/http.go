@@ -104,14 +104,18 @@ type httpHandler struct {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Header.Del(callHeader)
-	// No cookie path: MCP clients send Bearer tokens. The resolver sees
-	// the request without its cookies.
-	rr := r
-	if r.Header.Get("Cookie") != "" {
-		rr = r.Clone(r.Context())
-		rr.Header.Del("Cookie")
+	// A shallow copy with its own header map: the caller's request is left
+	// as it came. No cookie path: MCP clients send Bearer tokens, so the
+	// resolver (and the SDK) see the request without its cookies, and a
+	// client cannot name the registry entry of another request.
+	rr := new(http.Request)
+	*rr = *r
+	rr.Header = r.Header.Clone()
+	if rr.Header == nil {
+		rr.Header = http.Header{}
 	}
+	rr.Header.Del("Cookie")
+	rr.Header.Del(callHeader)
 	a := h.opts.Caller(rr)
 	if p := h.opts.Admit(a); p != nil {
 		h.refuse(w, p)
@@ -123,8 +127,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.s.calls.delete(id)
-	r.Header.Set(callHeader, id)
-	h.inner.ServeHTTP(w, r)
+	rr.Header.Set(callHeader, id)
+	h.inner.ServeHTTP(w, rr)
 }
 
 // refuse writes the guard's problem, naming the protected resource
