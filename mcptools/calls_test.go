@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/mcptools"
@@ -317,5 +321,99 @@ func TestSessionExpiry(t *testing.T) {
 	var ce *mcptools.CallerError
 	if _, err := srv.Connect(context.Background(), st2, a, mcptools.AllowList()); !errors.As(err, &ce) || ce.Problem.Code != problem.CodeTokenInvalid {
 		t.Fatalf("connect with an expired token: %v", err)
+	}
+}
+
+type tagView struct {
+	Label string `json:"label"`
+}
+
+// TestHooksAndOutput: hooks run for tool calls (they are the pipeline's),
+// in the call's transaction, and Options.Output documents the reshaped
+// response as the tool's output schema.
+func TestHooksAndOutput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var fired []string
+	var mu sync.Mutex
+	hook := func(name string) {
+		mu.Lock()
+		fired = append(fired, name)
+		mu.Unlock()
+	}
+	tags, err := rest.NewResource(context.Background(), b.db, "tags", &rest.Options{
+		Output: map[rest.Operation]*jsonschema.Schema{rest.OpGet: rest.SchemaFor[tagView]()},
+		Hooks: rest.Hooks{
+			AuthorizeFunc: func(c *rest.Ctx, op rest.Operation, _ *rest.Target) error {
+				hook("authorize:" + string(op))
+				if c.Request != nil {
+					return errors.New("an MCP call has no HTTP request")
+				}
+				return nil
+			},
+			BeforeCreateFunc: func(c *rest.Ctx, data rest.Row) (rest.Row, error) {
+				hook("beforeCreate")
+				data["name"] = strings.ToUpper(data["name"].(string))
+				return data, nil
+			},
+			AfterGetFunc: func(c *rest.Ctx, row rest.Row) (any, error) {
+				hook("afterGet")
+				return tagView{Label: "#" + row["name"].(string)}, nil
+			},
+			AfterCreateFunc: func(c *rest.Ctx, row rest.Row) (any, error) {
+				hook("afterCreate")
+				if row["name"] == "BOOM" {
+					return nil, problem.New(problem.KindConflict, "boom")
+				}
+				return row, nil
+			},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{tags}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var getTag *mcp.Tool
+	for _, tl := range srv.Tools() {
+		if tl.Name == "getTag" {
+			getTag = tl
+		}
+	}
+	if getTag == nil || mustMarshal(t, getTag.OutputSchema) != mustMarshal(t, rest.SchemaFor[tagView]()) {
+		t.Fatalf("getTag output schema %v", getTag)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, user(alice), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	row := ok(t, call(t, cs, "createTag", map[string]any{"data": map[string]any{"name": "go"}}))
+	if row["name"] != "GO" {
+		t.Fatalf("created %v", row)
+	}
+	if got := ok(t, call(t, cs, "getTag", map[string]any{"id": row["id"]})); got["label"] != "#GO" {
+		t.Fatalf("get %v", got)
+	}
+	// An After hook's error rolls the write back, as over HTTP.
+	if _, p := problemOf(t, call(t, cs, "createTag", map[string]any{"data": map[string]any{"name": "boom"}})); p.Kind != problem.KindConflict {
+		t.Fatalf("boom: %+v", p)
+	}
+	var n int
+	if err := b.pool.QueryRow(context.Background(), `select count(*) from tags where name = 'BOOM'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rolled back row present: %d %v", n, err)
+	}
+	want := []string{"authorize:create", "beforeCreate", "afterCreate", "authorize:get", "afterGet",
+		"authorize:create", "beforeCreate", "afterCreate"}
+	if !slices.Equal(fired, want) {
+		t.Fatalf("hooks %v, want %v", fired, want)
 	}
 }
