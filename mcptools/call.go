@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,9 +17,15 @@ import (
 	"github.com/tablegate/tablegate/rest"
 )
 
-// MetaStatus is the _meta key of a tool result holding the HTTP status the
-// same call answers over REST (200, 201, 204, 404, 403, …).
-const MetaStatus = "tablegate/status"
+// Keys of the _meta of a tool result.
+const (
+	// MetaStatus holds the HTTP status the same call answers over REST
+	// (200, 201, 204, 404, 403, …).
+	MetaStatus = "tablegate/status"
+	// MetaRetryAfter holds the Retry-After of a problem that has one (503
+	// while the database is unavailable), in seconds as over HTTP.
+	MetaRetryAfter = "tablegate/retry_after"
+)
 
 // handler translates one tool call into a rest.Call, runs the pipeline and
 // translates the outcome back. It never runs any step of the pipeline
@@ -230,6 +238,12 @@ func scalarText(v json.RawMessage) (string, bool) {
 	return "", false
 }
 
+// isJSON reports a JSON media type (application/json or */*+json).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
 
 // badArg is the 400 problem of a bad argument; path is a JSON Pointer
@@ -251,7 +265,7 @@ func result(res *rest.Result) *mcp.CallToolResult {
 	switch {
 	case res.Body == nil || res.Status == http.StatusNoContent:
 		out.Content = []mcp.Content{&mcp.TextContent{Text: ""}}
-	case res.ContentType == "application/json":
+	case isJSON(res.ContentType) && json.Valid(res.Body):
 		out.Content = []mcp.Content{&mcp.TextContent{Text: string(res.Body)}}
 		out.StructuredContent = json.RawMessage(res.Body)
 	case utf8.Valid(res.Body):
@@ -269,9 +283,13 @@ func (s *Server) problemResult(p *problem.Problem) *mcp.CallToolResult {
 	w := &bodyWriter{h: http.Header{}}
 	s.pw.Write(w, p)
 	body := bytes.TrimSuffix(w.body.Bytes(), []byte("\n"))
+	meta := mcp.Meta{MetaStatus: w.status}
+	if ra := w.h.Get("Retry-After"); ra != "" {
+		meta[MetaRetryAfter] = ra
+	}
 	return &mcp.CallToolResult{
 		IsError: true,
-		Meta:    mcp.Meta{MetaStatus: w.status},
+		Meta:    meta,
 		Content: []mcp.Content{&mcp.TextContent{Text: string(body)}},
 	}
 }
