@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -69,7 +71,8 @@ func (t *tool) call(raw json.RawMessage) (*rest.Call, *problem.Problem) {
 		}
 	}
 	q := url.Values{}
-	for name, v := range args {
+	for _, name := range slices.Sorted(maps.Keys(args)) { // stable: the first bad argument is reported
+		v := args[name]
 		switch {
 		case name == t.keyArg && t.keyArg != "":
 			k, p := t.key(v)

@@ -247,6 +247,17 @@ func TestArgumentErrors(t *testing.T) {
 	if _, p := problemOf(t, call(t, cs, "statsTodos", map[string]any{"query": map[string]any{"min_priority": "high"}})); p.Status != http.StatusBadRequest {
 		t.Errorf("stats bad query: %+v", p)
 	}
+	// A missing or non-object body is refused by the pipeline, as over HTTP.
+	for _, args := range []map[string]any{{}, {"data": nil}, {"data": "title"}, {"data": []any{}}} {
+		if body, p := problemOf(t, call(t, cs, "createTodo", args)); p.Status != http.StatusBadRequest {
+			t.Errorf("createTodo %v: %s", args, body)
+		}
+	}
+	// The data argument is capped by Options.MaxBodyBytes (413, as over HTTP).
+	big := strings.Repeat("x", rest.DefaultMaxBodyBytes)
+	if body, p := problemOf(t, call(t, cs, "createTodo", map[string]any{"data": map[string]any{"title": big}})); p.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("big body: %.200s", body)
+	}
 }
 
 // TestConnectGuard: the guard decides who may open a session on a
