@@ -43,6 +43,11 @@ func (s *Server) handler(t *tool) mcp.ToolHandler {
 		if session && s.expired(a) {
 			return s.problemResult(expiredProblem()), nil
 		}
+		if t.guard != nil {
+			if p := t.guard(a); p != nil {
+				return s.problemResult(p), nil
+			}
+		}
 		var raw json.RawMessage
 		if req.Params != nil {
 			raw = req.Params.Arguments

@@ -428,3 +428,43 @@ func TestHooksAndOutput(t *testing.T) {
 		t.Fatalf("hooks %v, want %v", fired, want)
 	}
 }
+
+// TestResourceGuards: per-resource allow lists, as the REST routes of a
+// config may have: anon may list tags but not todos.
+func TestResourceGuards(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(`insert into tags (name) values ('public')`)
+	if _, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{b.tags},
+		Guards: map[*rest.Resource]func(authctx.Auth) *problem.Problem{b.todos: mcptools.AllowList()}}); !errors.Is(err, mcptools.ErrConfig) {
+		t.Fatalf("guard of an unserved resource: %v", err)
+	}
+	srv, err := mcptools.New(mcptools.Config{
+		Resources: []*rest.Resource{b.todos, b.tags},
+		Guards: map[*rest.Resource]func(authctx.Auth) *problem.Problem{
+			b.todos: mcptools.AllowList(authctx.AllowUser),
+			b.tags:  mcptools.AllowList(authctx.AllowUser, authctx.AllowAnon),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, authctx.Anon(authctx.ReasonNone),
+		mcptools.AllowList(authctx.AllowUser, authctx.AllowAnon))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if items := ok(t, call(t, cs, "listTags", nil))["items"].([]any); len(items) != 1 {
+		t.Fatalf("anon lists tags %v", items)
+	}
+	if _, p := problemOf(t, call(t, cs, "listTodos", nil)); p.Status != http.StatusUnauthorized || p.Code != problem.CodeAuthRequired {
+		t.Fatalf("anon lists todos: %+v", p)
+	}
+}

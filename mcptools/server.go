@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
@@ -23,6 +25,15 @@ type Config struct {
 	// each, in description order. Tool names (operation ids) must be
 	// unique across resources.
 	Resources []*rest.Resource
+
+	// Guards maps a resource to the guard of its tools (usually
+	// [AllowList]), checked on every call after the transport's guard: for
+	// resources served under different allow lists, as REST routes may be.
+	// The transport's guard must then admit every caller any resource
+	// admits. A refused call is a tool error carrying the guard's Problem
+	// (401 or 403). Resources without an entry rely on the transport's
+	// guard alone.
+	Guards map[*rest.Resource]func(authctx.Auth) *problem.Problem
 
 	// Name, Title and Version describe the server to clients (defaults
 	// [DefaultName], none and "dev").
@@ -77,6 +88,11 @@ func New(cfg Config) (*Server, error) {
 		impl.Version = "dev"
 	}
 	s.mcp = mcp.NewServer(impl, &mcp.ServerOptions{Instructions: cfg.Instructions, Logger: cfg.Logger})
+	for r := range cfg.Guards {
+		if !slices.Contains(cfg.Resources, r) {
+			return nil, fmt.Errorf("%w: Guards names a resource not in Resources", ErrConfig)
+		}
+	}
 	for i, r := range cfg.Resources {
 		if r == nil {
 			return nil, fmt.Errorf("%w: resource %d is nil", ErrConfig, i)
@@ -87,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s: %v", ErrConfig, op.ID, err)
 			}
+			t.guard = cfg.Guards[r]
 			if prev, dup := s.byName[t.def.Name]; dup {
 				return nil, fmt.Errorf("%w: tool %q is defined by %s and %s", ErrConfig, t.def.Name, prev.res.Table(), r.Table())
 			}

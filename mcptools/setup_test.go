@@ -56,6 +56,7 @@ create table tags (
 );
 alter table tags enable row level security;
 grant select, insert, update, delete on tags to authenticated;
+grant select on tags to anon;
 create policy tags_read on tags for select using (name <> 'hidden');
 create policy tags_insert on tags for insert to authenticated with check (true);
 grant usage on sequence tags_id_seq to authenticated;

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
 
@@ -34,6 +36,8 @@ type tool struct {
 	takesData, takesQuery bool
 	// maxBody caps the JSON of the data argument.
 	maxBody int64
+	// guard is the resource's guard (Config.Guards), or nil.
+	guard func(authctx.Auth) *problem.Problem
 }
 
 func newTool(r *rest.Resource, d *rest.Description, op rest.OperationInfo) (*tool, error) {
