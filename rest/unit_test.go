@@ -12,7 +12,7 @@ import (
 
 // fakeResource builds a resource over declared columns without a
 // database: enough for the pure parts (query grammar, cursors, routes).
-func fakeResource(t *testing.T, opts *Options) (*Resource, error) {
+func fakeResource(t testing.TB, opts *Options) (*Resource, error) {
 	t.Helper()
 	mk := func(name, typ, typname string, notNull bool) *column {
 		c := &column{Column: Column{Name: name, Type: typ, TypeName: typname, NotNull: notNull}}
@@ -41,7 +41,7 @@ func fakeResource(t *testing.T, opts *Options) (*Resource, error) {
 	return r, r.build(&o, []string{"id"}, `"public"."items"`)
 }
 
-func mustFake(t *testing.T, opts *Options) *Resource {
+func mustFake(t testing.TB, opts *Options) *Resource {
 	t.Helper()
 	r, err := fakeResource(t, opts)
 	if err != nil {
