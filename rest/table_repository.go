@@ -254,6 +254,12 @@ func (a *sqlArgs) add(v any) string {
 	return "$" + strconv.Itoa(len(a.vals))
 }
 
+var (
+	cmpSQL = map[FilterOp]string{FilterEq: " = ", FilterNeq: " <> ", FilterGt: " > ",
+		FilterGte: " >= ", FilterLt: " < ", FilterLte: " <= "}
+	isSQL = map[string]string{"null": " IS NULL", "true": " IS TRUE", "false": " IS FALSE", "unknown": " IS UNKNOWN"}
+)
+
 // where renders the filters (ANDed) and, when after is set, the keyset
 // condition. Column names come from the introspected set; every value is
 // a parameter cast from text to the column's type.
@@ -273,7 +279,7 @@ func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuer
 			return fmt.Errorf("unknown filter column %q", f.Column)
 		}
 		and()
-		col := "t." + c.ident
+		col := c.expr
 		if f.Not {
 			b.WriteString("NOT ")
 		}
@@ -281,8 +287,7 @@ func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuer
 		switch f.Op {
 		case FilterEq, FilterNeq, FilterGt, FilterGte, FilterLt, FilterLte:
 			b.WriteString(col)
-			b.WriteString(map[FilterOp]string{FilterEq: " = ", FilterNeq: " <> ", FilterGt: " > ",
-				FilterGte: " >= ", FilterLt: " < ", FilterLte: " <= "}[f.Op])
+			b.WriteString(cmpSQL[f.Op])
 			b.WriteString(args.add(f.Value))
 			b.WriteString(c.cast)
 		case FilterLike, FilterIlike:
@@ -303,8 +308,7 @@ func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuer
 			b.WriteString("[])")
 		case FilterIs:
 			b.WriteString(col)
-			b.WriteString(map[string]string{"null": " IS NULL", "true": " IS TRUE", "false": " IS FALSE",
-				"unknown": " IS UNKNOWN"}[f.Value])
+			b.WriteString(isSQL[f.Value])
 		default:
 			return fmt.Errorf("unknown filter operator %q", f.Op)
 		}
@@ -356,7 +360,7 @@ func (tr *tableRepository) keyset(b *strings.Builder, args *sqlArgs, lq *ListQue
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString("t." + c.ident)
+			b.WriteString(c.expr)
 		}
 		b.WriteString(")" + op + "(")
 		b.WriteString(strings.Join(params, ","))
@@ -367,14 +371,14 @@ func (tr *tableRepository) keyset(b *strings.Builder, args *sqlArgs, lq *ListQue
 	for i, o := range lq.Order {
 		var conj []string
 		for j := 0; j < i; j++ {
-			col := "t." + cols[j].ident
+			col := cols[j].expr
 			if lq.After[j] == nil {
 				conj = append(conj, col+" IS NULL")
 			} else {
 				conj = append(conj, col+" = "+params[j])
 			}
 		}
-		col := "t." + cols[i].ident
+		col := cols[i].expr
 		var after string
 		if lq.After[i] == nil {
 			if !o.nullsFirst() {
@@ -423,7 +427,7 @@ func (tr *tableRepository) orderBy(b *strings.Builder, lq *ListQuery) error {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("t." + c.ident)
+		b.WriteString(c.expr)
 		if o.Desc {
 			b.WriteString(" DESC")
 		} else {

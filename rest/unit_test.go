@@ -18,6 +18,7 @@ func fakeResource(t testing.TB, opts *Options) (*Resource, error) {
 		c := &column{Column: Column{Name: name, Type: typ, TypeName: typname, NotNull: notNull}}
 		c.ident = `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 		c.cast = "::text::" + typ
+		c.expr = "t." + c.ident
 		return c
 	}
 	cols := []*column{
