@@ -90,6 +90,7 @@ func keyText(key any) string {
 	return fmt.Sprint(key)
 }
 
+// Get reads one row by key; ErrNotFound when missing or hidden by RLS.
 func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json.RawMessage, error) {
 	var raw []byte
 	err := q.QueryRow(ctx, tr.getSQL, keyText(key)).Scan(&raw)
@@ -102,6 +103,7 @@ func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json
 	return raw, nil
 }
 
+// Delete deletes one row by key; ErrNotFound when no row was deleted.
 func (tr *tableRepository) Delete(ctx context.Context, q db.Querier, key any) error {
 	tag, err := q.Exec(ctx, tr.deleteSQL, keyText(key))
 	if err != nil {
@@ -205,6 +207,7 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 	return raw, nil
 }
 
+// Update sets the given columns through json_populate_record, like Create.
 func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, values Row) (json.RawMessage, error) {
 	cols, err := tr.sortedColumns(values)
 	if err != nil {
