@@ -1,7 +1,6 @@
 package migrations_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/tablegate/tablegate/authctx"
@@ -10,34 +9,53 @@ import (
 )
 
 // BenchmarkTenantPolicies measures what the tenant policies cost: a get by
-// key and a 50-row list of the caller's tenant, as a full user under
-// enable_tenant_policies and as service_role (no row-level security), each
-// through db.Read (one round trip).
+// key and a 50-row list of the caller's tenant, through db.Read (one round
+// trip), as
+//
+//   - user: a full user under enable_tenant_policies, all migrations;
+//   - user_00003_helpers: the same on a database migrated down to 14, i.e.
+//     with the claim helpers as 00003 defines them (before 00015);
+//   - service: service_role, no row-level security (the floor).
 func BenchmarkTenantPolicies(b *testing.B) {
-	pool := pgtest.DB(b)
-	d := db.New(pool, nil)
-	for _, s := range []string{
-		`create table public.todos (id bigint primary key, tenant_id uuid not null, title text not null)`,
-		`create index on public.todos (tenant_id, id)`,
-		`insert into public.todos select i, ('aaaaaaaa-0000-4000-8000-' || lpad((i % 10)::text, 12, '0'))::uuid, 'todo ' || i from generate_series(1, 20000) i`,
-		`analyze public.todos`,
-		`grant select on public.todos to authenticated, service_role`,
-		`select tablegate.enable_tenant_policies('public.todos')`,
-	} {
-		if _, err := pool.Exec(b.Context(), s); err != nil {
-			b.Fatal(err)
+	setup := func(down bool) *db.DB {
+		pool := pgtest.DB(b)
+		if down {
+			p, closeDB, err := db.NewMigrator(pool)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := p.DownTo(b.Context(), 14); err != nil {
+				b.Fatal(err)
+			}
+			closeDB()
 		}
+		for _, s := range []string{
+			`create table public.todos (id bigint primary key, tenant_id uuid not null, title text not null)`,
+			`create index on public.todos (tenant_id, id)`,
+			`insert into public.todos select i, ('aaaaaaaa-0000-4000-8000-' || lpad((i % 10)::text, 12, '0'))::uuid, 'todo ' || i from generate_series(1, 20000) i`,
+			`analyze public.todos`,
+			`grant select on public.todos to authenticated, service_role`,
+			`select tablegate.enable_tenant_policies('public.todos')`,
+		} {
+			if _, err := pool.Exec(b.Context(), s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return db.New(pool, nil)
 	}
+	current, old := setup(false), setup(true)
 	tenant := "aaaaaaaa-0000-4000-8000-000000000003"
 	full := user(userA1, tenant)
-	for _, bc := range []struct {
+	cases := []struct {
 		name string
+		d    *db.DB
 		c    authctx.Context
-	}{{"user_with_policies", full}, {"service_no_rls", service}} {
+	}{{"user", current, full}, {"user_00003_helpers", old, full}, {"service", current, service}}
+	for _, bc := range cases {
 		b.Run("get/"+bc.name, func(b *testing.B) {
 			for b.Loop() {
 				var title string
-				err := d.Read(b.Context(), bc.c, func(q db.Querier) error {
+				err := bc.d.Read(b.Context(), bc.c, func(q db.Querier) error {
 					return q.QueryRow(b.Context(), `select title from public.todos where id = $1`, int64(13)).Scan(&title)
 				})
 				if err != nil || title != "todo 13" {
@@ -45,10 +63,12 @@ func BenchmarkTenantPolicies(b *testing.B) {
 				}
 			}
 		})
+	}
+	for _, bc := range cases {
 		b.Run("list50/"+bc.name, func(b *testing.B) {
 			for b.Loop() {
-				var n int
-				err := d.Read(b.Context(), bc.c, func(q db.Querier) error {
+				n := 0
+				err := bc.d.Read(b.Context(), bc.c, func(q db.Querier) error {
 					rows, err := q.Query(b.Context(), `select id, title from public.todos where tenant_id = $1 order by id limit 50`, tenant)
 					if err != nil {
 						return err
@@ -60,7 +80,7 @@ func BenchmarkTenantPolicies(b *testing.B) {
 					return rows.Err()
 				})
 				if err != nil || n != 50 {
-					b.Fatal(fmt.Sprint(n), err)
+					b.Fatal(n, err)
 				}
 			}
 		})
