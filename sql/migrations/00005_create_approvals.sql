@@ -223,7 +223,8 @@ $$;
 -- hold the approver role (tablegate.is_approver()) and must not be the
 -- requester. Approving starts the validity window (expires_at = now() +
 -- valid_for); denying keeps expires_at, so the denial holds until then.
--- Errors: 42501 not an approver / own request, P0002 no such approval
+-- Errors: 42501 not an approver (hint not_approver) or own request (hint
+-- own_request), P0002 no such approval
 -- (or not visible), 55000 not pending (decided or expired).
 -- +goose StatementBegin
 create function tablegate.approval_decide(approval_id uuid, approve boolean)
@@ -239,14 +240,14 @@ begin
     raise exception 'approve must be true or false' using errcode = '22023';
   end if;
   if not tablegate.is_approver() then
-    raise exception 'only approvers decide approvals' using errcode = '42501';
+    raise exception 'only approvers decide approvals' using errcode = '42501', hint = 'not_approver';
   end if;
   select * into a from tablegate.approvals where id = approval_id for update;
   if not found then
     raise exception 'approval not found' using errcode = 'P0002';
   end if;
   if a.actor = me then
-    raise exception 'approvers cannot decide their own request' using errcode = '42501';
+    raise exception 'approvers cannot decide their own request' using errcode = '42501', hint = 'own_request';
   end if;
   if a.state <> 'pending' or a.expires_at <= now() then
     raise exception 'approval is not pending' using errcode = '55000';

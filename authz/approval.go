@@ -1,0 +1,103 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/db/dbsqlc"
+	"github.com/tablegate/tablegate/rest"
+)
+
+// Outcomes of tablegate.approval_request.
+const (
+	outcomePending  = "pending"
+	outcomeApproved = "approved"
+	outcomeDenied   = "denied"
+	outcomeExpired  = "expired"
+)
+
+// approval decides a gated permission whose rule already granted it:
+//
+//  1. in the request's transaction, approval_use admits the request when
+//     the caller's latest approval for (permission, table, key) is approved,
+//     unexpired and unused, and marks it used (single use) — so a request
+//     that fails later and rolls back does not spend its approval;
+//  2. otherwise, in a short transaction of its own bound to the same caller
+//     (it must survive the refusal), approval_request reuses or opens the
+//     pending approval, or reports a denial or an expiry.
+func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
+	if req.Caller.Actor.Type != authctx.ActorUser || !isUUID(req.Caller.Actor.ID) {
+		return deny("approvals need a signed-in user"), nil
+	}
+	if req.DB == nil {
+		return rest.Decision{}, errors.New("authz: AuthzRequest.DB is nil; approvals need the request's transaction")
+	}
+	key, _ := idText(req.Key)
+	use := dbsqlc.ApprovalUseParams{Permission: req.Permission, TargetTable: req.Table, TargetKey: key, SingleUse: !a.appr.Reusable}
+	id, err := a.queries.ApprovalUse(ctx, req.DB, use)
+	if err != nil {
+		return rest.Decision{}, fmt.Errorf("authz: approval use: %w", err)
+	}
+	if id != "" {
+		return rest.Decision{Effect: rest.Allow, ApprovalID: id, Reason: "approval " + id}, nil
+	}
+
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.appr.Timeout)
+	defer cancel()
+	var got dbsqlc.ApprovalRequestRow
+	err = a.appr.DB.Tx(tctx, req.Caller, func(q db.Querier) error {
+		var err error
+		got, err = a.queries.ApprovalRequest(tctx, q, dbsqlc.ApprovalRequestParams{
+			Permission: req.Permission, TargetTable: req.Table, TargetKey: key,
+			TtlSeconds: a.appr.TTL.Seconds(), ValidForSeconds: a.appr.ValidFor.Seconds(),
+		})
+		return err
+	})
+	if err != nil {
+		return rest.Decision{}, fmt.Errorf("authz: approval request: %w", err)
+	}
+	switch got.Outcome {
+	case outcomePending:
+		return rest.ApprovalRequired(got.ApprovalID), nil
+	case outcomeApproved:
+		// Approved between the two statements: take it in the request's
+		// transaction after all.
+		id, err := a.queries.ApprovalUse(ctx, req.DB, use)
+		if err != nil {
+			return rest.Decision{}, fmt.Errorf("authz: approval use: %w", err)
+		}
+		if id != "" {
+			return rest.Decision{Effect: rest.Allow, ApprovalID: id, Reason: "approval " + id}, nil
+		}
+		return rest.Decision{Effect: rest.Deny, ApprovalID: got.ApprovalID, Reason: "approval already used"}, nil
+	case outcomeDenied:
+		return rest.Decision{Effect: rest.Deny, ApprovalID: got.ApprovalID, Reason: "approval denied"}, nil
+	case outcomeExpired:
+		return rest.Decision{Effect: rest.Deny, ApprovalID: got.ApprovalID, Reason: "approval expired"}, nil
+	}
+	return rest.Decision{}, fmt.Errorf("authz: approval request: unknown outcome %q", got.Outcome)
+}
+
+// isUUID reports whether s is a canonical 8-4-4-4-12 hex uuid.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
