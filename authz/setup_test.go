@@ -311,3 +311,6 @@ func tryServe(b *bundle, a rest.Authorizer) error {
 	})
 	return err
 }
+
+// authctxAnon is the repository context of a caller without a session.
+func authctxAnon() authctx.Context { return authctx.AuthContext(authctx.Anon(authctx.ReasonNone)) }

@@ -1,0 +1,461 @@
+package authz_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablegate/tablegate/authz"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/problem"
+)
+
+// Callers of the approval scenarios: alice asks, dave approves, bob is
+// neither, carol is an approver who also asks.
+var (
+	asker       = claims(alice, "")
+	approver    = claims(dave, `"roles":["approver"]`)
+	bystander   = claims(bob, `"roles":["admin"]`)
+	selfAsker   = claims(carol, `"app_metadata":{"roles":["approver"]}`)
+	guestApprov = claims("55555555-5555-5555-5555-555555555555", `"is_anonymous":true,"roles":["approver"]`)
+)
+
+func gatedRules() authz.Rules {
+	return authz.Rules{
+		"todos.purge":  authz.SignedIn(),
+		"todos.delete": authz.Role("admin"),
+	}
+}
+
+func (b *bundle) gated(o *authz.ApprovalOptions) *httptest.Server {
+	b.t.Helper()
+	if o == nil {
+		o = &authz.ApprovalOptions{}
+	}
+	o.DB = b.db
+	o.Permissions = []string{"todos.purge"}
+	return b.serve(mustAuthz(b.t)(authz.Claims(gatedRules(), &authz.Options{Approvals: o})))
+}
+
+func purgePath(id int64) string { return "/api/todos/" + strconv.FormatInt(id, 10) + "/purge" }
+
+// approvalID asserts a 403 APPROVAL_REQUIRED and returns approval.id.
+func approvalID(t *testing.T, r resp) string {
+	t.Helper()
+	m := expectProblem(t, r, 403, "APPROVAL_REQUIRED", "todos.purge")
+	ap, _ := m["approval"].(map[string]any)
+	id, _ := ap["id"].(string)
+	if id == "" {
+		t.Fatalf("no approval.id in %s", r)
+	}
+	return id
+}
+
+func (b *bundle) purged(id int64) bool {
+	b.t.Helper()
+	return b.scalar("select purged from todos where id = $1", id).(bool)
+}
+
+// TestApprovalLifecycle: pending → approved → passes once, end to end
+// through the rest handlers and the approvals endpoint.
+func TestApprovalLifecycle(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(nil)
+	row := b.todo(tenantA, "keep me")
+
+	// First attempt: a pending approval, refused with its id; the refused
+	// request's transaction rolled back, the approval did not.
+	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	if b.purged(row) {
+		t.Fatal("the action ran without an approval")
+	}
+	// Second attempt: the same pending approval.
+	if again := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}")); again != id {
+		t.Fatalf("second attempt opened %s, want the pending %s", again, id)
+	}
+	if n := b.scalar("select count(*) from tablegate.approvals").(int64); n != 1 {
+		t.Fatalf("%d approvals, want 1", n)
+	}
+	// Another key is another approval.
+	other := b.todo(tenantA, "other")
+	if id2 := approvalID(t, do(t, s, "POST", purgePath(other), asker, "{}")); id2 == id {
+		t.Fatal("a different key reused the approval")
+	}
+
+	// The requester reads it; a bystander cannot see it.
+	r := do(t, s, "GET", "/api/approvals/"+id, asker, "")
+	if r.status != 200 {
+		t.Fatalf("requester get: %s", r)
+	}
+	m := r.json(t)
+	if m["state"] != "pending" || m["actor"] != alice || m["permission"] != "todos.purge" ||
+		m["target_table"] != "todos" || m["target_key"] != strconv.FormatInt(row, 10) {
+		t.Fatalf("approval: %v", m)
+	}
+	expectProblem(t, do(t, s, "GET", "/api/approvals/"+id, bystander, ""), 404, "", "")
+
+	// Who may decide: not the requester, not a non-approver, not an
+	// anonymous sign-in holding the role, not a service, not anon.
+	expectProblem(t, do(t, s, "POST", "/api/approvals/"+id+"/approve", asker, ""), 403, "PERMISSION_DENIED", "approvals.decide")
+	expectProblem(t, do(t, s, "POST", "/api/approvals/"+id+"/approve", bystander, ""), 403, "PERMISSION_DENIED", "approvals.decide")
+	expectProblem(t, do(t, s, "POST", "/api/approvals/"+id+"/approve", guestApprov, ""), 403, "PERMISSION_DENIED", "approvals.decide")
+	expectProblem(t, do(t, s, "POST", "/api/approvals/"+id+"/approve", "service", ""), 403, "PERMISSION_DENIED", "approvals.decide")
+	expectProblem(t, do(t, s, "POST", "/api/approvals/"+id+"/approve", "", ""), 401, "AUTH_REQUIRED", "")
+	if st := b.scalar("select state from tablegate.approvals where id = $1", id); st != "pending" {
+		t.Fatalf("refused decisions changed the state to %v", st)
+	}
+
+	// The approver lists pending approvals and approves.
+	r = do(t, s, "GET", "/api/approvals?state=pending", approver, "")
+	if r.status != 200 || len(r.json(t)["items"].([]any)) != 2 {
+		t.Fatalf("approver list: %s", r)
+	}
+	r = do(t, s, "POST", "/api/approvals/"+id+"/approve", approver, "")
+	if r.status != 200 {
+		t.Fatalf("approve: %s", r)
+	}
+	m = r.json(t)
+	if m["state"] != "approved" || m["decided_by"] != dave {
+		t.Fatalf("approved: %v", m)
+	}
+	// Deciding twice is a conflict.
+	expectProblem(t, do(t, s, "POST", "/api/approvals/"+id+"/deny", approver, ""), 409, "", "")
+
+	// A request that fails after the authorizer passed rolls back and
+	// keeps the approval unused.
+	r = do(t, s, "POST", purgePath(row), asker, `{"fail":true}`)
+	if r.status != 500 {
+		t.Fatalf("failing handler: %s", r)
+	}
+	if b.purged(row) || b.scalar("select used_at is null from tablegate.approvals where id = $1", id) != true {
+		t.Fatal("a rolled-back request spent the approval")
+	}
+
+	// Now it passes, once.
+	r = do(t, s, "POST", purgePath(row), asker, "{}")
+	if r.status != 200 || !b.purged(row) {
+		t.Fatalf("approved request: %s", r)
+	}
+	if b.scalar("select used_at is not null from tablegate.approvals where id = $1", id) != true {
+		t.Fatal("used_at not set")
+	}
+	// Only the requester's own request: the approval is not dave's.
+	if next := approvalID(t, do(t, s, "POST", purgePath(row), approver, "{}")); next == id {
+		t.Fatal("another user's request used alice's approval")
+	}
+	// The next attempt of alice needs a new approval.
+	next := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	if next == id {
+		t.Fatal("a used approval admitted a second request")
+	}
+
+	// The requester cannot decide their own approval even as an approver.
+	own := approvalID(t, do(t, s, "POST", purgePath(row), selfAsker, "{}"))
+	p := expectProblem(t, do(t, s, "POST", "/api/approvals/"+own+"/approve", selfAsker, ""), 403, "PERMISSION_DENIED", "approvals.decide")
+	if p["detail"] != "Approvers cannot decide their own request." {
+		t.Fatalf("own request detail: %v", p["detail"])
+	}
+	// Service callers pass without approval (default), anon is refused by
+	// the rule before any approval is opened.
+	if r := do(t, s, "POST", purgePath(other), "service", "{}"); r.status != 200 {
+		t.Fatalf("service: %s", r)
+	}
+	before := b.scalar("select count(*) from tablegate.approvals").(int64)
+	expectProblem(t, do(t, s, "POST", purgePath(other), "", "{}"), 403, "PERMISSION_DENIED", "todos.purge")
+	if after := b.scalar("select count(*) from tablegate.approvals").(int64); after != before {
+		t.Fatal("an anon attempt opened an approval")
+	}
+}
+
+// TestApprovalDenied: a denial answers PERMISSION_DENIED until the
+// approval's expires_at, then a new attempt asks again.
+func TestApprovalDenied(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(nil)
+	row := b.todo(tenantA, "x")
+	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	r := do(t, s, "POST", "/api/approvals/"+id+"/deny", approver, "")
+	if r.status != 200 || r.json(t)["state"] != "denied" {
+		t.Fatalf("deny: %s", r)
+	}
+	for range 2 {
+		expectProblem(t, do(t, s, "POST", purgePath(row), asker, "{}"), 403, "PERMISSION_DENIED", "todos.purge")
+	}
+	expectProblem(t, do(t, s, "POST", "/api/approvals/"+id+"/approve", approver, ""), 409, "", "")
+	if b.purged(row) {
+		t.Fatal("denied request ran")
+	}
+	// The denial runs out: a new attempt opens a new approval.
+	b.exec("update tablegate.approvals set expires_at = now() - interval '1 second' where id = $1", id)
+	if next := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}")); next == id {
+		t.Fatal("reused a denied approval")
+	}
+}
+
+// TestApprovalExpired: an undecided approval expires; the attempt that
+// finds it expired is refused, the next one asks again; an approved but
+// unused approval expires too; expired approvals cannot be decided.
+func TestApprovalExpired(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(&authz.ApprovalOptions{TTL: time.Hour, ValidFor: time.Minute})
+	row := b.todo(tenantA, "x")
+	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	if got := b.scalar("select round(extract(epoch from expires_at - requested_at)) from tablegate.approvals where id = $1", id); got == nil {
+		t.Fatal("no expiry")
+	}
+	if secs := b.scalar("select extract(epoch from expires_at - requested_at)::int from tablegate.approvals where id = $1", id).(int32); secs != 3600 {
+		t.Fatalf("TTL: expires after %d s, want 3600", secs)
+	}
+	b.exec("update tablegate.approvals set expires_at = now() - interval '1 second' where id = $1", id)
+
+	// Reads show expired; approvers can no longer decide it.
+	if st := do(t, s, "GET", "/api/approvals/"+id, asker, "").json(t)["state"]; st != "expired" {
+		t.Fatalf("state %v, want expired", st)
+	}
+	expectProblem(t, do(t, s, "POST", "/api/approvals/"+id+"/approve", approver, ""), 409, "", "")
+	expectProblem(t, do(t, s, "POST", purgePath(row), asker, "{}"), 403, "PERMISSION_DENIED", "todos.purge")
+	if st := b.scalar("select state from tablegate.approvals where id = $1", id); st != "expired" {
+		t.Fatalf("stored state %v, want expired", st)
+	}
+	next := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	if next == id {
+		t.Fatal("expired approval reused")
+	}
+
+	// Approved: valid for ValidFor from the decision; unused past it, it
+	// expires and refuses.
+	r := do(t, s, "POST", "/api/approvals/"+next+"/approve", approver, "")
+	if r.status != 200 {
+		t.Fatalf("approve: %s", r)
+	}
+	if secs := b.scalar("select extract(epoch from expires_at - decided_at)::int from tablegate.approvals where id = $1", next).(int32); secs != 60 {
+		t.Fatalf("ValidFor: expires %d s after the decision, want 60", secs)
+	}
+	b.exec("update tablegate.approvals set expires_at = now() - interval '1 second' where id = $1", next)
+	expectProblem(t, do(t, s, "POST", purgePath(row), asker, "{}"), 403, "PERMISSION_DENIED", "todos.purge")
+	if b.purged(row) {
+		t.Fatal("an expired approval admitted the request")
+	}
+}
+
+// TestApprovalReusable: with Reusable an approval admits every matching
+// request until it expires.
+func TestApprovalReusable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(&authz.ApprovalOptions{Reusable: true})
+	row := b.todo(tenantA, "x")
+	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	if r := do(t, s, "POST", "/api/approvals/"+id+"/approve", approver, ""); r.status != 200 {
+		t.Fatalf("approve: %s", r)
+	}
+	for i := range 3 {
+		if r := do(t, s, "POST", purgePath(row), asker, "{}"); r.status != 200 {
+			t.Fatalf("use %d: %s", i, r)
+		}
+	}
+	b.exec("update tablegate.approvals set expires_at = now() - interval '1 second' where id = $1", id)
+	expectProblem(t, do(t, s, "POST", purgePath(row), asker, "{}"), 403, "PERMISSION_DENIED", "todos.purge")
+}
+
+// TestApprovalSingleUseConcurrent: concurrent requests on one single-use
+// approval: exactly one passes; the others wait for a new approval (all the
+// same one).
+func TestApprovalSingleUseConcurrent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(nil)
+	row := b.todo(tenantA, "x")
+	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	if r := do(t, s, "POST", "/api/approvals/"+id+"/approve", approver, ""); r.status != 200 {
+		t.Fatalf("approve: %s", r)
+	}
+	const n = 4
+	var wg sync.WaitGroup
+	res := make([]resp, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i] = do(t, s, "POST", purgePath(row), asker, "{}")
+		}()
+	}
+	wg.Wait()
+	passed, ids := 0, map[string]bool{}
+	for _, r := range res {
+		if r.status == 200 {
+			passed++
+			continue
+		}
+		ids[approvalID(t, r)] = true
+	}
+	if passed != 1 || len(ids) != 1 || ids[id] {
+		t.Fatalf("passed %d (want 1), new approvals %v (want one, not %s): %v", passed, ids, id, res)
+	}
+}
+
+// TestApprovalsGo: the Go helpers return problems wrapping the sentinels.
+func TestApprovalsGo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(nil)
+	row := b.todo(tenantA, "x")
+	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	ap := authz.NewApprovals(b.db)
+	ctx := context.Background()
+
+	check := func(err error, sentinel error, status int) {
+		t.Helper()
+		if !errors.Is(err, sentinel) {
+			t.Fatalf("error %v does not wrap %v", err, sentinel)
+		}
+		p, ok := problem.As(err)
+		if !ok || p.Status != status {
+			t.Fatalf("problem %v, want status %d", err, status)
+		}
+	}
+	_, err := ap.Decide(ctx, caller(t, asker), id, true)
+	check(err, authz.ErrNotApprover, 403)
+	_, err = ap.Decide(ctx, caller(t, approver), "00000000-0000-0000-0000-000000000000", true)
+	check(err, authz.ErrApprovalNotFound, 404)
+	_, err = ap.Decide(ctx, caller(t, approver), "not-a-uuid", true)
+	check(err, authz.ErrApprovalNotFound, 404)
+	_, err = ap.Get(ctx, caller(t, bystander), id)
+	check(err, authz.ErrApprovalNotFound, 404)
+
+	got, err := ap.Decide(ctx, caller(t, approver), id, true)
+	if err != nil || got.State != authz.StateApproved || got.DecidedBy == nil || *got.DecidedBy != dave {
+		t.Fatalf("decide: %+v, %v", got, err)
+	}
+	_, err = ap.Decide(ctx, caller(t, approver), id, false)
+	check(err, authz.ErrNotPending, 409)
+
+	mine, err := ap.List(ctx, caller(t, asker), nil)
+	if err != nil || len(mine) != 1 || mine[0].ID != id {
+		t.Fatalf("requester list: %+v, %v", mine, err)
+	}
+	none, err := ap.List(ctx, caller(t, bystander), nil)
+	if err != nil || len(none) != 0 {
+		t.Fatalf("bystander list: %+v, %v", none, err)
+	}
+	if _, err := ap.List(ctx, caller(t, approver), &authz.ListOptions{State: "bogus"}); err == nil {
+		t.Fatal("bogus state accepted")
+	}
+}
+
+// TestApprovalsEndpoint: listing with filters and cursors, and the errors
+// of the endpoint.
+func TestApprovalsEndpoint(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(nil)
+	var ids []string
+	for i := range 5 {
+		row := b.todo(tenantA, strconv.Itoa(i))
+		ids = append(ids, approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}")))
+	}
+	if r := do(t, s, "POST", "/api/approvals/"+ids[0]+"/deny", approver, ""); r.status != 200 {
+		t.Fatal(r)
+	}
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		path := "/api/approvals?limit=2&actor=" + alice
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		r := do(t, s, "GET", path, approver, "")
+		if r.status != 200 {
+			t.Fatalf("page %d: %s", page, r)
+		}
+		m := r.json(t)
+		for _, it := range m["items"].([]any) {
+			id := it.(map[string]any)["id"].(string)
+			if seen[id] {
+				t.Fatalf("%s seen twice", id)
+			}
+			seen[id] = true
+		}
+		nc, _ := m["next_cursor"].(string)
+		if nc == "" {
+			break
+		}
+		cursor = nc
+		if page > 5 {
+			t.Fatal("cursor does not end")
+		}
+	}
+	if len(seen) != 5 {
+		t.Fatalf("walked %d approvals, want 5", len(seen))
+	}
+	if r := do(t, s, "GET", "/api/approvals?state=denied", approver, ""); len(r.json(t)["items"].([]any)) != 1 {
+		t.Fatalf("denied filter: %s", r)
+	}
+
+	for _, c := range []struct {
+		method, path, who string
+		status            int
+	}{
+		{"GET", "/api/approvals?state=bogus", approver, 400},
+		{"GET", "/api/approvals?limit=0", approver, 400},
+		{"GET", "/api/approvals?limit=x", approver, 400},
+		{"GET", "/api/approvals?cursor=!!!", approver, 400},
+		{"GET", "/api/approvals?cursor=e30", approver, 400},
+		{"GET", "/api/approvals?actor=nope", approver, 400},
+		{"GET", "/api/approvals/nope", approver, 404},
+		{"GET", "/api/approvals/" + ids[1] + "/x", approver, 404},
+		{"DELETE", "/api/approvals/" + ids[1], approver, 405},
+		{"GET", "/api/approvals/" + ids[1] + "/approve", approver, 405},
+		{"GET", "/api/approvals", "", 401},
+	} {
+		r := do(t, s, c.method, c.path, c.who, "")
+		expectProblem(t, r, c.status, "", "")
+		if c.status == 405 && r.header.Get("Allow") == "" {
+			t.Fatalf("%s %s: 405 without Allow", c.method, c.path)
+		}
+	}
+}
+
+// TestApprovalTablePolicies: the API roles cannot write approvals
+// directly; every change goes through the functions.
+func TestApprovalTablePolicies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(nil)
+	row := b.todo(tenantA, "x")
+	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	ctx := context.Background()
+	for _, who := range []string{asker, approver} {
+		for _, stmt := range []string{
+			"update tablegate.approvals set state = 'approved' where id = '" + id + "'",
+			"insert into tablegate.approvals (permission, actor, expires_at) values ('todos.purge', '" + alice + "', now() + interval '1 hour')",
+			"delete from tablegate.approvals where id = '" + id + "'",
+		} {
+			err := b.db.Tx(ctx, caller(t, who), func(q db.Querier) error {
+				_, err := q.Exec(ctx, stmt)
+				return err
+			})
+			if p, ok := problem.As(db.Problem(err)); err == nil || !ok || p.Status != 403 {
+				t.Fatalf("%s as %s: %v", stmt, who, err)
+			}
+		}
+	}
+	// anon cannot read approvals at all.
+	err := b.db.Read(ctx, authctxAnon(), func(q db.Querier) error {
+		_, err := q.Exec(ctx, "select * from tablegate.approvals")
+		return err
+	})
+	if err == nil {
+		t.Fatal("anon read the approvals table")
+	}
+	if st := b.scalar("select state from tablegate.approvals where id = $1", id); st != "pending" {
+		t.Fatalf("state changed to %v", st)
+	}
+}
