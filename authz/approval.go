@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/db/dbsqlc"
+	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
 
@@ -57,6 +61,13 @@ func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest
 		return err
 	})
 	if err != nil {
+		if tctx.Err() != nil && ctx.Err() == nil {
+			// No connection (or no answer) within Timeout: typically a pool
+			// shared with the requests and exhausted by them.
+			return rest.Decision{}, problem.New(problem.KindUnavailable,
+				"The approval could not be recorded in time; try again shortly.").
+				WithHeader("Retry-After", "1").WithCause(fmt.Errorf("authz: approval request: %w", err))
+		}
 		return rest.Decision{}, fmt.Errorf("authz: approval request: %w", err)
 	}
 	switch got.Outcome {
@@ -79,6 +90,33 @@ func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest
 		return rest.Decision{Effect: rest.Deny, ApprovalID: got.ApprovalID, Reason: "approval expired"}, nil
 	}
 	return rest.Decision{}, fmt.Errorf("authz: approval request: unknown outcome %q", got.Outcome)
+}
+
+// NewApprovalDB returns a *db.DB over a new pool of its own (at most
+// maxConns connections, default 2; idle connections closed after a minute)
+// with the connection settings of pool, for [ApprovalOptions].DB. Pass the
+// same db.Config as the resources' DB. Close it with Pool().Close() when
+// the server stops.
+//
+// Why: a gated refusal records its approval in a second transaction while
+// the request's own transaction still holds a connection. On a pool shared
+// with the requests, a burst of refusals larger than the pool can hold every
+// connection while each waits for a second one; they then fail after
+// ApprovalOptions.Timeout with 503. A pool of its own cannot be exhausted
+// by the requests.
+func NewApprovalDB(ctx context.Context, pool *pgxpool.Pool, cfg *db.Config, maxConns int32) (*db.DB, error) {
+	pc := pool.Config()
+	if maxConns <= 0 {
+		maxConns = 2
+	}
+	pc.MaxConns = maxConns
+	pc.MinConns = 0
+	pc.MaxConnIdleTime = time.Minute
+	p, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("authz: approval pool: %w", err)
+	}
+	return db.New(p, cfg), nil
 }
 
 // isUUID reports whether s is a canonical 8-4-4-4-12 hex uuid.
