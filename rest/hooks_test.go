@@ -35,8 +35,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // recordingAuthorizer logs what it sees and decides by the "deny" and
 // "approve" fields of the row or body, and the caller.
@@ -313,8 +317,15 @@ func TestHooksScenarios(t *testing.T) {
 			}},
 		{"malformed key on delete", "DELETE", "/api/todos/" + apprID + "x", alice, "", 400, "", nil},
 		{"authorize hook refuses a delete", "DELETE", "/api/todos/" + hpID, alice, "", 409, "authz:todos.delete,authorize:delete", nil},
-		{"delete allowed", "DELETE", "/api/todos/" + doneID, alice, "", 204,
-			"authz:todos.delete,authorize:delete,beforeDelete", nil},
+		{"delete allowed: authorizer sees key and current row", "DELETE", "/api/todos/" + doneID, alice, "", 204,
+			"authz:todos.delete,authorize:delete,beforeDelete", func(t *testing.T, r resp) {
+				if req := az.last(); req.Operation != OpDelete || req.Key != doneID || req.Row["title"] != "finished" || req.Data != nil {
+					t.Errorf("authorizer saw %+v", req)
+				}
+				if r.body != "" {
+					t.Errorf("204 with a body: %q", r.body)
+				}
+			}},
 		{"delete refused by hook keeps the row", "DELETE", "/api/todos/" + plain, alice, "", 200,
 			"authz:todos.delete,authorize:delete,beforeDelete", nil},
 	}

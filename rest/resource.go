@@ -56,6 +56,7 @@ type Resource struct {
 	perms       map[Operation]string
 	authz       Authorizer
 	hooks       Hooks
+	hasHooks    bool
 	repo        Repository
 	actions     map[string]*boundAction
 	actionNames []string
@@ -224,6 +225,10 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 		r.log = slog.Default()
 	}
 	r.hooks = o.Hooks
+	h := &o.Hooks
+	r.hasHooks = h.AuthorizeFunc != nil || h.BeforeCreateFunc != nil || h.BeforeUpdateFunc != nil ||
+		h.BeforeDeleteFunc != nil || h.AfterListFunc != nil || h.AfterGetFunc != nil ||
+		h.AfterCreateFunc != nil || h.AfterUpdateFunc != nil
 	r.authz = o.Authorizer
 
 	// Permissions.
