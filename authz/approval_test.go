@@ -459,3 +459,54 @@ func TestApprovalTablePolicies(t *testing.T) {
 		t.Fatalf("state changed to %v", st)
 	}
 }
+
+// approvalsOwner is a role that is neither superuser nor bypassrls, as a
+// managed Postgres owner is. Cluster-global: created only where missing.
+const approvalsOwner = "tg_test_authz_owner"
+
+// TestApprovalFunctionsNonSuperuserOwner: with the approvals table and
+// its SECURITY DEFINER functions owned by a role that neither is superuser
+// nor bypasses RLS (forced RLS binds it), the lifecycle still works. (It
+// fails without the policy approvals_owner.)
+func TestApprovalFunctionsNonSuperuserOwner(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(`select pg_advisory_lock(hashtext('tablegate.test.roles'))`)
+	b.exec(`do $$ begin
+	  if not exists (select 1 from pg_roles where rolname = '` + approvalsOwner + `') then
+	    create role ` + approvalsOwner + ` nologin nosuperuser nobypassrls;
+	  end if;
+	end $$`)
+	b.exec(`select pg_advisory_unlock(hashtext('tablegate.test.roles'))`)
+	for _, s := range []string{
+		`grant usage on schema tablegate, auth to ` + approvalsOwner,
+		`grant select on tablegate.settings to ` + approvalsOwner,
+		`alter table tablegate.approvals owner to ` + approvalsOwner,
+		`alter function tablegate.approval_request(text, text, text, interval, interval) owner to ` + approvalsOwner,
+		`alter function tablegate.approval_use(text, text, text, boolean) owner to ` + approvalsOwner,
+		`alter function tablegate.approval_decide(uuid, boolean) owner to ` + approvalsOwner,
+	} {
+		b.exec(s)
+	}
+	var super, bypass bool
+	if err := b.pool.QueryRow(context.Background(), `select rolsuper, rolbypassrls from pg_roles r
+	  join pg_class c on c.relowner = r.oid where c.oid = 'tablegate.approvals'::regclass`).Scan(&super, &bypass); err != nil || super || bypass {
+		t.Fatalf("owner superuser=%v bypassrls=%v (%v)", super, bypass, err)
+	}
+	s := b.gated(nil)
+	row := b.todo(tenantA, "x")
+	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	if again := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}")); again != id {
+		t.Fatalf("pending not reused: %s vs %s", again, id)
+	}
+	expectProblem(t, do(t, s, "POST", "/api/approvals/"+id+"/approve", asker, ""), 403, "PERMISSION_DENIED", "approvals.decide")
+	if r := do(t, s, "POST", "/api/approvals/"+id+"/approve", approver, ""); r.status != 200 {
+		t.Fatalf("approve: %s", r)
+	}
+	if r := do(t, s, "POST", purgePath(row), asker, "{}"); r.status != 200 || !b.purged(row) {
+		t.Fatalf("approved request: %s", r)
+	}
+	if next := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}")); next == id {
+		t.Fatal("single use not enforced")
+	}
+}

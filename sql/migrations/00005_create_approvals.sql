@@ -20,14 +20,12 @@
 --   approval_decide(id, approve)
 --       approvers only (tablegate.is_approver()), never on their own request.
 --
--- The approver role is the setting approver_role (default 'approver'),
+-- The approver role is the setting approver_role (no row: 'approver'),
 -- read from the verified claims by tablegate.has_role (claim roles, else
 -- app_metadata.roles; never user_metadata). Change it with
 --   select tablegate.set_approver_role('reviewer');
 
 -- +goose Up
-insert into tablegate.settings (key, value) values ('approver_role', 'approver');
-
 create table tablegate.approvals (
   id           uuid primary key default gen_random_uuid(),
   permission   text not null check (length(permission) between 1 and 200),
@@ -93,6 +91,15 @@ alter table tablegate.approvals force row level security;
 -- Requesters read their own approvals; approvers read every approval.
 create policy approvals_read on tablegate.approvals for select to authenticated
   using (actor = (select auth.uid()) or (select tablegate.is_approver()));
+-- The table's owner runs the SECURITY DEFINER functions below. Forced RLS
+-- binds the owner too, and a managed Postgres owner neither is superuser
+-- nor bypasses RLS: this policy lets exactly the current owner (inside the
+-- functions) read and write. API roles can never become the owner.
+create policy approvals_owner on tablegate.approvals for all
+  using (current_user = (select pg_catalog.pg_get_userbyid(c.relowner) from pg_catalog.pg_class c
+                         where c.oid = 'tablegate.approvals'::regclass))
+  with check (current_user = (select pg_catalog.pg_get_userbyid(c.relowner) from pg_catalog.pg_class c
+                              where c.oid = 'tablegate.approvals'::regclass));
 grant select on tablegate.approvals to authenticated;
 grant all on tablegate.approvals to service_role;
 
