@@ -510,3 +510,30 @@ func TestApprovalFunctionsNonSuperuserOwner(t *testing.T) {
 		t.Fatal("single use not enforced")
 	}
 }
+
+// TestApprovalGatedCreate: a gated operation without a key (create) is
+// approved for the table as a whole: target_key is empty.
+func TestApprovalGatedCreate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := mustAuthz(t)(authz.Claims(authz.Rules{"todos.create": authz.SignedIn()}, &authz.Options{
+		Approvals: &authz.ApprovalOptions{DB: b.db, Permissions: []string{"todos.create"}}}))
+	s := b.serve(a)
+	body := `{"tenant_id":"` + tenantA + `","title":"needs a yes"}`
+	m := expectProblem(t, do(t, s, "POST", "/api/todos", asker, body), 403, "APPROVAL_REQUIRED", "todos.create")
+	id := m["approval"].(map[string]any)["id"].(string)
+	ap := do(t, s, "GET", "/api/approvals/"+id, approver, "").json(t)
+	if ap["target_table"] != "todos" || ap["target_key"] != "" {
+		t.Fatalf("target: %v", ap)
+	}
+	if n := b.scalar("select count(*) from todos").(int64); n != 0 {
+		t.Fatalf("%d rows created before approval", n)
+	}
+	if r := do(t, s, "POST", "/api/approvals/"+id+"/approve", approver, ""); r.status != 200 {
+		t.Fatal(r)
+	}
+	if r := do(t, s, "POST", "/api/todos", asker, body); r.status != 201 {
+		t.Fatalf("approved create: %s", r)
+	}
+	expectProblem(t, do(t, s, "POST", "/api/todos", asker, body), 403, "APPROVAL_REQUIRED", "todos.create")
+}
