@@ -9,6 +9,7 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/db/dbsqlc"
+	"github.com/tablegate/tablegate/plugin"
 	"github.com/tablegate/tablegate/rest"
 )
 
@@ -39,8 +40,9 @@ type Options struct {
 
 	// TenantClaim is the dotted path of the claim holding the caller's
 	// active tenant, for [Tenant]. Default "tenant_id" (falling back to
-	// app_metadata.tenant_id); keep it equal to the database setting
-	// tablegate.tenant_claim().
+	// app_metadata.tenant_id). It must pass plugin.ValidateClaimPath; keep
+	// it equal to the database setting tablegate.tenant_claim() (see
+	// plugin.SyncTenantClaim).
 	TenantClaim string
 
 	// Approvals gates permission keys behind an approval. Nil gates none.
@@ -154,6 +156,9 @@ func newAuthorizer(rules Rules, opts *Options, src source) (*Authorizer, error) 
 	a.tenant = a.opts.TenantClaim
 	if a.tenant == "" {
 		a.tenant = "tenant_id"
+	}
+	if err := plugin.ValidateClaimPath(a.tenant); err != nil {
+		return nil, fmt.Errorf("%w: TenantClaim: %v", ErrConfig, err)
 	}
 	a.opKey = a.opts.OperationKey
 	if a.opKey == nil {

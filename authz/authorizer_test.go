@@ -289,6 +289,10 @@ func TestConfigErrors(t *testing.T) {
 			_, err := authz.Claims(nil, &authz.Options{Approvals: &authz.ApprovalOptions{Permissions: []string{"x"}}})
 			return err
 		},
+		"tenant claim under user_metadata": func() error {
+			_, err := authz.Claims(nil, &authz.Options{TenantClaim: "user_metadata.tenant_id"})
+			return err
+		},
 		"negative TTL": func() error {
 			_, err := authz.Claims(nil, &authz.Options{Approvals: &authz.ApprovalOptions{DB: &db.DB{}, TTL: -1}})
 			return err

@@ -3,9 +3,9 @@ package authz
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/plugin"
 	"github.com/tablegate/tablegate/rest"
 )
 
@@ -79,19 +79,14 @@ func Key() ID {
 	return idFunc(func(in *input) (string, bool) { return idText(in.req.Key) })
 }
 
-// Tenant uses the caller's active tenant: the tenant claim
-// ([Options.TenantClaim], default tenant_id, falling back to
-// app_metadata.tenant_id), never user_metadata.
+// Tenant uses the caller's active tenant, read exactly as
+// tablegate.current_tenant_id() reads it (plugin.TenantFromClaims): the
+// claim [Options.TenantClaim] (default tenant_id, falling back to
+// app_metadata.tenant_id), counted only when it holds a uuid; never
+// user_metadata.
 func Tenant() ID {
 	return idFunc(func(in *input) (string, bool) {
-		v, ok := claimPath(in.claims, in.tenant)
-		if !ok && !strings.Contains(in.tenant, ".") {
-			v, ok = claimPath(in.claims, "app_metadata."+in.tenant)
-		}
-		if !ok {
-			return "", false
-		}
-		return idText(v)
+		return plugin.TenantFromClaims(in.claims, in.tenant)
 	})
 }
 
@@ -244,21 +239,6 @@ func (r allRule) eval(in *input, m memberFunc) bool {
 		}
 	}
 	return true
-}
-
-// claimPath reads a claim by dotted path.
-func claimPath(c authctx.Claims, path string) (any, bool) {
-	var cur any = map[string]any(c)
-	for _, seg := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[seg]; !ok {
-			return nil, false
-		}
-	}
-	return cur, cur != nil
 }
 
 // claimArray returns the claim key as an array, from the top level, else

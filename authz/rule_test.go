@@ -92,6 +92,10 @@ func TestRules(t *testing.T) {
 			claims(alice, `"app_metadata":{"org":"`+tenantA+`"},`+membershipsClaim(tm(tenantA))), rest.AuthzRequest{}, rest.Allow},
 		{"no active tenant", authz.Member("tenant", authz.Tenant()), nil,
 			claims(alice, membershipsClaim(tm(tenantA))), rest.AuthzRequest{}, rest.Deny},
+		{"active tenant not a uuid (current_tenant_id() agrees)", authz.Member("tenant", authz.Tenant()), nil,
+			claims(alice, `"tenant_id":"acme",`+membershipsClaim(`{"scope":"tenant","id":"acme"}`)), rest.AuthzRequest{}, rest.Deny},
+		{"active tenant in user_metadata ignored", authz.Member("tenant", authz.Tenant()), nil,
+			claims(alice, `"user_metadata":{"tenant_id":"`+tenantA+`"},`+membershipsClaim(tm(tenantA))), rest.AuthzRequest{}, rest.Deny},
 
 		{"signed in", authz.SignedIn(), nil, claims(alice, ""), rest.AuthzRequest{}, rest.Allow},
 		{"signed in: anonymous sign-in", authz.SignedIn(), nil, claims(alice, `"is_anonymous":true`), rest.AuthzRequest{}, rest.Deny},
