@@ -537,3 +537,19 @@ func TestApprovalGatedCreate(t *testing.T) {
 	}
 	expectProblem(t, do(t, s, "POST", "/api/todos", asker, body), 403, "APPROVAL_REQUIRED", "todos.create")
 }
+
+// TestApprovalExempt: ApprovalOptions.Exempt lets callers it grants pass
+// a gated key without an approval; everyone else still needs one.
+func TestApprovalExempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(&authz.ApprovalOptions{Exempt: authz.Role("approver")})
+	row := b.todo(tenantA, "x")
+	if r := do(t, s, "POST", purgePath(row), approver, "{}"); r.status != 200 {
+		t.Fatalf("exempt approver: %s", r)
+	}
+	approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+	if n := b.scalar("select count(*) from tablegate.approvals where actor = $1", dave).(int64); n != 0 {
+		t.Fatalf("the exempt caller opened %d approvals", n)
+	}
+}

@@ -76,6 +76,11 @@ type ApprovalOptions struct {
 	// approved (default 1 hour).
 	ValidFor time.Duration
 
+	// Exempt, when set, lets callers it grants pass gated keys without an
+	// approval (for example authz.Role("approver") for a demo; a strict
+	// four-eyes setup leaves it nil).
+	Exempt Rule
+
 	// Reusable lets an approval admit every matching request until it
 	// expires. By default an approval admits exactly one request: the one
 	// that commits first spends it.
@@ -221,16 +226,24 @@ func (a *Authorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (res
 	if !ok {
 		return deny("no rule for " + req.Permission), nil
 	}
+	gated := a.gated[req.Permission]
+	asked := rule
+	if gated && a.appr.Exempt != nil {
+		asked = allRule{rule, a.appr.Exempt} // one query for both
+	}
 	in := a.input(req, req.Row)
-	m, err := a.members(ctx, req, []*input{&in}, rule)
+	m, err := a.members(ctx, req, []*input{&in}, asked)
 	if err != nil {
 		return rest.Decision{}, err
 	}
 	if !rule.eval(&in, m) {
 		return deny("rule refused " + req.Permission), nil
 	}
-	if !a.gated[req.Permission] {
+	if !gated {
 		return rest.Allowed, nil
+	}
+	if a.appr.Exempt != nil && a.appr.Exempt.eval(&in, m) {
+		return rest.Decision{Effect: rest.Allow, Reason: "exempt from approval"}, nil
 	}
 	return a.approval(ctx, req)
 }
