@@ -40,6 +40,10 @@ func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest
 		return rest.Decision{}, errors.New("authz: AuthzRequest.DB is nil; approvals need the request's transaction")
 	}
 	key, _ := idText(req.Key)
+	if len(key) > 500 || len(req.Permission) > 200 || len(req.Table) > 200 {
+		// Beyond what tablegate.approvals records (its check constraints).
+		return deny("target too long for an approval"), nil
+	}
 	use := dbsqlc.ApprovalUseParams{Permission: req.Permission, TargetTable: req.Table, TargetKey: key, SingleUse: !a.appr.Reusable}
 	id, err := a.queries.ApprovalUse(ctx, req.DB, use)
 	if err != nil {
