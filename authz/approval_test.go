@@ -12,6 +12,7 @@ import (
 	"github.com/tablegate/tablegate/authz"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
 )
 
 // Callers of the approval scenarios: alice asks, dave approves, bob is
@@ -551,5 +552,39 @@ func TestApprovalExempt(t *testing.T) {
 	approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
 	if n := b.scalar("select count(*) from tablegate.approvals where actor = $1", dave).(int64); n != 0 {
 		t.Fatalf("the exempt caller opened %d approvals", n)
+	}
+}
+
+// TestApprovalLongTarget: a key longer than tablegate.approvals records is
+// refused (403), never a 500.
+func TestApprovalLongTarget(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := mustAuthz(t)(authz.Claims(gatedRules(), &authz.Options{Approvals: &authz.ApprovalOptions{
+		DB: b.db, Permissions: []string{"todos.purge"}}}))
+	ctx := context.Background()
+	c := caller(t, asker)
+	long := make([]byte, 501)
+	for i := range long {
+		long[i] = 'k'
+	}
+	err := b.db.Tx(ctx, c, func(q db.Querier) error {
+		for _, k := range []any{string(long), string(long[:500])} {
+			d, err := a.Authorize(ctx, &rest.AuthzRequest{Permission: "todos.purge", Table: "todos", Key: k, Caller: c, DB: q})
+			if err != nil {
+				return err
+			}
+			want := rest.Deny
+			if len(k.(string)) == 500 {
+				want = rest.NeedsApproval
+			}
+			if d.Effect != want {
+				t.Errorf("key of %d: %v, want %v", len(k.(string)), d, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
