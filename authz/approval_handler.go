@@ -15,9 +15,10 @@ import (
 
 // HandlerOptions configure [Approvals.Handler].
 type HandlerOptions struct {
-	// Caller returns the caller of a request (for example the state that
-	// authctx middleware resolved). Nil treats every caller as anon, which
-	// is refused: set it.
+	// Caller returns the caller of a request. Nil reads the state that
+	// authctx middleware (authctx.Resolver.Middleware) stored in the
+	// request context, via authctx.AuthFrom; without it the caller is anon,
+	// which is refused.
 	Caller func(*http.Request) (authctx.Auth, error)
 	// Problems renders error bodies (type URL base).
 	Problems problem.Writer
@@ -88,7 +89,7 @@ func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, problem.New(problem.KindMethodNotAllowed, "Method "+r.Method+" is not allowed here."))
 		return
 	}
-	auth := authctx.Anon(authctx.ReasonNone)
+	auth := authctx.AuthFrom(r.Context())
 	if h.o.Caller != nil {
 		var err error
 		if auth, err = h.o.Caller(r); err != nil {

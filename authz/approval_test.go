@@ -3,12 +3,14 @@ package authz_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authz"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
@@ -587,4 +589,31 @@ func TestApprovalLongTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestApprovalsHandlerDefaultCaller: without HandlerOptions.Caller the
+// handler reads the caller authctx middleware stored in the context.
+func TestApprovalsHandlerDefaultCaller(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.gated(nil)
+	row := b.todo(tenantA, "x")
+	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
+
+	h := authz.NewApprovals(b.db).Handler(nil)
+	withCaller := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, err := testCaller(r)
+		if err != nil {
+			t.Error(err)
+		}
+		h.ServeHTTP(w, r.WithContext(authctx.WithResult(r.Context(), authctx.Result{Auth: a})))
+	})
+	mw := httptest.NewServer(http.StripPrefix("/api/approvals", withCaller))
+	t.Cleanup(mw.Close)
+	if r := do(t, mw, "GET", "/api/approvals/"+id, asker, ""); r.status != 200 {
+		t.Fatalf("requester through the context: %s", r)
+	}
+	bare := httptest.NewServer(http.StripPrefix("/api/approvals", h))
+	t.Cleanup(bare.Close)
+	expectProblem(t, do(t, bare, "GET", "/api/approvals/"+id, asker, ""), 401, "AUTH_REQUIRED", "")
 }
