@@ -148,18 +148,20 @@ func listParams(d *rest.Description) []param {
 		cond,
 		{Type: "array", Items: cond, MinItems: jsonschema.Ptr(1)},
 	}}
-	filters := &jsonschema.Schema{
-		Type: "object",
-		Description: "Filters, ANDed, by selected column: \"[not.]op.value\" with op one of eq, neq, gt, gte, lt, lte, " +
-			"in (\"in.(a,b)\"), is (null, true, false, unknown), like, ilike (* is the wildcard); an array gives several conditions on one column.",
-		Properties:           map[string]*jsonschema.Schema{},
-		AdditionalProperties: falseSchema(),
-	}
 	var cols []string
 	for _, c := range d.Columns {
-		filters.Properties[c.Name] = conds
-		filters.PropertyOrder = append(filters.PropertyOrder, c.Name)
 		cols = append(cols, c.Name)
+	}
+	colNames := make([]any, len(cols))
+	for i, c := range cols {
+		colNames[i] = c
+	}
+	filters := &jsonschema.Schema{
+		Type: "object",
+		Description: "Filters, ANDed, by selected column (" + strings.Join(cols, ", ") + "): \"[not.]op.value\" with op one of eq, neq, gt, gte, lt, lte, " +
+			"in (\"in.(a,b)\"), is (null, true, false, unknown), like, ilike (* is the wildcard); an array gives several conditions on one column.",
+		PropertyNames:        &jsonschema.Schema{Enum: colNames},
+		AdditionalProperties: conds,
 	}
 	return []param{
 		{argFilters, filters},
@@ -292,7 +294,7 @@ func description(d *rest.Description, op rest.OperationInfo) string {
 			fmt.Fprintf(&b, "Delete one %s row by %s.", d.Table, d.Key.Name)
 		}
 	}
-	fmt.Fprintf(&b, " Same as %s %s.", op.Method, op.Path)
+	fmt.Fprintf(&b, " Same as %s %s on the %s REST resource.", op.Method, op.Path, d.Table)
 	if op.Item {
 		b.WriteString(" A row that does not exist or is hidden from the caller is not_found.")
 	}
