@@ -106,17 +106,15 @@ func newHTTPFixture(tb testing.TB, pool *pgxpool.Pool) *httpFixture {
 	}
 	tb.Cleanup(rv.Close)
 	cursorKey := []byte("bench cursor key, 32 bytes long!")
-	// Options.Caller nil should read authctx.AuthFrom (see its doc) but
-	// rest/handler.go's defaultCaller answers anon: set it explicitly.
-	caller := func(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom(r.Context()), nil }
+	// Options.Caller nil: the caller the middleware resolved.
 	d := db.New(pool, nil)
-	res, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey, Caller: caller})
+	res, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	protos := map[string]http.Handler{}
 	for name, mode := range map[string]protoMode{"tglit": protoTGLiteral, "agg": protoAgg, "agglit": protoAggLiteral} {
-		alt, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey, Caller: caller,
+		alt, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey,
 			Repository: protoRepo{mode}, Operations: []rest.Operation{rest.OpList, rest.OpGet}})
 		if err != nil {
 			tb.Fatal(err)
