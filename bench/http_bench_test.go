@@ -210,7 +210,8 @@ func loadavg() float64 {
 // clients, from three servers in one process and one run (see
 // http_fixture_test.go): the raw pgx floor, tablegate (authctx middleware
 // with memo hits + rest.Resource) and a PostgREST-style server of four
-// round trips. Rounds alternate between them.
+// round trips, plus a hello handler (get) and two list prototypes (list).
+// Rounds alternate between them.
 //
 // Metrics (per sub-benchmark get and list):
 //   - <server>-ops/s, -p50-µs, -p99-µs: throughput and end-to-end latency;
