@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgcluster"
 )
@@ -223,21 +224,23 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	}
 	httpSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
-	// The resolver fetches the JWKS over HTTP, possibly from this very
-	// server: start serving before the resolver exists.
-	var handler http.Handler = http.NotFoundHandler()
+	// The resolver fetches the JWKS when it is built, possibly from this
+	// very server: serve the JWKS before everything else is ready.
+	var handler http.Handler
 	ready := make(chan struct{})
 	httpSrv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ready:
 			handler.ServeHTTP(w, r)
+			return
 		default:
-			if r.URL.Path == "/auth/v1/.well-known/jwks.json" || r.URL.Path == "/livez" {
-				srv.handler().ServeHTTP(w, r)
-				return
-			}
-			http.Error(w, "starting", http.StatusServiceUnavailable)
 		}
+		if r.Method == http.MethodGet && r.URL.Path == "/auth/v1/.well-known/jwks.json" {
+			srv.jwksHandler(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "starting", http.StatusServiceUnavailable)
 	})
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	cleanups = append(cleanups, func() {
@@ -248,18 +251,32 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	})
 
 	done = step(out, "starting the API on %s (JWKS from %s)", baseURL, jwksURL)
-	res, err := newLocalResolver(ctx, jwksURL, secretKey, demoKeyName)
+	projectURL := baseURL
+	if o.authURL != "" {
+		projectURL = o.authURL
+	}
+	rv, err := authctx.New(authctx.Config{
+		ProjectURL: projectURL,
+		JWKSURL:    jwksURL,
+		Secret:     true,
+		SecretKeys: map[string]string{demoKeyName: secretKey},
+		Refresh:    o.refresh,
+	})
 	if err != nil {
 		done(err, "")
-		return fmt.Errorf("JWKS at %s: %w", jwksURL, err)
+		if errors.Is(err, authctx.ErrRefreshUnavailable) {
+			return fmt.Errorf("--refresh: %w", err)
+		}
+		return fmt.Errorf("auth (JWKS %s): %w", jwksURL, err)
 	}
+	cleanups = append(cleanups, rv.Close)
 	api, err := demoAPI(ctx, db.New(pool, nil))
 	if err != nil {
 		done(err, "")
 		return err
 	}
 	srv.api = api
-	handler = res.middleware(srv.handler())
+	handler = rv.Middleware(rv.CrossSite(srv.handler()))
 	close(ready)
 	done(nil, "")
 
@@ -288,7 +305,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		{"JWKS_URL", jwksURL},
 		{"SIGNING_KEYS_PATH", keysPath},
 		{"DATABASE_URL", dbURL},
-		{"COOKIE_NAME", cookieName(baseURL)},
+		{"COOKIE_NAME", rv.CookieName()},
 		{"TENANT_A", demoTenantA},
 		{"TENANT_B", demoTenantB},
 		{"USER_ID", demoUserID},
@@ -333,16 +350,6 @@ func hostPort(a net.Addr) string {
 		ip = net.IPv4(127, 0, 0, 1)
 	}
 	return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
-}
-
-// cookieName is the @supabase/ssr cookie name for a project URL:
-// sb-<first label of the host>-auth-token.
-func cookieName(projectURL string) string {
-	u, err := url.Parse(projectURL)
-	if err != nil {
-		return "sb-auth-token"
-	}
-	return "sb-" + strings.Split(u.Hostname(), ".")[0] + "-auth-token"
 }
 
 type envVar struct{ key, value string }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
@@ -176,9 +177,13 @@ func demoAPI(ctx context.Context, d *db.DB) (http.Handler, error) {
 		return nil, fmt.Errorf("todos resource: %w", err)
 	}
 	mux := http.NewServeMux()
-	guard := guardWith("user", "anonymous")
+	guard := authctx.Guard(authctx.AllowUser, authctx.AllowAnonymous)
 	h := guard(http.StripPrefix("/api/todos", todos))
 	mux.Handle("/api/todos", h)
 	mux.Handle("/api/todos/", h)
 	return problemFallback(mux), nil
 }
+
+// callerOf is the rest resources' caller: the state the resolver
+// middleware stored in the request context.
+func callerOf(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom(r.Context()), nil }

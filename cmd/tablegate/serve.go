@@ -89,10 +89,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rv, err := newResolverFor(ctx, acfg)
+	rv, err := authctx.New(acfg)
 	if err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
+	defer rv.Close()
 	d := db.New(pool, nil)
 	app, err := buildServeHandler(ctx, cfg, d)
 	if err != nil {
@@ -100,7 +101,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	mux := http.NewServeMux()
 	health(mux, pool)
-	mux.Handle("/", rv.middleware(app))
+	mux.Handle("/", rv.Middleware(rv.CrossSite(app)))
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is the port in use?)", *addr, err)
@@ -138,8 +139,8 @@ func serveUntilDone(ctx context.Context, out io.Writer, ln net.Listener, h http.
 
 // authConfigFor builds the resolver configuration of serve: the config's
 // auth section first, then the Supabase environment variables.
-func authConfigFor(cfg *serveConfig, getenv func(string) string) (resolverConfig, error) {
-	ac := resolverConfig{
+func authConfigFor(cfg *serveConfig, getenv func(string) string) (authctx.Config, error) {
+	ac := authctx.Config{
 		ProjectURL: cfg.Auth.URL,
 		JWKSURL:    cfg.Auth.JWKSURL,
 		Refresh:    cfg.Auth.Refresh,
@@ -167,6 +168,12 @@ func authConfigFor(cfg *serveConfig, getenv func(string) string) (resolverConfig
 		ac.SecretKeys = keys
 	} else if k := strings.TrimSpace(getenv("SUPABASE_SECRET_KEY")); k != "" {
 		ac.SecretKeys = map[string]string{"default": k}
+	}
+	ac.Secret = len(ac.SecretKeys) > 0
+	for _, k := range []string{"SUPABASE_PUBLISHABLE_KEY", "SUPABASE_ANON_KEY"} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			ac.PublishableKeys = append(ac.PublishableKeys, v)
+		}
 	}
 	return ac, nil
 }
@@ -231,7 +238,11 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB) (http.Ha
 	mux := http.NewServeMux()
 	for _, name := range cfg.tableNames() {
 		prefix := cfg.BasePath + "/" + name
-		h := guardWith(cfg.Tables[name].Guard...)(http.StripPrefix(prefix, resources[name]))
+		var allow []authctx.Allow
+		for _, g := range cfg.Tables[name].Guard {
+			allow = append(allow, authctx.Allow(g))
+		}
+		h := authctx.Guard(allow...)(http.StripPrefix(prefix, resources[name]))
 		mux.Handle(prefix, h)
 		mux.Handle(prefix+"/", h)
 	}
