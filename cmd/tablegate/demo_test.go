@@ -3,20 +3,25 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the subprocess's writers.
@@ -564,4 +569,67 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Errorf("no shutdown progress:\n%s", p.err.String())
 	}
 	t.Logf("whole demo test %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestDemoWithOwnDatabaseKeysAndAuthURL runs the demo against a given
+// database, a kept signing keys file and an external auth URL.
+func TestDemoWithOwnDatabaseKeysAndAuthURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	dbURL := pgtest.URL(t)
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "signing_keys.json")
+	if r := runCLI(t, nil, "keys", "new", "--path", keys); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	ks, err := loadKeyFile(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jwksHits atomic.Int32
+	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/auth/v1/.well-known/jwks.json" {
+			jwksHits.Add(1)
+			_, _ = w.Write(ks.publicJWKS())
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer auth.Close()
+
+	p := startDemo(t, buildCLI(t), "--database-url", dbURL, "--signing-keys", keys, "--auth-url", auth.URL+"/")
+	v := p.vars
+	if v["JWKS_URL"] != auth.URL+"/auth/v1/.well-known/jwks.json" || v["SIGNING_KEYS_PATH"] != keys || v["DATABASE_URL"] != dbURL {
+		t.Errorf("env: %v", v)
+	}
+	if _, ok := v["USER_REFRESH_TOKEN"]; ok {
+		t.Error("USER_REFRESH_TOKEN with an external auth server")
+	}
+	if jwksHits.Load() == 0 {
+		t.Error("the JWKS of --auth-url was never fetched")
+	}
+	if !strings.Contains(p.err.String(), "loading signing keys from "+keys) || strings.Contains(p.err.String(), "throwaway") {
+		t.Errorf("progress:\n%s", p.err.String())
+	}
+	base := v["BASE_URL"]
+	m := do(t, bearer("user", v["USER_TOKEN"]), "GET", base+"/whoami", nil).json(t)
+	claims, _ := m["claims"].(map[string]any)
+	if m["kind"] != "user" || claims["iss"] != auth.URL+"/auth/v1" {
+		t.Errorf("whoami: %v", m)
+	}
+	r := do(t, bearer("user", v["USER_TOKEN"]), "GET", base+"/api/todos", nil)
+	if r.status != 200 {
+		t.Errorf("todos on the given database: %d %s", r.status, r.body)
+	}
+	wantProblem(t, "refresh grant with an external auth server", do(t, caller{}, "POST", base+"/auth/v1/token?grant_type=refresh_token", map[string]string{"refresh_token": "x"}), 404, "")
+	p.stop(t)
+	if _, err := os.Stat(keys); err != nil {
+		t.Errorf("the given signing keys file must stay: %v", err)
+	}
+	pool := pgtest.Pool(t, dbURL)
+	var n int
+	if err := pool.QueryRow(context.Background(), "select count(*) from public.todos").Scan(&n); err != nil || n == 0 {
+		t.Errorf("the given database must keep the demo rows: %d %v", n, err)
+	}
 }
