@@ -60,7 +60,7 @@ user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
 --print-env FILE writes KEY=VALUE lines once the server answers (atomically):
 BASE_URL JWKS_URL SIGNING_KEYS_PATH DATABASE_URL COOKIE_NAME TENANT_A TENANT_B
 USER_ID USER_TOKEN ADMIN_TOKEN APPROVER_TOKEN ANON_USER_TOKEN
-OTHER_TENANT_TOKEN SERVICE_KEY, and USER_REFRESH_TOKEN when the demo is its
+OTHER_TENANT_TOKEN SERVICE_KEY PUBLISHABLE_KEY, and USER_REFRESH_TOKEN when the demo is its
 own auth server (no --auth-url): it then also answers GoTrue's refresh grant,
 POST /auth/v1/token?grant_type=refresh_token, rotating refresh tokens with a
 10 s reuse interval. Use --addr 127.0.0.1:0 for a free port; the file and the
@@ -73,7 +73,10 @@ type demoOptions struct {
 	signingKeys string
 	authURL     string
 	refresh     bool
-	printEnv    string
+	tokenTTL    time.Duration
+	// publishableKey is sent as apikey on refresh; default a demo key.
+	publishableKey string
+	printEnv       string
 }
 
 func runDemo(ctx context.Context, e *env, args []string) error {
@@ -83,7 +86,8 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.databaseURL, "database-url", "", "use this Postgres `URL` instead of a throwaway cluster (default $DATABASE_URL)")
 	fs.StringVar(&o.signingKeys, "signing-keys", "", "signing keys `file` (Supabase signing_keys_path format); default a temporary key")
 	fs.StringVar(&o.authURL, "auth-url", "", "Supabase/GoTrue `URL`: verify tokens with {URL}/auth/v1/.well-known/jwks.json and refresh there instead of the demo's own JWKS")
-	fs.BoolVar(&o.refresh, "refresh", false, "refresh expiring cookie sessions (needs --auth-url for a real auth server)")
+	fs.BoolVar(&o.refresh, "refresh", false, "refresh expiring cookie sessions (against the demo's own refresh grant, or --auth-url)")
+	fs.DurationVar(&o.tokenTTL, "token-ttl", demoTokenTTL, "lifetime of the minted tokens (a short one shows cookie refresh at work)")
 	fs.StringVar(&o.printEnv, "print-env", "", "once serving, write KEY=VALUE lines (URLs, tokens, ids) to `FILE`")
 	if err := parse(e, fs, args); err != nil {
 		return err
@@ -93,6 +97,13 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	}
 	if o.databaseURL == "" {
 		o.databaseURL = e.getenv("DATABASE_URL")
+	}
+	if o.tokenTTL <= 0 {
+		return usagef("--token-ttl must be positive")
+	}
+	o.publishableKey = e.getenv("SUPABASE_PUBLISHABLE_KEY")
+	if o.publishableKey == "" {
+		o.publishableKey = e.getenv("SUPABASE_ANON_KEY")
 	}
 	if o.authURL != "" {
 		u, err := url.Parse(o.authURL)
@@ -217,10 +228,14 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		issuer = o.authURL + "/auth/v1"
 	}
 	secretKey := "sb_secret_" + strings.ReplaceAll(newUUID(), "-", "")
+	publishableKey := o.publishableKey
+	if publishableKey == "" {
+		publishableKey = "sb_publishable_" + strings.ReplaceAll(newUUID(), "-", "")
+	}
 
 	srv := &demoServer{pool: pool, jwks: ks.publicJWKS()}
 	if o.authURL == "" {
-		srv.gotrue = newDemoAuthServer(ks, issuer)
+		srv.gotrue = newDemoAuthServer(ks, issuer, publishableKey)
 	}
 	httpSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
@@ -260,7 +275,10 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		JWKSURL:    jwksURL,
 		Secret:     true,
 		SecretKeys: map[string]string{demoKeyName: secretKey},
-		Refresh:    o.refresh,
+		// A Bearer equal to the publishable key counts as no credential
+		// (supabase-js sends it when signed out); refresh sends it as apikey.
+		PublishableKeys: []string{publishableKey},
+		Refresh:         o.refresh,
 	})
 	if err != nil {
 		done(err, "")
@@ -287,10 +305,10 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 			return ""
 		}
 		var t string
-		t, err = mintToken(ks, tokenSpec{Sub: sub, Anonymous: anonymous, Tenant: tenant, Roles: roles, TTL: demoTokenTTL, Issuer: issuer}, now)
+		t, err = mintToken(ks, tokenSpec{Sub: sub, Anonymous: anonymous, Tenant: tenant, Roles: roles, TTL: o.tokenTTL, Issuer: issuer}, now)
 		return t
 	}
-	userSpec := tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: demoTokenTTL, Issuer: issuer}
+	userSpec := tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: o.tokenTTL, Issuer: issuer}
 	var userToken, userRefresh string
 	if srv.gotrue != nil {
 		userToken, userRefresh, err = srv.gotrue.signIn(userSpec)
@@ -315,6 +333,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		{"ANON_USER_TOKEN", mint(demoAnonUserID, true, demoTenantA)},
 		{"OTHER_TENANT_TOKEN", mint(demoOtherUserID, false, demoTenantB)},
 		{"SERVICE_KEY", secretKey},
+		{"PUBLISHABLE_KEY", publishableKey},
 	}
 	if userRefresh != "" {
 		vars = append(vars, envVar{"USER_REFRESH_TOKEN", userRefresh})

@@ -120,7 +120,7 @@ func parseEnvFile(t *testing.T, data []byte) map[string]string {
 		vars[k] = v
 	}
 	for _, k := range []string{"BASE_URL", "JWKS_URL", "SIGNING_KEYS_PATH", "DATABASE_URL", "COOKIE_NAME", "TENANT_A", "TENANT_B",
-		"USER_ID", "USER_TOKEN", "ADMIN_TOKEN", "APPROVER_TOKEN", "ANON_USER_TOKEN", "OTHER_TENANT_TOKEN", "SERVICE_KEY"} {
+		"USER_ID", "USER_TOKEN", "ADMIN_TOKEN", "APPROVER_TOKEN", "ANON_USER_TOKEN", "OTHER_TENANT_TOKEN", "SERVICE_KEY", "PUBLISHABLE_KEY"} {
 		if vars[k] == "" {
 			t.Fatalf("env file lacks %s:\n%s", k, data)
 		}
@@ -307,6 +307,10 @@ func TestDemoEndToEnd(t *testing.T) {
 		m = do(t, service, "GET", base+"/whoami", nil).json(t)
 		if m["kind"] != "service" {
 			t.Errorf("service: %v", m)
+		}
+		m = do(t, bearer("publishable", v["PUBLISHABLE_KEY"]), "GET", base+"/whoami", nil).json(t)
+		if m["kind"] != "anon" {
+			t.Errorf("the publishable key as Bearer (supabase-js signed out) should be anon: %v", m)
 		}
 		m = do(t, caller{"wrong key", map[string]string{"apikey": "sb_secret_wrong"}}, "GET", base+"/whoami", nil).json(t)
 		if m["kind"] == "service" {
@@ -505,8 +509,9 @@ func TestDemoEndToEnd(t *testing.T) {
 			ExpiresAt    int64  `json:"expires_at"`
 			User         struct{ ID string }
 		}
+		withKey := caller{"apikey", map[string]string{"apikey": v["PUBLISHABLE_KEY"]}}
 		refresh := func(tok string) (response, grant) {
-			r := do(t, none, "POST", tokenURL, map[string]string{"refresh_token": tok})
+			r := do(t, withKey, "POST", tokenURL, map[string]string{"refresh_token": tok})
 			var g grant
 			if r.status == 200 {
 				_ = json.Unmarshal(r.body, &g)
@@ -531,7 +536,10 @@ func TestDemoEndToEnd(t *testing.T) {
 		if r.status != 400 || !strings.Contains(string(r.body), `"code":"refresh_token_not_found"`) {
 			t.Errorf("unknown refresh token: %d %s", r.status, r.body)
 		}
-		r = do(t, none, "POST", base+"/auth/v1/token?grant_type=password", map[string]string{"email": "a@b.c"})
+		if r := do(t, none, "POST", tokenURL, map[string]string{"refresh_token": rt}); r.status != 401 {
+			t.Errorf("refresh without apikey: %d %s", r.status, r.body)
+		}
+		r = do(t, withKey, "POST", base+"/auth/v1/token?grant_type=password", map[string]string{"email": "a@b.c"})
 		if r.status != 400 {
 			t.Errorf("password grant: %d %s", r.status, r.body)
 		}
