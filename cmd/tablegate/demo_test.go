@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
@@ -640,4 +641,87 @@ func TestDemoWithOwnDatabaseKeysAndAuthURL(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), "select count(*) from public.todos").Scan(&n); err != nil || n == 0 {
 		t.Errorf("the given database must keep the demo rows: %d %v", n, err)
 	}
+}
+
+// sessionCookies returns the @supabase/ssr cookies of a session holding
+// the given tokens.
+func sessionCookies(t *testing.T, name, access, refresh, userID string, ttl time.Duration) []*http.Cookie {
+	t.Helper()
+	session, _ := json.Marshal(map[string]any{
+		"access_token": access, "token_type": "bearer", "expires_in": int(ttl.Seconds()),
+		"expires_at": time.Now().Add(ttl).Unix(), "refresh_token": refresh,
+		"user": map[string]any{"id": userID, "aud": "authenticated"},
+	})
+	set, _ := ssrcookie.Write(name, session, nil, ssrcookie.Options{})
+	return set
+}
+
+func cookieCaller(name string, cookies []*http.Cookie, extra map[string]string) caller {
+	var parts []string
+	for _, c := range cookies {
+		parts = append(parts, c.Name+"="+c.Value)
+	}
+	h := map[string]string{"Cookie": strings.Join(parts, "; ")}
+	for k, v := range extra {
+		h[k] = v
+	}
+	return caller{name, h}
+}
+
+// TestDemoCookieRefresh drives a browser-style session cookie through the
+// demo with --refresh: the token expires within the leeway, so the server
+// refreshes it against the demo's own refresh grant and writes the new
+// session back in the @supabase/ssr format.
+func TestDemoCookieRefresh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	start := time.Now()
+	p := startDemo(t, buildCLI(t), "--refresh", "--token-ttl", "45s")
+	t.Logf("ready after %s", time.Since(start))
+	defer func() { t.Logf("done after %s", time.Since(start)) }()
+	v := p.vars
+	base := v["BASE_URL"]
+	name := v["COOKIE_NAME"]
+	cookies := sessionCookies(t, name, v["USER_TOKEN"], v["USER_REFRESH_TOKEN"], v["USER_ID"], 45*time.Second)
+	browser := cookieCaller("browser", cookies, nil)
+
+	r := do(t, browser, "GET", base+"/api/todos", nil)
+	if r.status != 200 {
+		t.Fatalf("list with the session cookie: %d %s", r.status, r.body)
+	}
+	if cc := r.header.Get("Cache-Control"); !strings.Contains(cc, "no-store") {
+		t.Errorf("Cache-Control %q after a refresh", cc)
+	}
+	resp := &http.Response{Header: r.header}
+	var fresh []*http.Cookie
+	for _, c := range resp.Cookies() {
+		if strings.HasPrefix(c.Name, name) && c.MaxAge >= 0 {
+			fresh = append(fresh, c)
+		}
+	}
+	raw, err := ssrcookie.Read(fresh, name)
+	if err != nil {
+		t.Fatalf("no refreshed session in Set-Cookie %v: %v", r.header["Set-Cookie"], err)
+	}
+	sess, err := ssrcookie.ParseSession(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.RefreshToken == v["USER_REFRESH_TOKEN"] || sess.AccessToken == v["USER_TOKEN"] {
+		t.Errorf("session not rotated: %s", raw)
+	}
+	m := do(t, bearer("refreshed", sess.AccessToken), "GET", base+"/whoami", nil).json(t)
+	if m["kind"] != "user" || m["user_id"] != v["USER_ID"] {
+		t.Errorf("refreshed access token: %v", m)
+	}
+	// The refreshed cookie resolves as the same user.
+	m = do(t, cookieCaller("browser", fresh, nil), "GET", base+"/whoami", nil).json(t)
+	if m["kind"] != "user" || m["user_id"] != v["USER_ID"] {
+		t.Errorf("refreshed cookie: %v", m)
+	}
+	// A cross-site write relying on the cookie is refused.
+	cross := cookieCaller("cross-site", fresh, map[string]string{"Sec-Fetch-Site": "cross-site"})
+	wantProblem(t, "cross-site POST with the cookie", do(t, cross, "POST", base+"/api/todos", map[string]any{"title": "csrf"}), 403, "CROSS_SITE_REQUEST")
+	p.stop(t)
 }
