@@ -309,6 +309,12 @@ func TestDemoEndToEnd(t *testing.T) {
 		if m["kind"] != "service" {
 			t.Errorf("service: %v", m)
 		}
+		// The browser session cookie (@supabase/ssr format) under COOKIE_NAME.
+		jar := cookieCaller("cookie", sessionCookies(t, v["COOKIE_NAME"], v["USER_TOKEN"], v["USER_REFRESH_TOKEN"], v["USER_ID"], time.Hour), nil)
+		r := do(t, jar, "GET", base+"/whoami", nil)
+		if m := r.json(t); m["kind"] != "user" || m["user_id"] != v["USER_ID"] || len(r.header["Set-Cookie"]) != 0 {
+			t.Errorf("cookie session without refresh: %v, Set-Cookie %v", m, r.header["Set-Cookie"])
+		}
 		m = do(t, bearer("publishable", v["PUBLISHABLE_KEY"]), "GET", base+"/whoami", nil).json(t)
 		if m["kind"] != "anon" {
 			t.Errorf("the publishable key as Bearer (supabase-js signed out) should be anon: %v", m)
