@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"net/http"
-
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
