@@ -36,11 +36,12 @@ type ActorConfig struct {
 type Actor struct {
 	createdBy, updatedBy string
 	service              func(string) any
+	built                bool
 }
 
 // NewActor returns the actor plugin for cfg.
 func NewActor(cfg ActorConfig) *Actor {
-	a := &Actor{createdBy: cfg.CreatedBy, updatedBy: cfg.UpdatedBy, service: cfg.ServiceValueFunc}
+	a := &Actor{createdBy: cfg.CreatedBy, updatedBy: cfg.UpdatedBy, service: cfg.ServiceValueFunc, built: true}
 	if a.createdBy == "" {
 		a.createdBy = DefaultCreatedByColumn
 	}

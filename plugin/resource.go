@@ -25,8 +25,9 @@ type Plugin interface {
 	BeforeUpdate(c authctx.Context, data map[string]any) (map[string]any, error)
 }
 
-// ErrNilPlugin is returned by [With] and [NewResource] for a nil plugin.
-var ErrNilPlugin = errors.New("plugin: nil plugin")
+// ErrNilPlugin is returned by [With] and [NewResource] for a nil plugin, or
+// a [Tenant] or [Actor] not built by [NewTenant] or [NewActor].
+var ErrNilPlugin = errors.New("plugin: nil or unbuilt plugin")
 
 // With returns a copy of opts (nil: the zero options) with the plugins
 // applied in order: their read-only columns join Options.ReadOnly, and the
@@ -99,9 +100,9 @@ func runAll(ps []Plugin, c authctx.Context, data rest.Row,
 func isNilPointer(p Plugin) bool {
 	switch x := p.(type) {
 	case *Tenant:
-		return x == nil
+		return x == nil || x.claim == "" || x.column == ""
 	case *Actor:
-		return x == nil
+		return x == nil || !x.built
 	}
 	return false
 }

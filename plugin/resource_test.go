@@ -225,6 +225,12 @@ func TestNewResourceRefuses(t *testing.T) {
 	if _, err := plugin.With(nil, nil); !errors.Is(err, plugin.ErrNilPlugin) {
 		t.Errorf("With(nil plugin): %v", err)
 	}
+	if _, err := plugin.With(nil, &plugin.Tenant{}); !errors.Is(err, plugin.ErrNilPlugin) {
+		t.Errorf("With(zero Tenant): %v", err)
+	}
+	if _, err := plugin.With(nil, &plugin.Actor{}); !errors.Is(err, plugin.ErrNilPlugin) {
+		t.Errorf("With(zero Actor): %v", err)
+	}
 	o, err := plugin.With(nil)
 	if err != nil || o == nil || o.Hooks.BeforeCreateFunc != nil {
 		t.Errorf("With without plugins: %v %v", o, err)

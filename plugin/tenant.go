@@ -70,12 +70,12 @@ func (t *Tenant) ActiveTenant(c authctx.Context) (string, bool) {
 	return TenantFromClaims(c.Claims, t.claim)
 }
 
-// BeforeCreate returns the create body with the tenant column set to the caller's
-// active tenant. A body naming the same tenant (in any letter case) is
-// accepted; one naming another tenant, or a non-string, answers 403
-// TENANT_MISMATCH; a caller other than a service without an active tenant
-// answers 403 TENANT_REQUIRED. A service caller's body is returned as is.
-// data is not modified.
+// BeforeCreate returns the create body with the tenant column set to the
+// caller's active tenant. A body naming the same tenant (in any letter
+// case) is accepted; one naming another tenant, or a non-string, answers
+// 403 TENANT_MISMATCH; a caller other than a service without an active
+// tenant answers 403 TENANT_REQUIRED. A service caller's body is returned
+// as is. data is not modified.
 func (t *Tenant) BeforeCreate(c authctx.Context, data map[string]any) (map[string]any, error) {
 	if c.Actor.Type == authctx.ActorService {
 		return data, nil
@@ -95,11 +95,11 @@ func (t *Tenant) BeforeCreate(c authctx.Context, data map[string]any) (map[strin
 	return out, nil
 }
 
-// BeforeUpdate checks an update body: naming the caller's own tenant is accepted
-// (normalized to lower case), naming another answers 403 TENANT_MISMATCH
-// (rows never move between tenants through the API), and a body that does
-// not name the tenant is returned as is. Service callers are left alone.
-// data is not modified.
+// BeforeUpdate checks an update body: naming the caller's own tenant is
+// accepted (normalized to lower case), naming another answers 403
+// TENANT_MISMATCH (rows never move between tenants through the API), and a
+// body that does not name the tenant is returned as is. Service callers
+// are left alone. data is not modified.
 func (t *Tenant) BeforeUpdate(c authctx.Context, data map[string]any) (map[string]any, error) {
 	v, named := data[t.column]
 	if !named || c.Actor.Type == authctx.ActorService {

@@ -2,8 +2,10 @@ package rest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -275,5 +277,49 @@ func TestWideTable(t *testing.T) {
 	}
 	if p := getPage(t, s, "/api/wide", alice); len(p.Items) != 1 || p.Items[0]["c30"] != json.Number("30") {
 		t.Fatalf("list: %+v", p)
+	}
+}
+
+// TestResourcesSet: many tables under one handler, mounted under a prefix.
+func TestResourcesSet(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rs, err := NewResources(t.Context(), b.db, map[string]*Options{
+		"todos": {Caller: testCaller},
+		"notes": {Caller: testCaller, Operations: []Operation{OpList, OpCreate}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := Resources(rs)
+	if got := strings.Join(set.Names(), ","); got != "notes,todos" {
+		t.Errorf("names %s", got)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", http.StripPrefix("/v1", set))
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	r := do(t, s, "POST", "/v1/todos", alice, `{"title":"x"}`)
+	if r.status != 201 || !strings.HasPrefix(r.header.Get("Location"), "/v1/todos/") {
+		t.Fatalf("create: %s %v", r, r.header)
+	}
+	if r := do(t, s, "GET", r.header.Get("Location"), alice, ""); r.status != 200 {
+		t.Errorf("follow Location: %s", r)
+	}
+	if r := do(t, s, "POST", "/v1/notes/", alice, `{"code":"a"}`); r.status != 201 || r.header.Get("Location") != "/v1/notes/a" {
+		t.Errorf("notes create: %s %v", r, r.header.Get("Location"))
+	}
+	// No item operation at all: the item path is not a route (404), while
+	// the collection answers 405 for methods it does not serve.
+	isProblem(t, do(t, s, "GET", "/v1/notes/a", alice, ""), 404, "not_found")
+	r = do(t, s, "DELETE", "/v1/notes", alice, "")
+	if isProblem(t, r, 405, ""); r.header.Get("Allow") != "GET, POST, HEAD" {
+		t.Errorf("notes Allow %q", r.header.Get("Allow"))
+	}
+	isProblem(t, do(t, s, "GET", "/v1/nope", alice, ""), 404, "not_found")
+	isProblem(t, do(t, s, "GET", "/v1/", alice, ""), 404, "not_found")
+	_, err = NewResources(t.Context(), b.db, map[string]*Options{"todos": nil, "missing": nil})
+	if !errors.Is(err, ErrBuild) {
+		t.Errorf("missing table: %v", err)
 	}
 }

@@ -116,9 +116,10 @@ func (r *Resource) caller(req *http.Request) (authctx.Auth, error) {
 	return defaultCaller(req)
 }
 
-// defaultCaller is the caller when Options.Caller is nil.
-var defaultCaller = func(*http.Request) (authctx.Auth, error) {
-	return authctx.Anon(authctx.ReasonNone), nil
+// defaultCaller is the caller when Options.Caller is nil: the state the
+// authctx middleware stored in the request context, anon without one.
+func defaultCaller(r *http.Request) (authctx.Auth, error) {
+	return authctx.AuthFrom(r.Context()), nil
 }
 
 // readBody enforces the media type (415) and the size limit (413).

@@ -501,3 +501,28 @@ func TestPermissionsFromAuthorizer(t *testing.T) {
 	}
 	_ = http.MethodGet
 }
+
+// errShared is a problem value shared by every request, as an
+// application might declare it; the pipeline must not mutate it.
+var errShared = problem.New(problem.KindConflict, "shared refusal")
+
+func TestSharedProblemValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.resource("todos", &Options{Hooks: Hooks{AuthorizeFunc: func(*Ctx, Operation, *Target) error { return errShared }}})
+	s := server(t, "todos", res)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := do(t, s, "GET", "/api/todos", alice, ""); r.status != 409 {
+				t.Errorf("status %d", r.status)
+			}
+		}()
+	}
+	wg.Wait()
+	if errShared.Type != "" || errShared.RequestID != "" {
+		t.Errorf("shared problem mutated: %+v", errShared)
+	}
+}

@@ -63,7 +63,10 @@ const jsonType = "application/json"
 // translated as a database error).
 type hookError struct{ err error }
 
+// Error returns the hook's error text (for logs only).
 func (e *hookError) Error() string { return e.err.Error() }
+
+// Unwrap returns the hook's error.
 func (e *hookError) Unwrap() error { return e.err }
 
 func hookErr(err error) error {
@@ -89,7 +92,13 @@ func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) 
 			return
 		}
 		if err != nil {
-			res, err = nil, r.toProblem(call, err)
+			p := *r.toProblem(call, err) // a copy: hooks may return shared problem values
+			if p.Kind == problem.KindUnexpected && p.RequestID == "" {
+				p.RequestID = call.requestID()
+				r.log.Error("rest: unexpected error", "request_id", p.RequestID, "table", r.table,
+					"operation", string(call.Operation), "error", err)
+			}
+			res, err = nil, &p
 		}
 	}()
 	return r.do(ctx, call)

@@ -35,6 +35,7 @@ type column struct {
 	Column
 	ident string // quoted identifier
 	cast  string // "::text::<type>" applied to text parameters
+	expr  string // the column in comparisons and order: t."col" (json: ::jsonb)
 }
 
 // Resource serves one table as REST routes; it is an [http.Handler].

@@ -90,6 +90,7 @@ func keyText(key any) string {
 	return fmt.Sprint(key)
 }
 
+// Get reads one row by key; ErrNotFound when missing or hidden by RLS.
 func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json.RawMessage, error) {
 	var raw []byte
 	err := q.QueryRow(ctx, tr.getSQL, keyText(key)).Scan(&raw)
@@ -102,6 +103,7 @@ func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json
 	return raw, nil
 }
 
+// Delete deletes one row by key; ErrNotFound when no row was deleted.
 func (tr *tableRepository) Delete(ctx context.Context, q db.Querier, key any) error {
 	tag, err := q.Exec(ctx, tr.deleteSQL, keyText(key))
 	if err != nil {
@@ -205,6 +207,7 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 	return raw, nil
 }
 
+// Update sets the given columns through json_populate_record, like Create.
 func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, values Row) (json.RawMessage, error) {
 	cols, err := tr.sortedColumns(values)
 	if err != nil {
@@ -254,6 +257,12 @@ func (a *sqlArgs) add(v any) string {
 	return "$" + strconv.Itoa(len(a.vals))
 }
 
+var (
+	cmpSQL = map[FilterOp]string{FilterEq: " = ", FilterNeq: " <> ", FilterGt: " > ",
+		FilterGte: " >= ", FilterLt: " < ", FilterLte: " <= "}
+	isSQL = map[string]string{"null": " IS NULL", "true": " IS TRUE", "false": " IS FALSE", "unknown": " IS UNKNOWN"}
+)
+
 // where renders the filters (ANDed) and, when after is set, the keyset
 // condition. Column names come from the introspected set; every value is
 // a parameter cast from text to the column's type.
@@ -273,7 +282,7 @@ func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuer
 			return fmt.Errorf("unknown filter column %q", f.Column)
 		}
 		and()
-		col := "t." + c.ident
+		col := c.expr
 		if f.Not {
 			b.WriteString("NOT ")
 		}
@@ -281,8 +290,7 @@ func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuer
 		switch f.Op {
 		case FilterEq, FilterNeq, FilterGt, FilterGte, FilterLt, FilterLte:
 			b.WriteString(col)
-			b.WriteString(map[FilterOp]string{FilterEq: " = ", FilterNeq: " <> ", FilterGt: " > ",
-				FilterGte: " >= ", FilterLt: " < ", FilterLte: " <= "}[f.Op])
+			b.WriteString(cmpSQL[f.Op])
 			b.WriteString(args.add(f.Value))
 			b.WriteString(c.cast)
 		case FilterLike, FilterIlike:
@@ -303,8 +311,7 @@ func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuer
 			b.WriteString("[])")
 		case FilterIs:
 			b.WriteString(col)
-			b.WriteString(map[string]string{"null": " IS NULL", "true": " IS TRUE", "false": " IS FALSE",
-				"unknown": " IS UNKNOWN"}[f.Value])
+			b.WriteString(isSQL[f.Value])
 		default:
 			return fmt.Errorf("unknown filter operator %q", f.Op)
 		}
@@ -356,7 +363,7 @@ func (tr *tableRepository) keyset(b *strings.Builder, args *sqlArgs, lq *ListQue
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString("t." + c.ident)
+			b.WriteString(c.expr)
 		}
 		b.WriteString(")" + op + "(")
 		b.WriteString(strings.Join(params, ","))
@@ -367,14 +374,14 @@ func (tr *tableRepository) keyset(b *strings.Builder, args *sqlArgs, lq *ListQue
 	for i, o := range lq.Order {
 		var conj []string
 		for j := 0; j < i; j++ {
-			col := "t." + cols[j].ident
+			col := cols[j].expr
 			if lq.After[j] == nil {
 				conj = append(conj, col+" IS NULL")
 			} else {
 				conj = append(conj, col+" = "+params[j])
 			}
 		}
-		col := "t." + cols[i].ident
+		col := cols[i].expr
 		var after string
 		if lq.After[i] == nil {
 			if !o.nullsFirst() {
@@ -423,7 +430,7 @@ func (tr *tableRepository) orderBy(b *strings.Builder, lq *ListQuery) error {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("t." + c.ident)
+		b.WriteString(c.expr)
 		if o.Desc {
 			b.WriteString(" DESC")
 		} else {

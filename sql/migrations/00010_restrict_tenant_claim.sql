@@ -7,11 +7,6 @@
 --  * at most 8 segments of at most 63 characters.
 -- Go validates the same rules (plugin.ValidateClaimPath), so a claim that Go
 -- accepts is one the database accepts, and the other way round.
---
--- tablegate.settings forces row-level security, which binds its owner too:
--- a migrating role that is neither superuser nor bypassrls (managed
--- Postgres) could not change a setting. The policy settings_owner_write
--- lets the table's owner write it; the API roles hold no write grant.
 
 -- +goose Up
 -- +goose StatementBegin
@@ -40,17 +35,7 @@ $$;
 -- +goose StatementEnd
 revoke all on function tablegate.set_tenant_claim(text) from public, anon, authenticated, service_role;
 
--- +goose StatementBegin
-do $$
-begin
-  execute format('create policy settings_owner_write on tablegate.settings for all to %I using (true) with check (true)',
-    (select pg_catalog.pg_get_userbyid(c.relowner) from pg_catalog.pg_class c where c.oid = 'tablegate.settings'::regclass));
-end
-$$;
--- +goose StatementEnd
-
 -- +goose Down
-drop policy settings_owner_write on tablegate.settings;
 -- +goose StatementBegin
 create or replace function tablegate.set_tenant_claim(path text) returns void
 language plpgsql volatile

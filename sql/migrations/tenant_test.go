@@ -196,3 +196,47 @@ func TestTenantPolicies(t *testing.T) {
 		t.Errorf("missing tenant column: %v", err)
 	}
 }
+
+// TestRenameInvalidatesCachedPlans: a statement prepared and run often
+// enough on one connection to get a generic plan sees a rename of the
+// tenant claim at once (the claim helpers are inlined into plans).
+func TestRenameInvalidatesCachedPlans(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	ctx := t.Context()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	claims := `{"sub":"` + userA1 + `","role":"authenticated","tenant_id":"` + tenantA + `","app_metadata":{"org_id":"` + tenantB + `"}}`
+	read := func() string {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		if _, err := tx.Exec(ctx, `select set_config('role', 'authenticated', true), set_config('request.jwt.claims', $1, true)`, claims); err != nil {
+			t.Fatal(err)
+		}
+		var v string
+		if err := tx.QueryRow(ctx, `select coalesce((select tablegate.current_tenant_id())::text, '') where $1::int = 1`, 1).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for range 8 {
+		if got := read(); got != tenantA {
+			t.Fatalf("default claim: %q", got)
+		}
+	}
+	admin(t, pool, `select tablegate.set_tenant_claim('app_metadata.org_id')`)
+	if got := read(); got != tenantB {
+		t.Fatalf("after rename, the cached statement reads %q, want %q", got, tenantB)
+	}
+	admin(t, pool, `delete from tablegate.settings where key = 'tenant_claim'`)
+	if got := read(); got != tenantA {
+		t.Fatalf("after deleting the setting (default tenant_id), %q", got)
+	}
+}

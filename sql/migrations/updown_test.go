@@ -45,13 +45,13 @@ func TestUpDown(t *testing.T) {
 				for _, r := range res {
 					applied[r.Source.Version] = true
 				}
-				for v := int64(10); v <= 14; v++ {
+				for v := int64(10); v <= 15; v++ {
 					if !applied[v] {
 						t.Fatalf("round %d: migration %d not applied", round, v)
 					}
 				}
 				v, err := p.GetDBVersion(ctx)
-				if err != nil || v < 14 {
+				if err != nil || v < 15 {
 					t.Fatalf("version %d, %v", v, err)
 				}
 				got := adminScalar[int](t, pool, `select count(*) from pg_policy where polname like 'tablegate\_tenant\_topics\_%'`)
