@@ -53,7 +53,8 @@ Runs the whole stack on your machine in one command:
      Ctrl-C or SIGTERM; then stops Postgres and removes its files.
 
 Routes: /api/todos (list, get, create, update, delete, actions complete,
-export, purge), /whoami, /guard/{user,
+export, purge), /api/approvals (purge needs another user's approval),
+/whoami, /guard/{user,
 user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
 /readyz.
 
@@ -288,12 +289,12 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		return fmt.Errorf("auth (JWKS %s): %w", jwksURL, err)
 	}
 	cleanups = append(cleanups, rv.Close)
-	api, err := demoAPI(ctx, db.New(pool, nil))
+	parts, err := buildDemoAPI(ctx, db.New(pool, nil), rv)
 	if err != nil {
 		done(err, "")
 		return err
 	}
-	srv.api = api
+	srv.parts = parts
 	handler = rv.Middleware(rv.CrossSite(srv.handler()))
 	close(ready)
 	done(nil, "")
@@ -412,8 +413,9 @@ tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
   curl -s -X POST $BASE_URL/api/todos/1/complete -H "Authorization: Bearer $USER_TOKEN"
   curl -s "$BASE_URL/api/todos/export?done=true" -H "Authorization: Bearer $USER_TOKEN"
   curl -s -X DELETE $BASE_URL/api/todos/1 -H "Authorization: Bearer $USER_TOKEN"   # 403 PERMISSION_DENIED
-  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED
-  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $APPROVER_TOKEN"
+  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED, approval.id
+  curl -s -X POST $BASE_URL/api/approvals/<approval.id>/approve -H "Authorization: Bearer $APPROVER_TOKEN"
+  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # now 200 {"deleted": n}
 
 Ctrl-C stops the server and removes Postgres and the temporary files.
 `, base, kid, get("USER_TOKEN"), get("ADMIN_TOKEN"), get("APPROVER_TOKEN"), get("ANON_USER_TOKEN"), get("OTHER_TENANT_TOKEN"), get("SERVICE_KEY"))

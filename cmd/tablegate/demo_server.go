@@ -39,8 +39,8 @@ var guardRoutes = map[string][]authctx.Allow{
 type demoServer struct {
 	pool *pgxpool.Pool
 	jwks []byte
-	// api serves /api/ (the todos resource, the description).
-	api http.Handler
+	// parts serve /api/ (todos, approvals).
+	parts *demoAPIParts
 	// gotrue answers the refresh grant when the demo is its own auth server.
 	gotrue *demoAuthServer
 }
@@ -67,8 +67,10 @@ func (s *demoServer) handler() http.Handler {
 	if s.gotrue != nil {
 		mux.Handle("POST /auth/v1/token", s.gotrue)
 	}
-	if s.api != nil {
-		mux.Handle("/api/", s.api)
+	if s.parts != nil {
+		mux.Handle("/api/", s.parts.api)
+		mux.Handle("/api/approvals", s.parts.approvals)
+		mux.Handle("/api/approvals/", s.parts.approvals)
 	}
 	health(mux, s.pool)
 	return problemFallback(mux)

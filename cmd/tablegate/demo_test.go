@@ -485,22 +485,40 @@ func TestDemoEndToEnd(t *testing.T) {
 		wantProblem(t, "get deleted row", do(t, admin, "GET", api+"/"+adminID, nil), 404, "")
 		wantProblem(t, "admin deletes another user's row", do(t, admin, "DELETE", api+"/"+id, nil), 404, "")
 
-		// purge needs an approval unless the caller is an approver.
+		// purge needs an approval by another user holding the approver role.
 		r = do(t, user, "POST", api+"/purge", nil)
 		wantProblem(t, "purge without approval", r, 403, "APPROVAL_REQUIRED")
+		var approvalID string
 		if r.status == 403 {
 			m := r.json(t)
 			appr, _ := m["approval"].(map[string]any)
-			if m["permission"] != "todos.purge" || appr == nil || appr["id"] == "" {
-				t.Errorf("approval body: %s", r.body)
+			approvalID, _ = appr["id"].(string)
+			if m["permission"] != "todos.purge" || approvalID == "" {
+				t.Fatalf("approval body: %s", r.body)
 			}
 		}
-		r = do(t, approver, "POST", api+"/purge", nil)
-		if r.status != 200 {
-			t.Errorf("purge as approver: %d %s", r.status, r.body)
-		} else if _, ok := r.json(t)["deleted"]; !ok {
-			t.Errorf("purge body %s", r.body)
+		approvals := base + "/api/approvals/" + approvalID
+		wantProblem(t, "requester approves own request", do(t, user, "POST", approvals+"/approve", nil), 403, "")
+		wantProblem(t, "approvals without session", do(t, none, "GET", approvals, nil), 401, "")
+		if r := do(t, user, "GET", approvals, nil); r.status != 200 || r.json(t)["state"] != "pending" {
+			t.Errorf("requester reads the pending approval: %d %s", r.status, r.body)
 		}
+		if r := do(t, approver, "POST", approvals+"/approve", nil); r.status != 200 || r.json(t)["state"] != "approved" {
+			t.Fatalf("approver approves: %d %s", r.status, r.body)
+		}
+		r = do(t, user, "POST", api+"/purge", nil)
+		if r.status != 200 {
+			t.Fatalf("purge after approval: %d %s", r.status, r.body)
+		}
+		if n, ok := r.json(t)["deleted"].(float64); !ok || n < 1 {
+			t.Errorf("purge deleted %s (the user has done todos)", r.body)
+		}
+		for _, row := range items(user, api) {
+			if row["owner_id"] == v["USER_ID"] && row["done"] == true {
+				t.Errorf("done todo of the user survived the purge: %v", row)
+			}
+		}
+		wantProblem(t, "the approval admits one request", do(t, user, "POST", api+"/purge", nil), 403, "APPROVAL_REQUIRED")
 		wantProblem(t, "unknown resource", do(t, user, "GET", base+"/api/nope", nil), 404, "")
 	})
 
