@@ -54,7 +54,7 @@ Runs the whole stack on your machine in one command:
 
 Routes: /api/todos (list, get, create, update, delete, actions complete,
 export, purge), /api/approvals (purge needs another user's approval),
-/whoami, /guard/{user,
+/mcp (the same operations as MCP tools, Streamable HTTP), /whoami, /guard/{user,
 user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
 /readyz.
 

@@ -39,7 +39,7 @@ var guardRoutes = map[string][]authctx.Allow{
 type demoServer struct {
 	pool *pgxpool.Pool
 	jwks []byte
-	// parts serve /api/ (todos, approvals).
+	// parts serve /api/ (todos, approvals) and /mcp.
 	parts *demoAPIParts
 	// gotrue answers the refresh grant when the demo is its own auth server.
 	gotrue *demoAuthServer
@@ -71,6 +71,7 @@ func (s *demoServer) handler() http.Handler {
 		mux.Handle("/api/", s.parts.api)
 		mux.Handle("/api/approvals", s.parts.approvals)
 		mux.Handle("/api/approvals/", s.parts.approvals)
+		mux.Handle("/mcp", s.parts.mcp)
 	}
 	health(mux, s.pool)
 	return problemFallback(mux)

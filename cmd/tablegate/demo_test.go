@@ -14,12 +14,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/internal/pgtest"
@@ -570,6 +573,54 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("mcp", func(t *testing.T) {
+		ctx := context.Background()
+		connect := func(tok string) (*mcp.ClientSession, error) {
+			tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true,
+				HTTPClient: &http.Client{Transport: headerTransport{"Authorization": "Bearer " + tok}}}
+			return mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "v0"}, nil).Connect(ctx, tr, nil)
+		}
+		cs, err := connect(v["USER_TOKEN"])
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		defer cs.Close()
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range tools.Tools {
+			names = append(names, tl.Name)
+		}
+		for _, want := range []string{"listTodos", "createTodo", "deleteTodo", "completeTodos", "exportTodos", "purgeTodos"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("tool %s missing from %v", want, names)
+			}
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "listTodos", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("listTodos: %v %v", err, res)
+		}
+		var page struct{ Items []map[string]any }
+		b, _ := json.Marshal(res.StructuredContent)
+		if json.Unmarshal(b, &page) != nil || len(page.Items) == 0 {
+			t.Errorf("listTodos content: %s", b)
+		}
+		for _, it := range page.Items {
+			if it["tenant_id"] != v["TENANT_A"] {
+				t.Errorf("MCP list crosses tenants: %v", it)
+			}
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "deleteTodo", Arguments: map[string]any{"id": 1}})
+		if err != nil || !res.IsError {
+			t.Errorf("deleteTodo without todos.delete should be a tool error: %v %v", err, res)
+		}
+		if _, err := connect("not-a-token"); err == nil {
+			t.Error("MCP connect with an invalid token succeeded")
+		}
+	})
+
 	t.Run("health and fallbacks", func(t *testing.T) {
 		if r := do(t, none, "GET", base+"/livez", nil); r.status != 200 {
 			t.Errorf("livez %d", r.status)
@@ -748,4 +799,15 @@ func TestDemoCookieRefresh(t *testing.T) {
 	cross := cookieCaller("cross-site", fresh, map[string]string{"Sec-Fetch-Site": "cross-site"})
 	wantProblem(t, "cross-site POST with the cookie", do(t, cross, "POST", base+"/api/todos", map[string]any{"title": "csrf"}), 403, "CROSS_SITE_REQUEST")
 	p.stop(t)
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport map[string]string
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authz"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
@@ -164,12 +165,15 @@ type demoAPIParts struct {
 	api http.Handler
 	// approvals serves /api/approvals (list, get, approve, deny).
 	approvals http.Handler
+	// mcp serves the same operations as MCP tools (Streamable HTTP).
+	mcp http.Handler
 }
 
-// demoAllow is the allow list of /api/todos.
+// demoAllow is the allow list of /api/todos and /mcp.
 var demoAllow = []authctx.Allow{authctx.AllowUser, authctx.AllowAnonymous}
 
-// buildDemoAPI builds the todos resource and the approvals endpoint.
+// buildDemoAPI builds the todos resource, the approvals endpoint and the
+// MCP tools of the same resource.
 func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver) (*demoAPIParts, error) {
 	authorizer, err := demoAuthorizer(d)
 	if err != nil {
@@ -185,10 +189,19 @@ func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver) (*demoAPI
 	h := authctx.Guard(demoAllow...)(http.StripPrefix("/api/todos", todos))
 	mux.Handle("/api/todos", h)
 	mux.Handle("/api/todos/", h)
+	tools, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{todos}, Title: "tablegate demo", Version: "1.0.0"})
+	if err != nil {
+		return nil, fmt.Errorf("MCP tools: %w", err)
+	}
+	mcpHandler, err := tools.Handler(mcptools.HTTPOptions{Resolver: rv, Allow: demoAllow})
+	if err != nil {
+		return nil, fmt.Errorf("MCP handler: %w", err)
+	}
 	approvals := authz.NewApprovals(d).Handler(nil)
 	return &demoAPIParts{
 		api:       problemFallback(mux),
 		approvals: authctx.Guard(authctx.AllowUser)(http.StripPrefix("/api/approvals", approvals)),
+		mcp:       mcpHandler,
 	}, nil
 }
 
