@@ -14,6 +14,8 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/mcptools"
+	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
 
@@ -36,8 +38,9 @@ Go. See docs/cli.md for the file format; in short:
   }
 
 Routes: {base_path}/{name}[/{key}], {base_path}/openapi.json, {base_path}/docs,
-/livez (process) and /readyz (database). SIGINT/SIGTERM drain requests for up
-to 10 s, then exit.
+/mcp (with "mcp": true: the same operations as MCP tools), /livez (process)
+and /readyz (database). SIGINT/SIGTERM drain requests for up to 10 s, then
+exit.
 
 Environment: DATABASE_URL (unless --database-url or the config's
 database_url), SUPABASE_URL (unless auth.url), SUPABASE_JWKS (inline JWKS),
@@ -95,7 +98,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	defer rv.Close()
 	d := db.New(pool, nil)
-	app, err := buildServeHandler(ctx, cfg, d)
+	app, err := buildServeHandler(ctx, cfg, d, rv)
 	if err != nil {
 		return err
 	}
@@ -229,8 +232,18 @@ func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB) (map[string
 	return out, nil
 }
 
-// buildServeHandler mounts every table under base_path behind its guard.
-func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB) (http.Handler, error) {
+// allowOf converts a config guard list.
+func allowOf(guard []string) []authctx.Allow {
+	out := make([]authctx.Allow, len(guard))
+	for i, g := range guard {
+		out[i] = authctx.Allow(g)
+	}
+	return out
+}
+
+// buildServeHandler mounts every table under base_path behind its guard,
+// and with "mcp": true the same operations as MCP tools at /mcp.
+func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver) (http.Handler, error) {
 	resources, err := buildResources(ctx, cfg, d)
 	if err != nil {
 		return nil, err
@@ -238,13 +251,41 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB) (http.Ha
 	mux := http.NewServeMux()
 	for _, name := range cfg.tableNames() {
 		prefix := cfg.BasePath + "/" + name
-		var allow []authctx.Allow
-		for _, g := range cfg.Tables[name].Guard {
-			allow = append(allow, authctx.Allow(g))
-		}
-		h := authctx.Guard(allow...)(http.StripPrefix(prefix, resources[name]))
+		h := authctx.Guard(allowOf(cfg.Tables[name].Guard)...)(http.StripPrefix(prefix, resources[name]))
 		mux.Handle(prefix, h)
 		mux.Handle(prefix+"/", h)
 	}
+	if cfg.MCP {
+		h, err := mcpHandler(cfg, resources, rv)
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/mcp", h)
+	}
 	return problemFallback(mux), nil
+}
+
+// mcpHandler serves the resources as MCP tools over Streamable HTTP. The
+// transport admits every caller kind some table admits; each table's tools
+// then apply that table's guard.
+func mcpHandler(cfg *serveConfig, resources map[string]*rest.Resource, rv *authctx.Resolver) (http.Handler, error) {
+	var list []*rest.Resource
+	guards := map[*rest.Resource]func(authctx.Auth) *problem.Problem{}
+	var union []authctx.Allow
+	for _, name := range cfg.tableNames() {
+		r := resources[name]
+		list = append(list, r)
+		allow := allowOf(cfg.Tables[name].Guard)
+		guards[r] = mcptools.AllowList(allow...)
+		for _, a := range allow {
+			if !slices.Contains(union, a) {
+				union = append(union, a)
+			}
+		}
+	}
+	tools, err := mcptools.New(mcptools.Config{Resources: list, Guards: guards, Title: cfg.Title, Version: cfg.Version})
+	if err != nil {
+		return nil, fmt.Errorf("MCP tools: %w", err)
+	}
+	return tools.Handler(mcptools.HTTPOptions{Resolver: rv, Allow: union})
 }

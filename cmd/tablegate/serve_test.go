@@ -8,9 +8,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -45,6 +48,7 @@ func TestServeConfig(t *testing.T) {
 	defer jwks.Close()
 	cfg := map[string]any{
 		"base_path":   "/v1",
+		"mcp":         true,
 		"auth":        map[string]any{"jwks_url": jwks.URL},
 		"permissions": map[string]any{"todos.delete": []string{"admin"}},
 		"tables": map[string]any{
@@ -119,6 +123,30 @@ func TestServeConfig(t *testing.T) {
 		t.Errorf("admin deletes own row: %d %s", r.status, r.body)
 	}
 	wantProblem(t, "unknown table", do(t, user, "GET", base+"/v1/other", nil), 404, "")
+
+	// The same table as MCP tools, under the same guard.
+	tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: headerTransport{"Authorization": user.header["Authorization"]}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "v0"}, nil).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("mcp connect: %v", err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if strings.Join(names, ",") != "deleteTodo,getTodo,listTodos" {
+		t.Errorf("tools %v, want the served operations only", names)
+	}
+	_ = cs.Close()
+	if r := do(t, caller{}, "POST", base+"/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize"}); r.status != 401 {
+		t.Errorf("mcp without a session: %d %s", r.status, r.body)
+	}
 
 	cancel()
 	select {
