@@ -53,6 +53,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	configPath := fs.String("config", "", "config `file` (JSON)")
 	addr := fs.String("addr", "", "listen address `HOST:PORT` (default the config's addr, else 127.0.0.1:8080)")
 	dbFlag := fs.String("database-url", "", "Postgres `URL` (default $DATABASE_URL, else the config's database_url)")
+	mcpStdio := fs.Bool("mcp-stdio", false, "serve the tables as MCP tools over stdin/stdout instead of HTTP; the caller is "+mcptools.EnvAccessToken+" (a user's JWT) or "+mcptools.EnvAPIKey+" (a secret key)")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -98,6 +99,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	defer rv.Close()
 	d := db.New(pool, nil)
+	if *mcpStdio {
+		return serveMCPStdio(ctx, e, cfg, d, rv)
+	}
 	app, err := buildServeHandler(ctx, cfg, d, rv)
 	if err != nil {
 		return err
@@ -110,7 +114,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("listen on %s: %w (is the port in use?)", *addr, err)
 	}
 	base := "http://" + hostPort(ln.Addr())
-	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (docs: %s%s/docs)\n", len(cfg.Tables), base, cfg.BasePath, base, cfg.BasePath)
+	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s\n", len(cfg.Tables), base, cfg.BasePath)
 	for _, n := range cfg.tableNames() {
 		t := cfg.Tables[n]
 		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, cfg.BasePath, n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))
@@ -265,10 +269,10 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *auth
 	return problemFallback(mux), nil
 }
 
-// mcpHandler serves the resources as MCP tools over Streamable HTTP. The
-// transport admits every caller kind some table admits; each table's tools
-// then apply that table's guard.
-func mcpHandler(cfg *serveConfig, resources map[string]*rest.Resource, rv *authctx.Resolver) (http.Handler, error) {
+// mcpTools builds the MCP tools of the resources, each table's tools behind
+// that table's guard, and the allow list of the transport: every caller
+// kind some table admits.
+func mcpTools(cfg *serveConfig, resources map[string]*rest.Resource) (*mcptools.Server, []authctx.Allow, error) {
 	var list []*rest.Resource
 	guards := map[*rest.Resource]func(authctx.Auth) *problem.Problem{}
 	var union []authctx.Allow
@@ -285,7 +289,43 @@ func mcpHandler(cfg *serveConfig, resources map[string]*rest.Resource, rv *authc
 	}
 	tools, err := mcptools.New(mcptools.Config{Resources: list, Guards: guards, Title: cfg.Title, Version: cfg.Version})
 	if err != nil {
-		return nil, fmt.Errorf("MCP tools: %w", err)
+		return nil, nil, fmt.Errorf("MCP tools: %w", err)
+	}
+	return tools, union, nil
+}
+
+// mcpHandler serves the resources as MCP tools over Streamable HTTP.
+func mcpHandler(cfg *serveConfig, resources map[string]*rest.Resource, rv *authctx.Resolver) (http.Handler, error) {
+	tools, union, err := mcpTools(cfg, resources)
+	if err != nil {
+		return nil, err
 	}
 	return tools.Handler(mcptools.HTTPOptions{Resolver: rv, Allow: union})
+}
+
+// serveMCPStdio serves one MCP session over stdin/stdout, as the caller of
+// the token or secret key in the environment, until the client hangs up.
+func serveMCPStdio(ctx context.Context, e *env, cfg *serveConfig, d *db.DB, rv *authctx.Resolver) error {
+	resources, err := buildResources(ctx, cfg, d)
+	if err != nil {
+		return err
+	}
+	tools, union, err := mcpTools(cfg, resources)
+	if err != nil {
+		return err
+	}
+	caller, err := mcptools.CallerFromEnv(ctx, e.getenv, mcptools.ResolverCaller(rv))
+	if err != nil {
+		return usagef("%v", err)
+	}
+	admit := mcptools.AllowList(union...)
+	if p := admit(caller); p != nil {
+		return fmt.Errorf("MCP caller refused: %s (set %s to a user's access token or %s to a secret key)", p.Detail, mcptools.EnvAccessToken, mcptools.EnvAPIKey)
+	}
+	fmt.Fprintf(e.stderr, "✓ serving %d table(s) as MCP tools on stdin/stdout (caller: %s)\n", len(cfg.Tables), caller.Kind)
+	err = mcptools.ServeStdio(ctx, tools, caller, admit)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }
