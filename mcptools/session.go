@@ -29,6 +29,7 @@ type CallerError struct {
 	Problem *problem.Problem
 }
 
+// Error implements error; it names the refusal without token values.
 func (e *CallerError) Error() string {
 	return "mcptools: caller refused: " + e.Problem.Error()
 }

@@ -358,7 +358,10 @@ const testCookie = "sb-test-auth-token"
 
 // sessionCookie is an @supabase/ssr session cookie holding tok.
 func sessionCookie(tok string) string {
-	js := fmt.Sprintf(`{"access_token":%q,"refresh_token":"r","token_type":"bearer","expires_in":3600}`, tok)
+	// A stored session always has expires_at (auth-js adds it); without it
+	// @supabase/ssr, and tablegate, treat the cookie as no session.
+	js := fmt.Sprintf(`{"access_token":%q,"refresh_token":"r","token_type":"bearer","expires_in":3600,"expires_at":%d}`,
+		tok, time.Now().Add(time.Hour).Unix())
 	return testCookie + "=base64-" + base64.RawURLEncoding.EncodeToString([]byte(js))
 }
 
