@@ -355,3 +355,62 @@ func TestValidatorNotVacuous(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorStatusesDocumented provokes the errors each operation can
+// return and checks that the status is listed on that operation and the
+// body matches the Problem schema.
+func TestErrorStatusesDocumented(t *testing.T) {
+	b := setup(t)
+	h := b.api.Handler()
+	doc, _ := fetchDoc(t, h)
+	id := createTodo(t, h, `{"title":"one","code":"dup"}`)
+	missing := "99999999-9999-9999-9999-999999999999"
+	big := `{"title":"` + strings.Repeat("x", 2<<20) + `"}`
+	for _, c := range []struct {
+		method, path, tmpl, user, ctype, body string
+		want                                  int
+	}{
+		{"GET", "/api/todos/not-a-uuid", "/api/todos/{id}", alice, "", "", 400},
+		{"GET", "/api/todos?limit=0", "/api/todos", alice, "", "", 400},
+		{"GET", "/api/todos?nope=eq.1", "/api/todos", alice, "", "", 400},
+		{"GET", "/api/todos/" + missing, "/api/todos/{id}", alice, "", "", 404},
+		{"GET", "/api/todos/" + id, "/api/todos/{id}", "invalid", "", "", 401},
+		{"GET", "/api/todos/" + id, "/api/todos/{id}", "anon", "", "", 404},
+		{"POST", "/api/todos", "/api/todos", alice, "text/plain", `{"title":"x"}`, 415},
+		{"POST", "/api/todos", "/api/todos", alice, "application/json", big, 413},
+		{"POST", "/api/todos", "/api/todos", alice, "application/json", `{"done":true}`, 422},
+		{"POST", "/api/todos", "/api/todos", alice, "application/json", `{"title":"x","nope":1}`, 400},
+		{"POST", "/api/todos", "/api/todos", alice, "application/json", `{"title":""}`, 422},
+		{"POST", "/api/todos", "/api/todos", alice, "application/json", `{"title":"two","code":"dup"}`, 409},
+		{"POST", "/api/todos", "/api/todos", "anon", "application/json", `{"title":"x"}`, 403},
+		{"PATCH", "/api/todos/" + id, "/api/todos/{id}", alice, "application/json", `{"owner_id":"` + missing + `"}`, 400},
+		{"PATCH", "/api/todos/" + missing, "/api/todos/{id}", alice, "application/json", `{"title":"x"}`, 404},
+		{"POST", "/api/todos/" + missing + "/complete", "/api/todos/{id}/complete", alice, "application/json", `{}`, 404},
+		{"POST", "/api/todos/" + id + "/complete", "/api/todos/{id}/complete", alice, "application/json", `{"note":1}`, 400},
+		{"GET", "/api/todos/export?done=maybe", "/api/todos/export", alice, "", "", 400},
+		{"DELETE", "/api/todos/" + missing, "/api/todos/{id}", alice, "", "", 404},
+	} {
+		var body io.Reader
+		if c.body != "" {
+			body = strings.NewReader(c.body)
+		}
+		req := httptest.NewRequest(c.method, c.path, body)
+		req.Header.Set("X-Test-User", c.user)
+		if c.ctype != "" {
+			req.Header.Set("Content-Type", c.ctype)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		name := c.method + " " + c.path
+		if len(name) > 80 {
+			name = name[:80]
+		}
+		if rec.Code != c.want {
+			t.Errorf("%s: status %d, want %d: %s", name, rec.Code, c.want, rec.Body.String())
+			continue
+		}
+		op := operation(doc, c.tmpl, c.method)
+		checkResponse(t, doc, op, rec, name)
+		checkProblem(t, doc, rec, name)
+	}
+}

@@ -13,11 +13,11 @@ import (
 
 type htmlPage struct {
 	Title, Version, Description, Server string
-	Schemes                              []htmlScheme
-	Tags                                 []htmlTag
-	Schemas                              []htmlNamed
-	Errors                               []htmlNamed
-	Permissions                          []htmlPair
+	Schemes                             []htmlScheme
+	Tags                                []htmlTag
+	Schemas                             []htmlNamed
+	Errors                              []htmlNamed
+	Permissions                         []htmlPair
 }
 
 type htmlScheme struct{ Name, Kind, Description string }

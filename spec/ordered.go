@@ -221,6 +221,6 @@ func scalarText(v any) (string, error) {
 func writeString(b *bytes.Buffer, s string) {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
+	_ = enc.Encode(s)       // a string always encodes
 	b.Truncate(b.Len() - 1) // Encode appends a newline
 }

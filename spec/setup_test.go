@@ -34,7 +34,7 @@ create table todos (
   meta jsonb,
   tags text[] not null default '{}',
   price money,
-  code varchar(12),
+  code varchar(12) unique,
   ratio double precision,
   secret text
 );
@@ -58,11 +58,13 @@ insert into notes values ('hello', 'Hello', 9007199254740993);
 
 const alice = "11111111-1111-1111-1111-111111111111"
 
-// testCaller reads the caller from X-Test-User: a user id, "anon" or "".
+// testCaller reads the caller from X-Test-User: a user id, "anon", "invalid" or "".
 func testCaller(r *http.Request) (authctx.Auth, error) {
 	switch h := r.Header.Get("X-Test-User"); h {
 	case "", "anon":
 		return authctx.Anon(authctx.ReasonNone), nil
+	case "invalid":
+		return authctx.Invalid(authctx.ReasonToken, nil), nil
 	default:
 		return authctx.NewUser(authctx.Claims{"sub": h, "role": "authenticated"}, "token-not-used", nil), nil
 	}
@@ -104,7 +106,9 @@ func (allowAll) AuthorizeRows(_ context.Context, _ *rest.AuthzRequest, rows []re
 	return out, nil
 }
 
-func (allowAll) DescribePermission(key string) string { return "Granted to members holding " + key + "." }
+func (allowAll) DescribePermission(key string) string {
+	return "Granted to members holding " + key + "."
+}
 
 func todoActions() map[string]*rest.Action {
 	return map[string]*rest.Action{
@@ -179,7 +183,7 @@ func setup(t testing.TB) *bundle {
 				body, _ := row["body"].(string)
 				return noteView{Slug: row["slug"].(string), Length: len(body)}, nil
 			}},
-			MaxLimit:   100, DefaultLimit: 20,
+			MaxLimit: 100, DefaultLimit: 20,
 			CursorKey: []byte("0123456789abcdef0123456789abcdef"),
 		},
 	})
