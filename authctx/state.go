@@ -1,11 +1,12 @@
-// Package authctx decides who is calling, for every HTTP request.
-//
-// See doc.go for the overview. This file holds the auth states (seed
-// section 2.1) and the repository context that the db package pushes into
-// each caller-bound transaction.
+// This file holds the auth states (seed section 2.1) and the repository
+// context that the db package pushes into each caller-bound transaction.
+
 package authctx
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Kind is the kind of an auth state.
 type Kind string
@@ -64,10 +65,17 @@ type User struct {
 	// Profile is the parsed user_metadata when a profile schema is set
 	// (display-only; never used for authorization). Nil otherwise.
 	Profile any
+	// ExpiresAt is the token's exp; zero when unknown (a custom resolver
+	// may leave it unset).
+	ExpiresAt time.Time
 
 	// claimsJSON caches the JSON form of Claims for the database.
 	claimsJSON json.RawMessage
 }
+
+// ClaimsJSON returns the JSON of the user's claims when resolution
+// already has it (the token payload, or the merged claims), else nil.
+func (u *User) ClaimsJSON() json.RawMessage { return u.claimsJSON }
 
 // Claims are JWT claims as decoded JSON.
 type Claims map[string]any

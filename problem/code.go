@@ -28,6 +28,12 @@ const (
 	CodePermissionDenied Code = "PERMISSION_DENIED"
 	// CodeApprovalRequired: the authorizer requires an approval first.
 	CodeApprovalRequired Code = "APPROVAL_REQUIRED"
+	// CodeTenantRequired: the tenant plugin found no active tenant in the
+	// caller's claims.
+	CodeTenantRequired Code = "TENANT_REQUIRED"
+	// CodeTenantMismatch: the body names a tenant other than the caller's
+	// active tenant (tenant plugin).
+	CodeTenantMismatch Code = "TENANT_MISMATCH"
 )
 
 // CodeInfo documents one catalogued code.
@@ -51,6 +57,8 @@ func Catalogue() []CodeInfo {
 		{CodeCrossSiteRequest, http.StatusForbidden, KindForbidden, "A cross-site request relied on the session cookie."},
 		{CodePermissionDenied, http.StatusForbidden, KindForbidden, "The authorizer refused the permission named in 'permission'."},
 		{CodeApprovalRequired, http.StatusForbidden, KindForbidden, "The permission needs an approval first; 'approval.id' names it."},
+		{CodeTenantRequired, http.StatusForbidden, KindForbidden, "The caller has no active tenant; the tenant claim is missing or not a uuid."},
+		{CodeTenantMismatch, http.StatusForbidden, KindForbidden, "The body names a tenant other than the caller's active tenant."},
 	}
 }
 

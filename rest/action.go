@@ -133,15 +133,18 @@ func DefineAction[I, Q, O any](def ActionDef[I, Q, O]) *Action {
 		return a
 	}
 	h := def.Handler
+	hasIn := reflect.TypeFor[I]() != noneType
+	hasQuery := reflect.TypeFor[Q]() != noneType
+	hasOut := reflect.TypeFor[O]() != noneType
 	a.run = func(c *Ctx, in actionCall) (any, error) {
 		var ai ActionInput[I, Q]
 		ai.ID, ai.Row = in.id, in.row
-		if len(in.body) > 0 && reflect.TypeFor[I]() != noneType {
+		if len(in.body) > 0 && hasIn {
 			if err := json.Unmarshal(in.body, &ai.Data); err != nil {
 				return nil, badBody("the body does not match the action input")
 			}
 		}
-		if in.query != nil && reflect.TypeFor[Q]() != noneType {
+		if in.query != nil && hasQuery {
 			b, err := json.Marshal(in.query)
 			if err == nil {
 				err = json.Unmarshal(b, &ai.Query)
@@ -154,7 +157,7 @@ func DefineAction[I, Q, O any](def ActionDef[I, Q, O]) *Action {
 		if err != nil {
 			return nil, err
 		}
-		if reflect.TypeFor[O]() == noneType {
+		if !hasOut {
 			return nil, nil
 		}
 		return out, nil

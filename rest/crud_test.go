@@ -2,7 +2,10 @@ package rest
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -227,4 +230,96 @@ func TestTypesRoundTrip(t *testing.T) {
 		t.Errorf("filter on text key and bigint: %s", r)
 	}
 	_ = http.StatusOK
+}
+
+// TestAwkwardColumnNames: columns named like the SQL's own aliases, or
+// needing quotes, are served correctly.
+func TestAwkwardColumnNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(`create table "Odd Table" ("t" int primary key, "r" text, "rn" int, "k" text, "p" text, "_tg_row" text, "Mixed Case" text, "quo""te" text, "count" int);
+	        grant select, insert on "Odd Table" to authenticated`)
+	s := server(t, "odd", b.resource(`public.Odd Table`, nil))
+	for i := 1; i <= 3; i++ {
+		body := `{"t":` + itoa(i) + `,"r":"r","rn":9,"k":"k","p":"p","_tg_row":"x","Mixed Case":"m","quo\"te":"q","count":1}`
+		if r := do(t, s, "POST", "/api/odd", alice, body); r.status != 201 {
+			t.Fatal(r)
+		}
+	}
+	p := getPage(t, s, `/api/odd?limit=2&order=rn.desc,k&`+`Mixed%20Case=eq.m`, alice)
+	if len(p.Items) != 2 || p.NextCursor == nil || p.Items[0]["quo\"te"] != "q" || p.Items[1]["_tg_row"] != "x" {
+		t.Fatalf("page %+v", p)
+	}
+	p = getPage(t, s, `/api/odd?limit=2&order=rn.desc,k&Mixed%20Case=eq.m&cursor=`+*p.NextCursor, alice)
+	if len(p.Items) != 1 || p.Items[0]["t"] != json.Number("3") {
+		t.Fatalf("page 2 %+v", p)
+	}
+}
+
+// TestWideTable: more than 50 selected columns (json_build_object's
+// argument limit) render through row_to_json, columns in order.
+func TestWideTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var cols []string
+	for i := 0; i < 60; i++ {
+		cols = append(cols, fmt.Sprintf("c%02d int default %d", i, i))
+	}
+	b.exec(`create table wide (id int primary key, x int default 7, ` + strings.Join(cols, ",") + `); grant select, insert on wide to authenticated`)
+	s := server(t, "wide", b.resource("wide", nil))
+	r := do(t, s, "POST", "/api/wide", alice, `{"id":1}`)
+	if r.status != 201 || !strings.Contains(r.body, `"x":7`) || !strings.Contains(r.body, `"c59":59`) {
+		t.Fatalf("create: %s", r)
+	}
+	r = do(t, s, "GET", "/api/wide/1", alice, "")
+	if r.status != 200 || !strings.HasPrefix(r.body, `{"id":1,"x":7,"c00":0,`) {
+		t.Fatalf("get: %s", r)
+	}
+	if p := getPage(t, s, "/api/wide", alice); len(p.Items) != 1 || p.Items[0]["c30"] != json.Number("30") {
+		t.Fatalf("list: %+v", p)
+	}
+}
+
+// TestResourcesSet: many tables under one handler, mounted under a prefix.
+func TestResourcesSet(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rs, err := NewResources(t.Context(), b.db, map[string]*Options{
+		"todos": {Caller: testCaller},
+		"notes": {Caller: testCaller, Operations: []Operation{OpList, OpCreate}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := Resources(rs)
+	if got := strings.Join(set.Names(), ","); got != "notes,todos" {
+		t.Errorf("names %s", got)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", http.StripPrefix("/v1", set))
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	r := do(t, s, "POST", "/v1/todos", alice, `{"title":"x"}`)
+	if r.status != 201 || !strings.HasPrefix(r.header.Get("Location"), "/v1/todos/") {
+		t.Fatalf("create: %s %v", r, r.header)
+	}
+	if r := do(t, s, "GET", r.header.Get("Location"), alice, ""); r.status != 200 {
+		t.Errorf("follow Location: %s", r)
+	}
+	if r := do(t, s, "POST", "/v1/notes/", alice, `{"code":"a"}`); r.status != 201 || r.header.Get("Location") != "/v1/notes/a" {
+		t.Errorf("notes create: %s %v", r, r.header.Get("Location"))
+	}
+	// No item operation at all: the item path is not a route (404), while
+	// the collection answers 405 for methods it does not serve.
+	isProblem(t, do(t, s, "GET", "/v1/notes/a", alice, ""), 404, "not_found")
+	r = do(t, s, "DELETE", "/v1/notes", alice, "")
+	if isProblem(t, r, 405, ""); r.header.Get("Allow") != "GET, POST, HEAD" {
+		t.Errorf("notes Allow %q", r.header.Get("Allow"))
+	}
+	isProblem(t, do(t, s, "GET", "/v1/nope", alice, ""), 404, "not_found")
+	isProblem(t, do(t, s, "GET", "/v1/", alice, ""), 404, "not_found")
+	_, err = NewResources(t.Context(), b.db, map[string]*Options{"todos": nil, "missing": nil})
+	if !errors.Is(err, ErrBuild) {
+		t.Errorf("missing table: %v", err)
+	}
 }

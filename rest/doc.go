@@ -36,6 +36,17 @@
 // [Options.MaxLimit]), an opaque HMAC-signed keyset cursor, and count=exact.
 // Unknown columns or operators answer 400 naming the parameter.
 //
+// # Repositories
+//
+// The default table repository introspects columns, types and the primary
+// key once and builds SQL from quoted identifiers and bound parameters
+// only; Postgres renders rows as JSON (json_build_object for one row,
+// json_agg for a page), so the get and list paths pass bytes through
+// without decoding them in Go. [Options.Repository] swaps in any
+// [Repository], e.g. one over sqlc-generated queries (see
+// examples/todos); routing, validation, RLS scoping, cursors, hooks and
+// errors stay the same.
+//
 // # Errors
 //
 // Every refusal is an application/problem+json body from package problem:

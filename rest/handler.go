@@ -26,7 +26,7 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if method == http.MethodHead {
 		method = http.MethodGet
 	}
-	call := &Call{Request: req, Query: req.URL.Query(), RequestID: req.Header.Get("X-Request-Id")}
+	call := &Call{Request: req, RequestID: req.Header.Get("X-Request-Id")}
 	if len(call.RequestID) > 64 {
 		call.RequestID = ""
 	}
@@ -67,6 +67,11 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		r.opts.Problems.Write(w, methodNotAllowed(a))
 		return
+	}
+	// Parse the query only where it is read: list, actions, and hooks
+	// (Target.Query).
+	if call.Operation == OpList || ba != nil || r.hasHooks {
+		call.Query = req.URL.Query()
 	}
 	if takesBody {
 		body, p := r.readBody(w, req)
@@ -111,9 +116,10 @@ func (r *Resource) caller(req *http.Request) (authctx.Auth, error) {
 	return defaultCaller(req)
 }
 
-// defaultCaller is the caller when Options.Caller is nil.
-var defaultCaller = func(*http.Request) (authctx.Auth, error) {
-	return authctx.Anon(authctx.ReasonNone), nil
+// defaultCaller is the caller when Options.Caller is nil: the state the
+// authctx middleware stored in the request context, anon without one.
+func defaultCaller(r *http.Request) (authctx.Auth, error) {
+	return authctx.AuthFrom(r.Context()), nil
 }
 
 // readBody enforces the media type (415) and the size limit (413).

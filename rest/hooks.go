@@ -67,9 +67,15 @@ type Page struct {
 // Hooks are the business-logic hooks of a resource (seed 4.3). Every field
 // is optional. A hook ends the request by returning an error: a
 // *problem.Problem is sent as is; any other error, or a panic, becomes a
-// 500 of kind unexpected that reveals nothing internal. Hooks run after
-// the authorizer, in the request's transaction: an error in an After hook
-// rolls the write back.
+// 500 of kind unexpected that reveals nothing internal (logged with its
+// request id). A database error from a query a hook ran is "any other
+// error" too: return db.Problem(err) to answer it as the repository would
+// (409 conflict, 403 policy refusal, 422 check violation, ...). Hooks run
+// after the authorizer, in the request's transaction: an error in an After
+// hook rolls the write back.
+//
+// For list, AuthorizeFunc runs before the query (target without a row) and
+// the authorizer's batch check runs on the page it returned.
 type Hooks struct {
 	// AuthorizeFunc runs before every operation and action, after the
 	// authorizer; return an error to deny.

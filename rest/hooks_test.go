@@ -35,8 +35,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // recordingAuthorizer logs what it sees and decides by the "deny" and
 // "approve" fields of the row or body, and the caller.
@@ -313,8 +317,15 @@ func TestHooksScenarios(t *testing.T) {
 			}},
 		{"malformed key on delete", "DELETE", "/api/todos/" + apprID + "x", alice, "", 400, "", nil},
 		{"authorize hook refuses a delete", "DELETE", "/api/todos/" + hpID, alice, "", 409, "authz:todos.delete,authorize:delete", nil},
-		{"delete allowed", "DELETE", "/api/todos/" + doneID, alice, "", 204,
-			"authz:todos.delete,authorize:delete,beforeDelete", nil},
+		{"delete allowed: authorizer sees key and current row", "DELETE", "/api/todos/" + doneID, alice, "", 204,
+			"authz:todos.delete,authorize:delete,beforeDelete", func(t *testing.T, r resp) {
+				if req := az.last(); req.Operation != OpDelete || req.Key != doneID || req.Row["title"] != "finished" || req.Data != nil {
+					t.Errorf("authorizer saw %+v", req)
+				}
+				if r.body != "" {
+					t.Errorf("204 with a body: %q", r.body)
+				}
+			}},
 		{"delete refused by hook keeps the row", "DELETE", "/api/todos/" + plain, alice, "", 200,
 			"authz:todos.delete,authorize:delete,beforeDelete", nil},
 	}
@@ -489,4 +500,29 @@ func TestPermissionsFromAuthorizer(t *testing.T) {
 		t.Errorf("authorizer calls %v", seen)
 	}
 	_ = http.MethodGet
+}
+
+// errShared is a problem value shared by every request, as an
+// application might declare it; the pipeline must not mutate it.
+var errShared = problem.New(problem.KindConflict, "shared refusal")
+
+func TestSharedProblemValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.resource("todos", &Options{Hooks: Hooks{AuthorizeFunc: func(*Ctx, Operation, *Target) error { return errShared }}})
+	s := server(t, "todos", res)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := do(t, s, "GET", "/api/todos", alice, ""); r.status != 409 {
+				t.Errorf("status %d", r.status)
+			}
+		}()
+	}
+	wg.Wait()
+	if errShared.Type != "" || errShared.RequestID != "" {
+		t.Errorf("shared problem mutated: %+v", errShared)
+	}
 }

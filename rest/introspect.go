@@ -39,6 +39,11 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		}
 		c.ident = pgx.Identifier{c.Name}.Sanitize()
 		c.cast = "::text::" + c.Type
+		c.expr = "t." + c.ident
+		if c.TypeName == "json" { // json has no operators: compare as jsonb
+			c.cast = "::text::jsonb"
+			c.expr += "::jsonb"
+		}
 		if isPK {
 			pk = append(pk, c.Name)
 		}

@@ -43,7 +43,7 @@ type Options struct {
 	// unknown column answers 400.
 	ReadOnly []string
 
-	// Input maps an operation (create, update) or an action name to a JSON
+	// Input maps create or update to a JSON
 	// Schema the body must satisfy before the repository is touched. Build
 	// one from a Go type with [SchemaFor]. Failures answer 400 naming the
 	// failing paths, never values.

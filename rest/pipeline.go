@@ -36,7 +36,7 @@ type Call struct {
 	// Request is the HTTP request when there is one (handed to hooks).
 	Request *http.Request
 	// RequestID names the request in logs and unexpected-error bodies;
-	// generated when empty.
+	// drawn at random when empty and needed.
 	RequestID string
 }
 
@@ -63,7 +63,10 @@ const jsonType = "application/json"
 // translated as a database error).
 type hookError struct{ err error }
 
+// Error returns the hook's error text (for logs only).
 func (e *hookError) Error() string { return e.err.Error() }
+
+// Unwrap returns the hook's error.
 func (e *hookError) Unwrap() error { return e.err }
 
 func hookErr(err error) error {
@@ -83,16 +86,19 @@ func hookErr(err error) error {
 // logged with the request id and returned as a 500 of kind unexpected
 // that reveals nothing internal.
 func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) {
-	if call.RequestID == "" {
-		call.RequestID = newRequestID()
-	}
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, r.unexpected(call, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
 			return
 		}
 		if err != nil {
-			res, err = nil, r.toProblem(call, err)
+			p := *r.toProblem(call, err) // a copy: hooks may return shared problem values
+			if p.Kind == problem.KindUnexpected && p.RequestID == "" {
+				p.RequestID = call.requestID()
+				r.log.Error("rest: unexpected error", "request_id", p.RequestID, "table", r.table,
+					"operation", string(call.Operation), "error", err)
+			}
+			res, err = nil, &p
 		}
 	}()
 	return r.do(ctx, call)
@@ -115,7 +121,7 @@ func (r *Resource) toProblem(call *Call, err error) *problem.Problem {
 	}
 	if p, ok := problem.As(db.Problem(err)); ok {
 		if p.Kind == problem.KindUnexpected {
-			p.RequestID = call.RequestID
+			p.RequestID = call.requestID()
 			r.log.ErrorContext(context.Background(), "rest: unexpected error", "request_id", call.RequestID,
 				"table", r.table, "operation", string(call.Operation), "error", err)
 		}
@@ -125,11 +131,20 @@ func (r *Resource) toProblem(call *Call, err error) *problem.Problem {
 }
 
 func (r *Resource) unexpected(call *Call, err error) *problem.Problem {
-	r.log.Error("rest: unexpected error", "request_id", call.RequestID, "table", r.table,
+	r.log.Error("rest: unexpected error", "request_id", call.requestID(), "table", r.table,
 		"operation", string(call.Operation), "error", err)
 	p := problem.New(problem.KindUnexpected, "The server could not complete the request.").WithCause(err)
 	p.RequestID = call.RequestID
 	return p
+}
+
+// requestID returns the call's request id, drawing one on first use (only
+// hooks and errors need it, so the hot path does not pay for it).
+func (c *Call) requestID() string {
+	if c.RequestID == "" {
+		c.RequestID = newRequestID()
+	}
+	return c.RequestID
 }
 
 func newRequestID() string {
@@ -194,7 +209,7 @@ func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 // newCtx builds the hook context of a call.
 func (r *Resource) newCtx(ctx context.Context, call *Call, caller authctx.Context, q db.Querier) *Ctx {
 	return &Ctx{Context: ctx, DB: q, Table: r.table, Request: call.Request, Caller: caller,
-		Auth: call.Auth, Operation: call.Operation, RequestID: call.RequestID}
+		Auth: call.Auth, Operation: call.Operation, RequestID: call.requestID()}
 }
 
 // permission returns the permission key of an operation or action.
@@ -426,13 +441,9 @@ func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Context,
 		if err != nil {
 			return err
 		}
-		page := &Page{Items: make([]Row, 0, len(rp.Items)), Count: rp.Count}
-		for _, raw := range rp.Items {
-			row, err := decodeRow(raw)
-			if err != nil {
-				return err
-			}
-			page.Items = append(page.Items, row)
+		page := &Page{Count: rp.Count}
+		if page.Items, err = decodeItems(rp); err != nil {
+			return err
 		}
 		if rp.Next != nil {
 			cur, err := r.signCursor(lq, rp.Next)
@@ -491,19 +502,25 @@ func (r *Resource) filterRows(c *Ctx, perm string, t *Target, page *Page) error 
 
 // renderPage writes a raw page without decoding its rows.
 func (r *Resource) renderPage(rp *RawPage, lq *ListQuery) ([]byte, error) {
-	n := 40
+	n := len(rp.ItemsJSON) + 40
 	for _, it := range rp.Items {
 		n += len(it) + 1
 	}
 	b := make([]byte, 0, n+128)
-	b = append(b, `{"items":[`...)
-	for i, it := range rp.Items {
-		if i > 0 {
-			b = append(b, ',')
+	b = append(b, `{"items":`...)
+	if rp.ItemsJSON != nil {
+		b = append(b, rp.ItemsJSON...)
+	} else {
+		b = append(b, '[')
+		for i, it := range rp.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, it...)
 		}
-		b = append(b, it...)
+		b = append(b, ']')
 	}
-	b = append(b, `],"next_cursor":`...)
+	b = append(b, `,"next_cursor":`...)
 	if rp.Next != nil {
 		cur, err := r.signCursor(lq, rp.Next)
 		if err != nil {
@@ -685,6 +702,31 @@ func decodeJSON(b []byte) (any, error) {
 		return nil, badBody("The body holds more than one JSON value.")
 	}
 	return v, nil
+}
+
+// decodeItems decodes the rows of a repository page.
+func decodeItems(rp *RawPage) ([]Row, error) {
+	if rp.ItemsJSON != nil {
+		dec := json.NewDecoder(bytes.NewReader(rp.ItemsJSON))
+		dec.UseNumber()
+		var rows []Row
+		if err := dec.Decode(&rows); err != nil {
+			return nil, fmt.Errorf("decode page: %w", err)
+		}
+		if rows == nil {
+			rows = []Row{}
+		}
+		return rows, nil
+	}
+	rows := make([]Row, 0, len(rp.Items))
+	for _, raw := range rp.Items {
+		row, err := decodeRow(raw)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
 
 // decodeRow decodes a row produced by the repository.

@@ -63,6 +63,9 @@ func (r *Resource) parseList(q url.Values) (*ListQuery, error) {
 				if err != nil {
 					return nil, err
 				}
+				if err := checkFilterType(param, c, f.Op); err != nil {
+					return nil, err
+				}
 				f.Column = c.Name
 				lq.Filters = append(lq.Filters, f)
 				canon = append(canon, canonFilter{param, v})
@@ -149,6 +152,9 @@ func (r *Resource) parseOrder(s string) ([]OrderTerm, error) {
 		}
 		if seen[c.Name] {
 			return nil, badParam(paramOrder, "names a column twice")
+		}
+		if !orderable(c) {
+			return nil, badParam(paramOrder, "names a column whose type has no sort order")
 		}
 		seen[c.Name] = true
 		t := OrderTerm{Column: c.Name}
@@ -243,4 +249,30 @@ func parseInList(s string) ([]string, bool) {
 		return nil, false
 	}
 	return append(out, cur.String()), true
+}
+
+// incomparable lists types without the btree operators the comparison
+// operators and order need (json is compared as jsonb instead).
+var incomparable = map[string]bool{
+	"xml": true, "point": true, "line": true, "lseg": true, "box": true,
+	"path": true, "polygon": true, "circle": true, "tsvector": false, "tsquery": false,
+}
+
+func orderable(c *column) bool { return !incomparable[c.TypeName] }
+
+// checkFilterType refuses operators the column's type cannot take, so the
+// caller gets a 400 instead of a database error.
+func checkFilterType(param string, c *column, op FilterOp) error {
+	switch op {
+	case FilterIs, FilterLike, FilterIlike:
+		return nil
+	case FilterIn:
+		if len(c.TypeName) > 0 && c.TypeName[0] == '_' {
+			return badParam(param, "in does not apply to array columns; use eq with an array literal")
+		}
+	}
+	if incomparable[c.TypeName] {
+		return badParam(param, "this column's type supports only is, like and ilike")
+	}
+	return nil
 }

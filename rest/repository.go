@@ -40,6 +40,9 @@ type Repository interface {
 type RawPage struct {
 	// Items are the rows as JSON objects, in order.
 	Items []json.RawMessage
+	// ItemsJSON, when not nil, holds all items as one JSON array instead
+	// of Items (the table repository aggregates the page in Postgres).
+	ItemsJSON json.RawMessage
 	// Next holds, when more rows follow, the values of the list's order
 	// columns in the last item (ListQuery.Order, in order); the resource
 	// signs them into next_cursor. Nil on the last page. Values must be

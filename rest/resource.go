@@ -35,6 +35,7 @@ type column struct {
 	Column
 	ident string // quoted identifier
 	cast  string // "::text::<type>" applied to text parameters
+	expr  string // the column in comparisons and order: t."col" (json: ::jsonb)
 }
 
 // Resource serves one table as REST routes; it is an [http.Handler].
@@ -56,6 +57,7 @@ type Resource struct {
 	perms       map[Operation]string
 	authz       Authorizer
 	hooks       Hooks
+	hasHooks    bool
 	repo        Repository
 	actions     map[string]*boundAction
 	actionNames []string
@@ -224,6 +226,10 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 		r.log = slog.Default()
 	}
 	r.hooks = o.Hooks
+	h := &o.Hooks
+	r.hasHooks = h.AuthorizeFunc != nil || h.BeforeCreateFunc != nil || h.BeforeUpdateFunc != nil ||
+		h.BeforeDeleteFunc != nil || h.AfterListFunc != nil || h.AfterGetFunc != nil ||
+		h.AfterCreateFunc != nil || h.AfterUpdateFunc != nil
 	r.authz = o.Authorizer
 
 	// Permissions.

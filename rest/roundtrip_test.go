@@ -111,6 +111,7 @@ func TestOneRoundTrip(t *testing.T) {
 		{"get hidden", "GET", "/api/items/100000", "", 1},
 		{"list", "GET", "/api/items?limit=50", "", 1},
 		{"list filtered", "GET", "/api/items?score=gt.10&order=score.desc&limit=10", "", 1},
+		{"list with count", "GET", "/api/items?score=gt.10&limit=10&count=exact", "", 1},
 	}
 	for _, c := range cases {
 		for i := 0; i < 3; i++ { // warm the connection's statement cache

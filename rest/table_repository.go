@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/tablegate/tablegate/db"
@@ -22,6 +24,10 @@ type tableRepository struct {
 	sel    []*column
 	key    *column
 	byName map[string]*column
+
+	// stmts caches INSERT and UPDATE texts per column set (bounded).
+	stmts  sync.Map // string → string
+	nstmts atomic.Int32
 
 	jsonExpr  string // JSON object of the select columns of alias t
 	getSQL    string
@@ -56,7 +62,7 @@ func jsonObject(cols []*column) string {
 		b.WriteByte(')')
 		return b.String()
 	}
-	b.WriteString("(SELECT row_to_json(x) FROM (SELECT ")
+	b.WriteString("(SELECT row_to_json(_tg_x.*) FROM (SELECT ")
 	for i, c := range cols {
 		if i > 0 {
 			b.WriteByte(',')
@@ -64,7 +70,7 @@ func jsonObject(cols []*column) string {
 		b.WriteString("t.")
 		b.WriteString(c.ident)
 	}
-	b.WriteString(") x)")
+	b.WriteString(") _tg_x)")
 	return b.String()
 }
 
@@ -84,6 +90,7 @@ func keyText(key any) string {
 	return fmt.Sprint(key)
 }
 
+// Get reads one row by key; ErrNotFound when missing or hidden by RLS.
 func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json.RawMessage, error) {
 	var raw []byte
 	err := q.QueryRow(ctx, tr.getSQL, keyText(key)).Scan(&raw)
@@ -96,6 +103,7 @@ func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json
 	return raw, nil
 }
 
+// Delete deletes one row by key; ErrNotFound when no row was deleted.
 func (tr *tableRepository) Delete(ctx context.Context, q db.Querier, key any) error {
 	tag, err := q.Exec(ctx, tr.deleteSQL, keyText(key))
 	if err != nil {
@@ -131,6 +139,32 @@ func writeColumnList(b *strings.Builder, cols []*column) {
 	}
 }
 
+const maxCachedStmts = 1024
+
+// cached returns the statement for key, building and caching it once.
+func (tr *tableRepository) cached(key string, build func() string) string {
+	if v, ok := tr.stmts.Load(key); ok {
+		return v.(string)
+	}
+	sql := build()
+	if tr.nstmts.Load() < maxCachedStmts {
+		if _, loaded := tr.stmts.LoadOrStore(key, sql); !loaded {
+			tr.nstmts.Add(1)
+		}
+	}
+	return sql
+}
+
+func stmtKey(op byte, cols []*column) string {
+	var b strings.Builder
+	b.WriteByte(op)
+	for _, c := range cols {
+		b.WriteByte(0)
+		b.WriteString(c.Name)
+	}
+	return b.String()
+}
+
 // Create inserts through json_populate_record, so Postgres converts every
 // JSON value to its column type with its own input rules.
 func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row) (json.RawMessage, error) {
@@ -138,36 +172,42 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 	if err != nil {
 		return nil, err
 	}
-	var b strings.Builder
-	b.WriteString("INSERT INTO ")
-	b.WriteString(tr.table)
-	b.WriteString(" AS t ")
-	var args []any
-	if len(cols) == 0 {
-		b.WriteString("DEFAULT VALUES")
-	} else {
-		b.WriteByte('(')
-		writeColumnList(&b, cols)
-		b.WriteString(") SELECT ")
-		writeColumnList(&b, cols)
-		b.WriteString(" FROM json_populate_record(NULL::")
+	sql := tr.cached(stmtKey('i', cols), func() string {
+		var b strings.Builder
+		b.WriteString("INSERT INTO ")
 		b.WriteString(tr.table)
-		b.WriteString(", $1::json)")
+		b.WriteString(" AS t ")
+		if len(cols) == 0 {
+			b.WriteString("DEFAULT VALUES")
+		} else {
+			b.WriteByte('(')
+			writeColumnList(&b, cols)
+			b.WriteString(") SELECT ")
+			writeColumnList(&b, cols)
+			b.WriteString(" FROM json_populate_record(NULL::")
+			b.WriteString(tr.table)
+			b.WriteString(", $1::json)")
+		}
+		b.WriteString(" RETURNING ")
+		b.WriteString(tr.jsonExpr)
+		return b.String()
+	})
+	var args []any
+	if len(cols) > 0 {
 		body, err := json.Marshal(values)
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, string(body))
 	}
-	b.WriteString(" RETURNING ")
-	b.WriteString(tr.jsonExpr)
 	var raw []byte
-	if err := q.QueryRow(ctx, b.String(), args...).Scan(&raw); err != nil {
+	if err := q.QueryRow(ctx, sql, args...).Scan(&raw); err != nil {
 		return nil, err
 	}
 	return raw, nil
 }
 
+// Update sets the given columns through json_populate_record, like Create.
 func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, values Row) (json.RawMessage, error) {
 	cols, err := tr.sortedColumns(values)
 	if err != nil {
@@ -176,27 +216,30 @@ func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, va
 	if len(cols) == 0 { // nothing to set: answer with the current row
 		return tr.Get(ctx, q, key)
 	}
-	var b strings.Builder
-	b.WriteString("UPDATE ")
-	b.WriteString(tr.table)
-	b.WriteString(" AS t SET (")
-	writeColumnList(&b, cols)
-	b.WriteString(") = (SELECT ")
-	writeColumnList(&b, cols)
-	b.WriteString(" FROM json_populate_record(NULL::")
-	b.WriteString(tr.table)
-	b.WriteString(", $2::json)) WHERE t.")
-	b.WriteString(tr.key.ident)
-	b.WriteString(" = $1")
-	b.WriteString(tr.key.cast)
-	b.WriteString(" RETURNING ")
-	b.WriteString(tr.jsonExpr)
+	sql := tr.cached(stmtKey('u', cols), func() string {
+		var b strings.Builder
+		b.WriteString("UPDATE ")
+		b.WriteString(tr.table)
+		b.WriteString(" AS t SET (")
+		writeColumnList(&b, cols)
+		b.WriteString(") = (SELECT ")
+		writeColumnList(&b, cols)
+		b.WriteString(" FROM json_populate_record(NULL::")
+		b.WriteString(tr.table)
+		b.WriteString(", $2::json)) WHERE t.")
+		b.WriteString(tr.key.ident)
+		b.WriteString(" = $1")
+		b.WriteString(tr.key.cast)
+		b.WriteString(" RETURNING ")
+		b.WriteString(tr.jsonExpr)
+		return b.String()
+	})
 	body, err := json.Marshal(values)
 	if err != nil {
 		return nil, err
 	}
 	var raw []byte
-	err = q.QueryRow(ctx, b.String(), keyText(key), string(body)).Scan(&raw)
+	err = q.QueryRow(ctx, sql, keyText(key), string(body)).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -213,6 +256,12 @@ func (a *sqlArgs) add(v any) string {
 	a.vals = append(a.vals, v)
 	return "$" + strconv.Itoa(len(a.vals))
 }
+
+var (
+	cmpSQL = map[FilterOp]string{FilterEq: " = ", FilterNeq: " <> ", FilterGt: " > ",
+		FilterGte: " >= ", FilterLt: " < ", FilterLte: " <= "}
+	isSQL = map[string]string{"null": " IS NULL", "true": " IS TRUE", "false": " IS FALSE", "unknown": " IS UNKNOWN"}
+)
 
 // where renders the filters (ANDed) and, when after is set, the keyset
 // condition. Column names come from the introspected set; every value is
@@ -233,7 +282,7 @@ func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuer
 			return fmt.Errorf("unknown filter column %q", f.Column)
 		}
 		and()
-		col := "t." + c.ident
+		col := c.expr
 		if f.Not {
 			b.WriteString("NOT ")
 		}
@@ -241,8 +290,7 @@ func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuer
 		switch f.Op {
 		case FilterEq, FilterNeq, FilterGt, FilterGte, FilterLt, FilterLte:
 			b.WriteString(col)
-			b.WriteString(map[FilterOp]string{FilterEq: " = ", FilterNeq: " <> ", FilterGt: " > ",
-				FilterGte: " >= ", FilterLt: " < ", FilterLte: " <= "}[f.Op])
+			b.WriteString(cmpSQL[f.Op])
 			b.WriteString(args.add(f.Value))
 			b.WriteString(c.cast)
 		case FilterLike, FilterIlike:
@@ -263,8 +311,7 @@ func (tr *tableRepository) where(b *strings.Builder, args *sqlArgs, lq *ListQuer
 			b.WriteString("[])")
 		case FilterIs:
 			b.WriteString(col)
-			b.WriteString(map[string]string{"null": " IS NULL", "true": " IS TRUE", "false": " IS FALSE",
-				"unknown": " IS UNKNOWN"}[f.Value])
+			b.WriteString(isSQL[f.Value])
 		default:
 			return fmt.Errorf("unknown filter operator %q", f.Op)
 		}
@@ -316,7 +363,7 @@ func (tr *tableRepository) keyset(b *strings.Builder, args *sqlArgs, lq *ListQue
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString("t." + c.ident)
+			b.WriteString(c.expr)
 		}
 		b.WriteString(")" + op + "(")
 		b.WriteString(strings.Join(params, ","))
@@ -327,14 +374,14 @@ func (tr *tableRepository) keyset(b *strings.Builder, args *sqlArgs, lq *ListQue
 	for i, o := range lq.Order {
 		var conj []string
 		for j := 0; j < i; j++ {
-			col := "t." + cols[j].ident
+			col := cols[j].expr
 			if lq.After[j] == nil {
 				conj = append(conj, col+" IS NULL")
 			} else {
 				conj = append(conj, col+" = "+params[j])
 			}
 		}
-		col := "t." + cols[i].ident
+		col := cols[i].expr
 		var after string
 		if lq.After[i] == nil {
 			if !o.nullsFirst() {
@@ -383,7 +430,7 @@ func (tr *tableRepository) orderBy(b *strings.Builder, lq *ListQuery) error {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("t." + c.ident)
+		b.WriteString(c.expr)
 		if o.Desc {
 			b.WriteString(" DESC")
 		} else {
@@ -398,90 +445,105 @@ func (tr *tableRepository) orderBy(b *strings.Builder, lq *ListQuery) error {
 	return nil
 }
 
-// List reads limit+1 rows to learn whether more follow; each row comes
-// with the text of its order columns for the cursor.
+// List runs ONE statement: the page (limit+1 rows, to learn whether more
+// follow) is aggregated with json_agg in Postgres, together with the
+// order values of the last row (for the cursor) and, with count=exact, the
+// number of matching rows. Measured on a 50-row page: about half the time
+// of one JSON object per row, and ~30x fewer allocations than decoding
+// typed columns in Go (see json_bench_test.go).
 func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery) (*RawPage, error) {
+	var order strings.Builder
+	if err := tr.orderBy(&order, lq); err != nil {
+		return nil, err
+	}
+	// The limit is a parameter, so one statement text (prepared once per
+	// connection) serves every page size.
+	args := &sqlArgs{}
+	limit := args.add(int64(lq.Limit))
 	var b strings.Builder
-	b.Grow(len(tr.selectSQL) + 128)
-	b.WriteString("SELECT ")
-	b.WriteString(tr.jsonExpr)
-	for _, o := range lq.Order {
-		b.WriteString(",t.")
+	b.Grow(512)
+	b.WriteString("SELECT coalesce(json_agg(_tg_p._tg_json ORDER BY _tg_p._tg_rn) FILTER (WHERE _tg_p._tg_rn <= ")
+	b.WriteString(limit)
+	b.WriteString("), '[]'), (json_agg(_tg_p._tg_key) FILTER (WHERE _tg_p._tg_rn = ")
+	b.WriteString(limit)
+	b.WriteString("))->0, count(*)")
+	if lq.Count {
+		b.WriteString(", (SELECT count(*) FROM ")
+		b.WriteString(tr.table)
+		b.WriteString(" t")
+		if err := tr.where(&b, args, lq, false); err != nil {
+			return nil, err
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(" FROM (SELECT row_number() OVER (")
+	b.WriteString(order.String()[1:]) // " ORDER BY ..." without the leading space
+	b.WriteString(") AS _tg_rn, row_to_json(_tg_row.*) AS _tg_json, json_build_array(")
+	for i, o := range lq.Order {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("t.")
 		b.WriteString(tr.byName[o.Column].ident)
 		b.WriteString("::text")
+	}
+	b.WriteString(") AS _tg_key FROM (SELECT ")
+	seen := make(map[string]bool, len(tr.sel)+len(lq.Order))
+	first := true
+	add := func(c *column) {
+		if seen[c.Name] {
+			return
+		}
+		seen[c.Name] = true
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.WriteString("t.")
+		b.WriteString(c.ident)
+	}
+	for _, c := range tr.sel {
+		add(c)
+	}
+	for _, o := range lq.Order {
+		add(tr.byName[o.Column])
 	}
 	b.WriteString(" FROM ")
 	b.WriteString(tr.table)
 	b.WriteString(" t")
-	args := &sqlArgs{}
 	if err := tr.where(&b, args, lq, true); err != nil {
 		return nil, err
 	}
-	if err := tr.orderBy(&b, lq); err != nil {
-		return nil, err
-	}
+	b.WriteString(order.String())
 	b.WriteString(" LIMIT ")
-	b.WriteString(strconv.Itoa(lq.Limit + 1))
+	b.WriteString(limit)
+	b.WriteString(" + 1")
+	b.WriteString(") t, LATERAL (SELECT ")
+	for i, c := range tr.sel {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("t.")
+		b.WriteString(c.ident)
+	}
+	b.WriteString(") _tg_row) _tg_p")
 
-	page := &RawPage{}
+	var items, last []byte
+	var n, count int64
+	dest := []any{&items, &last, &n}
 	if lq.Count {
-		var cb strings.Builder
-		cb.WriteString("SELECT count(*) FROM ")
-		cb.WriteString(tr.table)
-		cb.WriteString(" t")
-		cargs := &sqlArgs{}
-		if err := tr.where(&cb, cargs, lq, false); err != nil {
-			return nil, err
-		}
-		var n int64
-		if err := q.QueryRow(ctx, cb.String(), cargs.vals...).Scan(&n); err != nil {
-			return nil, err
-		}
-		page.Count = &n
+		dest = append(dest, &count)
 	}
-
-	rows, err := q.Query(ctx, b.String(), args.vals...)
-	if err != nil {
+	if err := q.QueryRow(ctx, b.String(), args.vals...).Scan(dest...); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	buf := make([]byte, 0, 256*min(lq.Limit, 64))
-	ends := make([]int, 0, min(lq.Limit, 1024))
-	var last [][]byte
-	n := 0
-	for rows.Next() {
-		n++
-		if n > lq.Limit {
-			break
-		}
-		raw := rows.RawValues()
-		buf = append(buf, raw[0]...)
-		ends = append(ends, len(buf))
-		if n == lq.Limit {
-			last = make([][]byte, len(raw)-1)
-			for i, v := range raw[1:] {
-				if v != nil {
-					last[i] = append([]byte(nil), v...)
-				}
-			}
-		}
+	page := &RawPage{ItemsJSON: items}
+	if lq.Count {
+		page.Count = &count
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	page.Items = make([]json.RawMessage, len(ends))
-	start := 0
-	for i, e := range ends {
-		page.Items[i] = buf[start:e:e]
-		start = e
-	}
-	if n > lq.Limit {
-		page.Next = make([]any, len(last))
-		for i, v := range last {
-			if v != nil {
-				page.Next[i] = string(v)
-			}
+	if n > int64(lq.Limit) && last != nil {
+		if err := json.Unmarshal(last, &page.Next); err != nil {
+			return nil, fmt.Errorf("decode cursor values: %w", err)
 		}
 	}
 	return page, nil

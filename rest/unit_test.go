@@ -12,12 +12,13 @@ import (
 
 // fakeResource builds a resource over declared columns without a
 // database: enough for the pure parts (query grammar, cursors, routes).
-func fakeResource(t *testing.T, opts *Options) (*Resource, error) {
+func fakeResource(t testing.TB, opts *Options) (*Resource, error) {
 	t.Helper()
 	mk := func(name, typ, typname string, notNull bool) *column {
 		c := &column{Column: Column{Name: name, Type: typ, TypeName: typname, NotNull: notNull}}
 		c.ident = `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 		c.cast = "::text::" + typ
+		c.expr = "t." + c.ident
 		return c
 	}
 	cols := []*column{
@@ -41,7 +42,7 @@ func fakeResource(t *testing.T, opts *Options) (*Resource, error) {
 	return r, r.build(&o, []string{"id"}, `"public"."items"`)
 }
 
-func mustFake(t *testing.T, opts *Options) *Resource {
+func mustFake(t testing.TB, opts *Options) *Resource {
 	t.Helper()
 	r, err := fakeResource(t, opts)
 	if err != nil {

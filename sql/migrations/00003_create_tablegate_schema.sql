@@ -21,11 +21,13 @@ create table tablegate.settings (
   value text not null
 );
 comment on table tablegate.settings is 'tablegate settings (tenant_claim, ...). Change through tablegate.set_* functions.';
+insert into tablegate.settings (key, value) values ('tenant_claim', 'tenant_id');
+-- RLS is on for the API roles (read-only, and they hold no write grant).
+-- It is not forced: the owner, a non-superuser on managed databases, writes
+-- settings through tablegate.set_tenant_claim().
 alter table tablegate.settings enable row level security;
-alter table tablegate.settings force row level security;
 create policy settings_read on tablegate.settings for select to anon, authenticated, service_role using (true);
 grant select on tablegate.settings to anon, authenticated, service_role;
-insert into tablegate.settings (key, value) values ('tenant_claim', 'tenant_id');
 
 -- tenant_claim returns the configured tenant claim path.
 create function tablegate.tenant_claim() returns text

@@ -1,0 +1,72 @@
+// Package authctx decides who is calling, for every HTTP request, and
+// guards routes by the answer.
+//
+// # Resolution
+//
+// A [Resolver] (built with [New] from a [Config], usually from [LoadEnv])
+// tries, in order: the custom resolvers of Config.Resolvers ([AuthResolver]),
+// the built-in secret apikey check when Config.Secret is on, the
+// Authorization: Bearer header, and the @supabase/ssr session cookie. The
+// first that answers wins. The outcome is a [Result] holding an [Auth]
+// state of one of four kinds:
+//
+//   - user: a verified signed-in user (anonymous sign-ins too, with claim
+//     is_anonymous true), with claims, token and an optional profile;
+//   - service: a secret-key or service caller, with a key name;
+//   - anon: no usable session (reason none, expired, signed_out,
+//     refresh_failed);
+//   - invalid: a credential that must be answered with 401 (reason token,
+//     claims or actor). A Bearer token that fails verification is invalid,
+//     never downgraded to anon.
+//
+// [Resolver.Middleware] resolves once per request and stores the Result
+// in the context ([FromContext], [AuthFrom]); [Guard] and [Admit] admit
+// callers by an allow list; [Resolver.CrossSite] refuses cross-site form
+// posts that rely on the session cookie.
+//
+// # Verification
+//
+// Tokens are verified locally ([Verifier]) against the project's JWKS at
+// {project_url}/auth/v1/.well-known/jwks.json or an inline JWKS, fetched
+// once and cached with keyfunc, refreshed in the background and, at a
+// bounded rate, on an unknown kid. Only ES256 and RS256 are accepted; exp
+// is required; iss and aud are checked when configured; tokens are
+// capped in size and pre-parsed ([PreParse]) before any key work. A
+// legacy HS256 secret has no public key: configuring only that fails with
+// [ErrLegacySecret].
+//
+// Verified tokens are remembered until exp in a bounded, sharded LRU
+// keyed by a hash of the token, so a valid token costs no network call
+// and, on a memo hit, no signature check and no allocation. The memo
+// holds the state after the claims schema, so the schema applies to memo
+// hits exactly as to fresh verifications.
+//
+// # Claims
+//
+// A [ClaimsSchema] ([ClaimsOf] a Go type, [ClaimsJSONSchema] a JSON
+// Schema, or [StandardClaimsSchema]) types the claims. Its output is
+// merged over the payload one level deep; failures give invalid/claims
+// with code CLAIMS_INVALID naming the failing paths, never values.
+// [TypedClaims] decodes the merged claims into a Go type. Roles and
+// memberships are never read from user_metadata; Config.UserMetadata
+// parses it into a display-only profile ([ProfileAs]).
+//
+// The act claim (RFC 8693 delegation) must be a chain of objects with a
+// string sub, at most [MaxActorDepth] deep, else invalid/actor.
+//
+// # Repository context
+//
+// [AuthContext] returns exactly what the db package pushes into each
+// caller-bound transaction: the actor (user, service or anon) and the
+// claims, with their JSON when resolution already had it. [ToSession]
+// gives the application's view, including Anonymous.
+//
+// # Session cookies
+//
+// The cookie path reads the session written by @supabase/ssr (name
+// sb-<first host label>-auth-token, "base64-" values, .0/.1 chunks,
+// legacy plain JSON) with [ReadSessionCookie]. With refresh off an expired
+// token resolves to anon/expired; an unexpired one stays a user until
+// exp. Session refresh plugs in at the cookie path and writes through
+// [Result.Apply].
+package authctx

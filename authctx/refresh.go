@@ -1,0 +1,279 @@
+package authctx
+
+// # Session refresh on the cookie path
+//
+// (User-facing version with a configuration example: docs/refresh.md.)
+//
+// With Config.Refresh on, a cookie session whose access token expires
+// within Config.Leeway (default 60 s) is refreshed before the request is
+// resolved: tablegate sends the refresh-token grant to
+// {ProjectURL}/auth/v1/token?grant_type=refresh_token exactly as auth-js
+// does (apikey header, Authorization: Bearer <key>, JSON body
+// {"refresh_token": …}), verifies the new access token like any other
+// token, and writes the new session in the @supabase/ssr cookie format
+// (package ssrcookie): same cookie name, "base64-" value, chunks of 3180
+// characters, the client's default options, stale chunks expired, and the
+// no-store cache headers. Result.RequestCookies then carries the new
+// cookies so the rest of the request sees the new token. Turn it on only
+// where the response can still set cookies (not in a streaming handler that
+// has already written its header).
+//
+// Outcomes:
+//
+//   - success: the caller is the user of the new token (or invalid/claims
+//     when the new claims fail the schema; the new session is still
+//     written, because the old refresh token is spent);
+//   - rejection (the auth server answers 4xx other than 408/429, e.g.
+//     refresh_token_not_found, refresh_token_already_used,
+//     session_not_found): anon/signed_out, and every session cookie chunk
+//     of the request is deleted;
+//   - failure (network error, timeout after Config.RefreshTimeout, 5xx,
+//     408, 429, a 2xx that is not a session, or a new token that does not
+//     verify): nothing is written, so the next request retries; the caller
+//     is still the user while the old token is unexpired, else
+//     anon/refresh_failed.
+//
+// A verified token whose claims fail the schema is invalid/claims and is
+// never refreshed. A token outside the leeway costs no network call and
+// writes no cookie.
+//
+// # Concurrency and the 10-second result cache
+//
+// Within one process, concurrent requests carrying the same refresh token
+// share one call to the auth server (singleflight), and a finished success
+// or rejection is reused for 10 seconds (bounded cache keyed by a hash of
+// the refresh token), so a burst of requests from one browser — which all
+// carry the old cookie until the first response arrives — costs one call
+// and all get the same new session. Failures are not cached.
+//
+// # Several instances
+//
+// The cache is per process. When requests of one browser reach different
+// instances at the same moment, each instance may send the same refresh
+// token. The auth server absorbs this with its refresh-token reuse
+// interval (GOTRUE_SECURITY_REFRESH_TOKEN_REUSE_INTERVAL, 10 s on the
+// hosted platform and in the Supabase CLI config): a token reused within
+// the interval returns the current session instead of revoking the
+// family. That setting must stay enabled (non-zero) when refresh-token
+// rotation is on; with 0, the second instance's call is answered
+// refresh_token_already_used, GoTrue revokes the session, and the user is
+// signed out.
+//
+// # Claim staleness
+//
+// The claims a request sees are those of the access token, which is
+// verified locally and never re-checked with the auth server. A change
+// made on the server — a role or app_metadata update, a ban, a sign-out
+// elsewhere, a deleted user — reaches tablegate only with the next token,
+// i.e. at the latest when the current one expires (one hour with the
+// default JWT expiry, plus Leeway). Shorten the project's JWT expiry if
+// that window is too long, or check the user with the auth server in the
+// few handlers that need it.
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/tablegate/tablegate/authctx/internal/gotrue"
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
+)
+
+// Defaults of the refresh options (seed 2.2).
+const (
+	// DefaultLeeway: refresh when the token expires within this time.
+	DefaultLeeway = 60 * time.Second
+	// DefaultRefreshTimeout: a slower refresh counts as a network failure.
+	DefaultRefreshTimeout = 5 * time.Second
+	// RefreshResultTTL is how long a finished success or rejection is
+	// reused for the same refresh token.
+	RefreshResultTTL = 10 * time.Second
+	// refreshCacheMax bounds the result cache; the oldest entries go first.
+	refreshCacheMax = 10000
+)
+
+// refresher sends refresh calls, one per refresh token at a time, and
+// keeps finished successes and rejections for RefreshResultTTL. Safe for
+// concurrent use.
+type refresher struct {
+	client  *gotrue.Client
+	timeout time.Duration
+	now     func() time.Time
+	ttl     time.Duration
+	max     int
+	// accept, when set, checks a successful answer inside the shared call
+	// (the new access token must verify); a refused answer counts as
+	// Failed and is not cached.
+	accept func(ctx context.Context, accessToken string) bool
+
+	group singleflight.Group
+
+	mu    sync.Mutex
+	cache map[[sha256.Size]byte]refreshEntry
+	order []refreshKeyAt // insertion order, for expiry and bounding
+}
+
+type refreshEntry struct {
+	res gotrue.Result
+	at  time.Time
+}
+
+type refreshKeyAt struct {
+	key [sha256.Size]byte
+	at  time.Time
+}
+
+func newRefresher(client *gotrue.Client, timeout time.Duration, now func() time.Time) *refresher {
+	if timeout <= 0 {
+		timeout = DefaultRefreshTimeout
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &refresher{
+		client: client, timeout: timeout, now: now, ttl: RefreshResultTTL, max: refreshCacheMax,
+		cache: make(map[[sha256.Size]byte]refreshEntry),
+	}
+}
+
+// refresh returns the outcome for refreshToken: a cached one younger than
+// the TTL, the result of a call already in flight for the same token, or a
+// new call. It returns within the refresh timeout, and earlier (Failed)
+// when ctx ends first; the shared call itself is not cancelled by one
+// caller leaving.
+func (f *refresher) refresh(ctx context.Context, refreshToken string) gotrue.Result {
+	key := sha256.Sum256([]byte(refreshToken))
+	if res, ok := f.cached(key); ok {
+		return res
+	}
+	ch := f.group.DoChan(string(key[:]), func() (any, error) {
+		if res, ok := f.cached(key); ok {
+			return res, nil
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
+		defer cancel()
+		res := f.client.Refresh(cctx, refreshToken, f.now())
+		if res.Outcome == gotrue.Success && f.accept != nil && !f.accept(cctx, res.Parsed.AccessToken) {
+			res = gotrue.Result{Status: res.Status, Err: errors.New("authctx: the refreshed access token does not verify")}
+		}
+		if res.Outcome != gotrue.Failed {
+			f.store(key, res)
+		}
+		return res, nil
+	})
+	select {
+	case r := <-ch:
+		return r.Val.(gotrue.Result)
+	case <-ctx.Done():
+		return gotrue.Result{Err: ctx.Err()}
+	}
+}
+
+func (f *refresher) cached(key [sha256.Size]byte) (gotrue.Result, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.cache[key]
+	if !ok || f.now().Sub(e.at) >= f.ttl {
+		return gotrue.Result{}, false
+	}
+	return e.res, true
+}
+
+func (f *refresher) store(key [sha256.Size]byte, res gotrue.Result) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	// Drop expired entries from the front, then the oldest beyond max.
+	i := 0
+	for ; i < len(f.order); i++ {
+		o := f.order[i]
+		if now.Sub(o.at) < f.ttl && len(f.order)-i < f.max {
+			break
+		}
+		if e, ok := f.cache[o.key]; ok && e.at.Equal(o.at) {
+			delete(f.cache, o.key)
+		}
+	}
+	f.order = append(f.order[i:], refreshKeyAt{key, now})
+	f.cache[key] = refreshEntry{res: res, at: now}
+}
+
+// cacheLen returns the number of cached results (tests).
+func (f *refresher) cacheLen() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.cache)
+}
+
+// refreshDecision is what the cookie path does after a refresh attempt.
+type refreshDecision struct {
+	// Auth is the caller's state.
+	Auth Auth
+	// SetCookies are the Set-Cookie cookies (empty when nothing is written).
+	SetCookies []*http.Cookie
+	// Header holds the cache headers to send with SetCookies.
+	Header http.Header
+	// RequestCookies are the cookies the rest of the request sees; nil
+	// when they do not change.
+	RequestCookies []*http.Cookie
+}
+
+// refreshFlow is the refresh step of the cookie path, independent of how
+// tokens are verified.
+type refreshFlow struct {
+	r          *refresher
+	cookieName string
+	opts       ssrcookie.Options
+}
+
+// run refreshes the session of a request. cookies are the request
+// cookies, refreshToken the session's, current the state of the old
+// token (a user when it still verifies), expired whether it has expired.
+// verify verifies a new access token exactly like any other token and
+// returns its state.
+func (fl *refreshFlow) run(ctx context.Context, cookies []*http.Cookie, refreshToken string, current Auth, expired bool, verify func(context.Context, string) Auth) refreshDecision {
+	keep := func() refreshDecision {
+		if !expired && current.Kind == KindUser {
+			return refreshDecision{Auth: current}
+		}
+		return refreshDecision{Auth: Anon(ReasonRefreshFailed)}
+	}
+	if refreshToken == "" {
+		return keep()
+	}
+	res := fl.r.refresh(ctx, refreshToken)
+	switch res.Outcome {
+	case gotrue.Success:
+		a := verify(ctx, res.Parsed.AccessToken)
+		if !usableRefreshed(a) {
+			// The server sent a token we cannot verify: keep the old session.
+			return keep()
+		}
+		set, after := ssrcookie.Write(fl.cookieName, res.Session, cookies, fl.opts)
+		d := refreshDecision{Auth: a, SetCookies: set, RequestCookies: after}
+		if len(set) > 0 {
+			d.Header = ssrcookie.CacheHeaders()
+		}
+		return d
+	case gotrue.Rejected:
+		set, after := ssrcookie.Clear(fl.cookieName, cookies, fl.opts)
+		d := refreshDecision{Auth: Anon(ReasonSignedOut), SetCookies: set, RequestCookies: after}
+		if len(set) > 0 {
+			d.Header = ssrcookie.CacheHeaders()
+		}
+		return d
+	}
+	return keep()
+}
+
+// usableRefreshed reports whether the state of a refreshed access token
+// lets the new session be stored: a user, or a verified token whose claims
+// fail the schema (the session is genuine; the caller is invalid/claims).
+func usableRefreshed(a Auth) bool {
+	return a.Kind == KindUser || (a.Kind == KindInvalid && a.Reason == ReasonClaims)
+}

@@ -1,0 +1,180 @@
+package authctx
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tablegate/tablegate/authctx/internal/gotrue"
+)
+
+// rfClock is a settable clock for the refresh tests.
+type rfClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *rfClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *rfClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// rfCountingServer answers every refresh with body after waiting for
+// release (when not nil), counting calls.
+func rfCountingServer(t *testing.T, status int, body func(n int64) string, release <-chan struct{}) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if release != nil {
+			<-release
+		}
+		w.WriteHeader(status)
+		io.WriteString(w, body(n))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+func TestRefresherSingleflightAndTTL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		status  int
+		outcome gotrue.Outcome
+	}{{"success", 200, gotrue.Success}, {"rejection", 400, gotrue.Rejected}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			release := make(chan struct{})
+			srv, calls := rfCountingServer(t, tc.status, func(n int64) string {
+				if tc.status != 200 {
+					return `{"code":"refresh_token_not_found","message":"x"}`
+				}
+				return fmt.Sprintf(`{"access_token":"at-%d","token_type":"bearer","expires_in":3600,"expires_at":1,"refresh_token":"rt-%d"}`, n, n)
+			}, release)
+			clock := &rfClock{t: time.Unix(1700000000, 0)}
+			f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, time.Second, clock.Now)
+
+			burst := func() []gotrue.Result {
+				var wg sync.WaitGroup
+				out := make([]gotrue.Result, 100)
+				for i := range out {
+					wg.Add(1)
+					go func() { defer wg.Done(); out[i] = f.refresh(context.Background(), "old-refresh-token") }()
+				}
+				return func() []gotrue.Result {
+					// Let the one call through once every goroutine is waiting on it.
+					deadline := time.Now().Add(5 * time.Second)
+					for calls.Load() == 0 && time.Now().Before(deadline) {
+						time.Sleep(time.Millisecond)
+					}
+					time.Sleep(20 * time.Millisecond)
+					select {
+					case <-release:
+					default:
+						close(release)
+					}
+					wg.Wait()
+					return out
+				}()
+			}
+			first := burst()
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("first burst: %d calls, want 1", n)
+			}
+			for _, r := range first {
+				if r.Outcome != tc.outcome || (tc.outcome == gotrue.Success && r.Parsed.AccessToken != "at-1") {
+					t.Fatalf("burst result %v %v", r.Outcome, r.Err)
+				}
+			}
+			clock.Add(9 * time.Second)
+			second := burst()
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("second burst within 10 s: %d calls, want still 1", n)
+			}
+			if second[0].Outcome != tc.outcome {
+				t.Fatalf("cached outcome %v", second[0].Outcome)
+			}
+			clock.Add(time.Second) // 10 s after the first result
+			third := burst()
+			if n := calls.Load(); n != 2 {
+				t.Fatalf("after 10 s: %d calls, want 2", n)
+			}
+			if tc.outcome == gotrue.Success && third[0].Parsed.AccessToken != "at-2" {
+				t.Fatalf("after 10 s got %s", third[0].Parsed.AccessToken)
+			}
+		})
+	}
+}
+
+func TestRefresherFailuresAreNotCached(t *testing.T) {
+	t.Parallel()
+	srv, calls := rfCountingServer(t, 503, func(int64) string { return "down" }, nil)
+	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, time.Second, nil)
+	for i := 0; i < 3; i++ {
+		if r := f.refresh(context.Background(), "t"); r.Outcome != gotrue.Failed {
+			t.Fatalf("outcome %v", r.Outcome)
+		}
+	}
+	if calls.Load() != 3 || f.cacheLen() != 0 {
+		t.Fatalf("calls %d, cached %d", calls.Load(), f.cacheLen())
+	}
+}
+
+func TestRefresherTimeoutAndCallerCancel(t *testing.T) {
+	t.Parallel()
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // lets the server notice the client leaving
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(block) }) // runs before srv.Close
+	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, 200*time.Millisecond, nil)
+	start := time.Now()
+	if r := f.refresh(context.Background(), "t"); r.Outcome != gotrue.Failed {
+		t.Fatalf("outcome %v", r.Outcome)
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("refresh took %v with a 200ms timeout", d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if r := f.refresh(ctx, "t2"); r.Outcome != gotrue.Failed {
+		t.Fatalf("outcome %v", r.Outcome)
+	}
+	if d := time.Since(start); d > 150*time.Millisecond {
+		t.Fatalf("a cancelled caller waited %v", d)
+	}
+}
+
+func TestRefresherCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	srv, _ := rfCountingServer(t, 400, func(int64) string { return `{}` }, nil)
+	clock := &rfClock{t: time.Unix(1700000000, 0)}
+	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, time.Second, clock.Now)
+	f.max = 5
+	for i := 0; i < 12; i++ {
+		f.refresh(context.Background(), fmt.Sprint("t", i))
+	}
+	if n := f.cacheLen(); n != 5 {
+		t.Fatalf("cache holds %d, max 5", n)
+	}
+	clock.Add(RefreshResultTTL)
+	f.refresh(context.Background(), "fresh")
+	if n := f.cacheLen(); n != 1 {
+		t.Fatalf("expired entries kept: %d", n)
+	}
+}

@@ -1,0 +1,97 @@
+package ssrcookie
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// FuzzRead feeds arbitrary Cookie headers to Read: it must never panic,
+// must honour the size limit, and anything it returns from a base64 value
+// must be valid JSON that Write stores and Read returns unchanged.
+func FuzzRead(f *testing.F) {
+	v := loadVectors(f)
+	small := strings.SplitN(v.Small.SetCookie[0], ";", 2)[0]
+	f.Add(small)
+	f.Add("k=base64-eyJhIjoxfQ")
+	f.Add("k.0=base64-eyJh; k.1=IjoxfQ")
+	f.Add("k=%7B%22a%22%3A1%7D")
+	f.Add("k=; k.0=base64-e; k.1=yJhIjoxfQ==; k.5=x")
+	f.Add("k.0=base64-+/; k.00=x")
+	f.Add("k=base64-_-_-")
+	f.Fuzz(func(t *testing.T, header string) {
+		r := &http.Request{Header: http.Header{"Cookie": {header}}}
+		cookies := r.Cookies()
+		for _, name := range []string{"k", vectorName} {
+			got, err := Read(cookies, name)
+			if err != nil {
+				if !errors.Is(err, ErrNoSession) {
+					t.Fatalf("unexpected error %v", err)
+				}
+				continue
+			}
+			if len(got) == 0 || len(got) > MaxValueBytes {
+				t.Fatalf("returned %d bytes", len(got))
+			}
+			if !json.Valid(got) {
+				continue // legacy raw path returns the value as stored
+			}
+			_, _ = ParseSession(got)
+			set, after := Write(name, got, cookies, Options{Domain: "example.com"})
+			for _, c := range set {
+				_ = Serialize(c)
+			}
+			back, err := Read(after, name)
+			if err != nil || !bytes.Equal(back, got) {
+				t.Fatalf("round trip: %v", err)
+			}
+		}
+	})
+}
+
+// FuzzStringifyJSON: StringifyJSON never panics, prints valid JSON with the
+// same meaning as its input, and is a fixed point on its own output.
+func FuzzStringifyJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `[1e21,1e-7,-0,0.1]`, `{"2":1,"1":2,"b":"\u2028<>&"}`, `"\ud800"`, `123456789012345678901234567890`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out, err := StringifyJSON([]byte(in))
+		if err != nil {
+			if json.Valid([]byte(in)) {
+				t.Fatalf("valid JSON refused: %v", err)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("invalid output %q", out)
+		}
+		var a, b any
+		if json.Unmarshal([]byte(in), &a) == nil && json.Unmarshal(out, &b) == nil && !reflect.DeepEqual(a, b) {
+			t.Fatalf("meaning changed: %q -> %q", in, out)
+		}
+		again, err := StringifyJSON(out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not a fixed point: %q -> %q", out, again)
+		}
+	})
+}
+
+// FuzzBase64 checks the fast path of decodeBase64URL against the
+// character-by-character port of the JavaScript decoder.
+func FuzzBase64(f *testing.F) {
+	for _, s := range []string{"eyJhIjoxfQ", "eyJhIjoxfQ==", "eyJh IjoxfQ", "eyJhIjoxfR", "a", "ab", "abc", "+/", "_-_-", "eyJ\r\nh"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, aok := decodeBase64URL(s)
+		b, bok := decodeBase64URLSlow(s)
+		if aok != bok || !bytes.Equal(a, b) {
+			t.Fatalf("%q: fast %q %v, slow %q %v", s, a, aok, b, bok)
+		}
+	})
+}

@@ -1,0 +1,524 @@
+package authctx
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/time/rate"
+)
+
+// Defaults of the verifier.
+const (
+	// DefaultClockSkew is the leeway granted on exp, nbf and iat.
+	DefaultClockSkew = 30 * time.Second
+	// DefaultMaxTokenBytes caps the size of an access token. Supabase
+	// tokens carry user_metadata, so they can reach several KiB.
+	DefaultMaxTokenBytes = 16 << 10
+	// DefaultUnknownKIDRefreshEvery bounds how often a token with an
+	// unknown kid may trigger a JWKS re-fetch.
+	DefaultUnknownKIDRefreshEvery = time.Minute
+	// DefaultJWKSRefreshInterval is how often the JWKS is re-fetched in the
+	// background (Supabase serves it with max-age=600).
+	DefaultJWKSRefreshInterval = 10 * time.Minute
+	// MaxActorDepth bounds the nesting of RFC 8693 act claims.
+	MaxActorDepth = 8
+	// MaxClockSkew is the largest ClockSkew a verifier accepts.
+	MaxClockSkew = 5 * time.Minute
+	// MaxTokenBytesLimit is the largest MaxTokenBytes a verifier accepts.
+	MaxTokenBytesLimit = 1 << 20
+)
+
+// Verification errors. A [*Verifier] wraps one of them in every error it
+// returns, so callers can branch with [errors.Is].
+var (
+	// ErrTokenMalformed: the token is not a compact JWS this verifier
+	// accepts (size, segments, base64, header JSON, alg).
+	ErrTokenMalformed = errors.New("authctx: malformed token")
+	// ErrTokenUnverifiable: no trusted key verifies the signature.
+	ErrTokenUnverifiable = errors.New("authctx: token signature did not verify")
+	// ErrTokenExpired: the signature verified but exp has passed (beyond
+	// the clock skew). The cookie path turns this into anon/expired.
+	ErrTokenExpired = errors.New("authctx: token expired")
+	// ErrTokenClaims: the signature verified but a registered claim is
+	// missing or wrong (exp absent or not a number, nbf in the future,
+	// iss or aud mismatch, sub not a string).
+	ErrTokenClaims = errors.New("authctx: token claims rejected")
+	// ErrActorInvalid: the act (RFC 8693 actor) chain is malformed or too deep.
+	ErrActorInvalid = errors.New("authctx: malformed act chain")
+	// ErrLegacySecret is returned by [New] and [NewVerifier] when the only
+	// key material is a legacy HS256 shared secret.
+	ErrLegacySecret = errors.New("authctx: only a legacy HS256 JWT secret is configured; " +
+		"tablegate verifies tokens locally against the project's public keys (ES256 or RS256), " +
+		"and an HS256 secret publishes none. Switch the project to asymmetric JWT signing keys " +
+		"(Supabase dashboard: Project Settings > JWT Keys; locally: `supabase gen signing-key` and " +
+		"[auth] signing_keys_path), then set SUPABASE_URL (JWKS at /auth/v1/.well-known/jwks.json) or SUPABASE_JWKS")
+	// ErrNoKeys is returned by [NewVerifier] when neither a JWKS URL nor an
+	// inline JWKS is configured.
+	ErrNoKeys = errors.New("authctx: no JWKS configured: set ProjectURL, JWKSURL or JWKS (SUPABASE_URL or SUPABASE_JWKS)")
+)
+
+// VerifierConfig configures a [Verifier].
+type VerifierConfig struct {
+	// JWKSURL is fetched once at construction, re-fetched in the background
+	// every RefreshInterval and on an unknown kid (rate-bounded).
+	JWKSURL string
+	// JWKS is an inline JWK Set ({"keys":[…]} or a bare array). When both
+	// are set, the inline keys are tried first.
+	JWKS json.RawMessage
+	// Issuer, when set, must equal the iss claim.
+	Issuer string
+	// Audience, when set, must be one of the aud claim's values.
+	Audience string
+	// ClockSkew is the leeway on exp/nbf/iat; zero means DefaultClockSkew,
+	// negative means none.
+	ClockSkew time.Duration
+	// MaxTokenBytes caps the token size; zero means DefaultMaxTokenBytes.
+	MaxTokenBytes int
+	// HTTPClient fetches the JWKS; nil means a client with a 10 s timeout.
+	HTTPClient *http.Client
+	// RefreshInterval is the background JWKS refresh period; zero means
+	// DefaultJWKSRefreshInterval, negative disables background refresh.
+	RefreshInterval time.Duration
+	// UnknownKIDRefreshEvery bounds re-fetches caused by unknown kids; zero
+	// means DefaultUnknownKIDRefreshEvery. A request waits for the limiter
+	// at most 100 ms: when no refresh is allowed, the token simply fails.
+	UnknownKIDRefreshEvery time.Duration
+	// LegacyJWTSecret is only looked at to explain a misconfiguration: set
+	// alone, construction fails with [ErrLegacySecret].
+	LegacyJWTSecret string
+	// Logger receives JWKS refresh failures; nil means slog.Default().
+	Logger *slog.Logger
+	// Now replaces time.Now (tests).
+	Now func() time.Time
+}
+
+// Verified is the result of a successful verification.
+type Verified struct {
+	// Claims are the token's decoded claims.
+	Claims Claims
+	// Payload is the token's decoded payload JSON (the JSON of Claims).
+	Payload json.RawMessage
+	// ExpiresAt is the exp claim.
+	ExpiresAt time.Time
+}
+
+// Verifier verifies Supabase-style access tokens locally against a JWKS.
+// Only ES256 (P-256) and RS256 (RSA ≥ 2048 bits) are accepted; none, HS*
+// and any mismatch between the header alg and the key are refused; exp is
+// required. A Verifier is safe for concurrent use; call Close to stop the
+// background JWKS refresh.
+type Verifier struct {
+	kf       keyfunc.Keyfunc
+	parser   *jwt.Parser
+	maxBytes int
+	skew     time.Duration
+	now      func() time.Time
+	cancel   context.CancelFunc
+	closeOne sync.Once
+}
+
+// NewVerifier builds a verifier. With a JWKSURL it fetches the key set once
+// before returning (a fetch failure is logged, not returned: keys load on
+// the first unknown kid). It fails with [ErrLegacySecret] when the only
+// key material is an HS256 secret (or the key set has no ES256/RS256 key),
+// and with [ErrNoKeys] when nothing is configured.
+func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
+	if cfg.JWKSURL == "" && len(cfg.JWKS) == 0 {
+		if cfg.LegacyJWTSecret != "" {
+			return nil, ErrLegacySecret
+		}
+		return nil, ErrNoKeys
+	}
+	if cfg.ClockSkew > MaxClockSkew {
+		return nil, fmt.Errorf("authctx: ClockSkew %v is larger than %v", cfg.ClockSkew, MaxClockSkew)
+	}
+	if cfg.MaxTokenBytes > MaxTokenBytesLimit {
+		return nil, fmt.Errorf("authctx: MaxTokenBytes %d is larger than %d", cfg.MaxTokenBytes, MaxTokenBytesLimit)
+	}
+	v := &Verifier{maxBytes: cfg.MaxTokenBytes, skew: cfg.ClockSkew, now: cfg.Now}
+	if v.maxBytes <= 0 {
+		v.maxBytes = DefaultMaxTokenBytes
+	}
+	if v.skew == 0 {
+		v.skew = DefaultClockSkew
+	} else if v.skew < 0 {
+		v.skew = 0
+	}
+	if v.now == nil {
+		v.now = time.Now
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+
+	var given jwkset.Storage
+	if len(cfg.JWKS) > 0 {
+		st, err := inlineStorage(cfg.JWKS)
+		if err != nil {
+			return nil, err
+		}
+		given = st
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	if cfg.JWKSURL == "" {
+		kf, err := keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: given})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("authctx: jwks: %w", err)
+		}
+		v.kf = kf
+	} else {
+		client := cfg.HTTPClient
+		if client == nil {
+			client = &http.Client{Timeout: 10 * time.Second}
+		}
+		every := cfg.UnknownKIDRefreshEvery
+		if every <= 0 {
+			every = DefaultUnknownKIDRefreshEvery
+		}
+		interval := cfg.RefreshInterval
+		if interval == 0 {
+			interval = DefaultJWKSRefreshInterval
+		} else if interval < 0 {
+			interval = 100 * 365 * 24 * time.Hour
+		}
+		var firstErr error
+		first := true
+		if given == nil {
+			given = jwkset.NewMemoryStorage()
+		}
+		kf, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{cfg.JWKSURL}, keyfunc.Override{
+			Client:      client,
+			Given:       given,
+			HTTPTimeout: 5 * time.Second,
+			// A request does not queue behind the limiter: Wait fails at
+			// once when the next refresh is further away than this. (Far
+			// below this, a loaded machine could let the deadline pass
+			// before Wait even looks, refusing an allowed refresh.)
+			RateLimitWaitMax:  100 * time.Millisecond,
+			RefreshUnknownKID: rate.NewLimiter(rate.Every(every), 1),
+			RefreshInterval:   interval,
+			RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
+				return func(ctx context.Context, err error) {
+					if first {
+						firstErr = err
+					}
+					logger.WarnContext(ctx, "authctx: JWKS fetch failed", "url", u, "error", err)
+				}
+			},
+		})
+		first = false
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("authctx: jwks %s: %w", cfg.JWKSURL, err)
+		}
+		v.kf = kf
+		if firstErr == nil {
+			keys, err := kf.Storage().KeyReadAll(ctx)
+			if err == nil && !hasAsymmetric(keys) && len(cfg.JWKS) == 0 {
+				cancel()
+				return nil, fmt.Errorf("%w (the JWKS at %s lists no ES256/RS256 key)", ErrLegacySecret, cfg.JWKSURL)
+			}
+		}
+	}
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods([]string{"ES256", "RS256"}),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(v.skew),
+		jwt.WithTimeFunc(v.now),
+	}
+	if cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
+	}
+	if cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(cfg.Audience))
+	}
+	v.parser = jwt.NewParser(opts...)
+	return v, nil
+}
+
+// inlineStorage parses an inline JWKS ({"keys":[…]} or a bare array) into
+// a memory storage holding only its asymmetric keys.
+func inlineStorage(raw json.RawMessage) (jwkset.Storage, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) > 0 && raw[0] == '[' {
+		raw = json.RawMessage(`{"keys":` + string(raw) + `}`)
+	}
+	var set jwkset.JWKSMarshal
+	if err := json.Unmarshal(raw, &set); err != nil {
+		return nil, fmt.Errorf("authctx: inline JWKS is not a JWK Set: %w", err)
+	}
+	st := jwkset.NewMemoryStorage()
+	n := 0
+	for i, m := range set.Keys {
+		if m.KTY != jwkset.KtyEC && m.KTY != jwkset.KtyRSA {
+			continue // oct (HS256) and others are never trusted
+		}
+		jwk, err := jwkset.NewJWKFromMarshal(m, jwkset.JWKMarshalOptions{Private: true}, jwkset.JWKValidateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("authctx: inline JWKS key %d: %w", i, err)
+		}
+		if err := st.KeyWrite(context.Background(), jwk); err != nil {
+			return nil, fmt.Errorf("authctx: inline JWKS key %d: %w", i, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w (the inline JWKS lists no ES256/RS256 key)", ErrLegacySecret)
+	}
+	return st, nil
+}
+
+func hasAsymmetric(keys []jwkset.JWK) bool {
+	for _, k := range keys {
+		switch k.Key().(type) {
+		case *ecdsa.PublicKey, *ecdsa.PrivateKey, *rsa.PublicKey, *rsa.PrivateKey:
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops the background JWKS refresh. It is safe to call twice.
+func (v *Verifier) Close() {
+	v.closeOne.Do(v.cancel)
+}
+
+// MaxTokenBytes returns the token size cap in force.
+func (v *Verifier) MaxTokenBytes() int { return v.maxBytes }
+
+// Verify checks a compact JWS and returns its claims. It makes no network
+// call for a token whose kid is known; an unknown kid may trigger one
+// rate-bounded JWKS re-fetch. Errors wrap one of the ErrToken* sentinels
+// or [ErrActorInvalid] and never contain the token.
+func (v *Verifier) Verify(ctx context.Context, token string) (*Verified, error) {
+	hdr, err := PreParse(token, v.maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	claims := jwt.MapClaims{}
+	_, err = v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		return v.key(ctx, t, hdr)
+	})
+	if err != nil {
+		switch {
+		case errors.Is(err, jwt.ErrTokenExpired):
+			return nil, ErrTokenExpired
+		case errors.Is(err, jwt.ErrTokenMalformed):
+			return nil, fmt.Errorf("%w: %s", ErrTokenMalformed, "payload is not a JSON object")
+		case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+			return nil, ErrTokenUnverifiable
+		case errors.Is(err, jwt.ErrTokenInvalidClaims), errors.Is(err, jwt.ErrTokenRequiredClaimMissing),
+			errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenInvalidIssuer),
+			errors.Is(err, jwt.ErrTokenInvalidAudience), errors.Is(err, jwt.ErrTokenUsedBeforeIssued),
+			errors.Is(err, jwt.ErrInvalidType):
+			return nil, fmt.Errorf("%w: %s", ErrTokenClaims, claimsReason(err))
+		}
+		return nil, ErrTokenUnverifiable
+	}
+	if s, ok := claims["sub"]; ok {
+		if _, isStr := s.(string); !isStr {
+			return nil, fmt.Errorf("%w: sub is not a string", ErrTokenClaims)
+		}
+	}
+	if r, ok := claims["role"]; ok {
+		if _, isStr := r.(string); !isStr {
+			return nil, fmt.Errorf("%w: role is not a string", ErrTokenClaims)
+		}
+	}
+	if a, ok := claims["is_anonymous"]; ok {
+		if _, isBool := a.(bool); !isBool {
+			return nil, fmt.Errorf("%w: is_anonymous is not a boolean", ErrTokenClaims)
+		}
+	}
+	if act, ok := claims["act"]; ok {
+		if err := checkActor(act); err != nil {
+			return nil, err
+		}
+	}
+	exp, _ := claims.GetExpirationTime()
+	payload := token[strings.IndexByte(token, '.')+1 : strings.LastIndexByte(token, '.')]
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil { // cannot happen: the parser decoded it already
+		return nil, ErrTokenMalformed
+	}
+	return &Verified{Claims: Claims(claims), Payload: raw, ExpiresAt: exp.Time}, nil
+}
+
+// claimsReason names the failing registered claim without values.
+func claimsReason(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "exp is required"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "nbf is in the future"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "iat is in the future"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "iss does not match"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "aud does not match"
+	}
+	return "a registered claim has the wrong type"
+}
+
+// key resolves the verification key for t and refuses any alg/key mismatch.
+func (v *Verifier) key(ctx context.Context, t *jwt.Token, hdr Header) (any, error) {
+	k, err := v.kf.KeyfuncCtx(ctx)(t)
+	if err != nil {
+		return nil, err
+	}
+	if set, ok := k.(jwt.VerificationKeySet); ok { // no kid: keys matching the alg only
+		var out jwt.VerificationKeySet
+		for _, key := range set.Keys {
+			if keyFits(hdr.Alg, key) {
+				out.Keys = append(out.Keys, key)
+			}
+		}
+		if len(out.Keys) == 0 {
+			return nil, errors.New("no key for alg")
+		}
+		return out, nil
+	}
+	if !keyFits(hdr.Alg, k) {
+		return nil, errors.New("alg does not match the key")
+	}
+	return k, nil
+}
+
+func keyFits(alg string, key any) bool {
+	switch alg {
+	case "ES256":
+		k, ok := key.(*ecdsa.PublicKey)
+		return ok && k.Curve == elliptic.P256()
+	case "RS256":
+		k, ok := key.(*rsa.PublicKey)
+		return ok && k.N.BitLen() >= 2048
+	}
+	return false
+}
+
+// Header is the part of a JWS header that [PreParse] checks.
+type Header struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+	Typ string `json:"typ"`
+	// Crit, when present, names extensions this verifier does not
+	// understand, so the token is refused (RFC 7515 §4.1.11).
+	Crit json.RawMessage `json:"crit"`
+}
+
+// PreParse checks the shape of a compact JWS cheaply, before any key
+// lookup or signature work: size at most maxBytes, exactly three
+// non-empty base64url segments without padding, a header that is a JSON
+// object with alg ES256 or RS256, an optional string kid, typ JWT when
+// present, and no crit. Errors wrap [ErrTokenMalformed] and never contain
+// the token. It never panics, whatever the input (fuzzed).
+func PreParse(token string, maxBytes int) (Header, error) {
+	var h Header
+	if len(token) == 0 {
+		return h, fmt.Errorf("%w: empty", ErrTokenMalformed)
+	}
+	if maxBytes > 0 && len(token) > maxBytes {
+		return h, fmt.Errorf("%w: larger than %d bytes", ErrTokenMalformed, maxBytes)
+	}
+	dots := 0
+	first, second := -1, -1
+	for i := 0; i < len(token); i++ {
+		c := token[i]
+		switch {
+		case c == '.':
+			dots++
+			if dots == 1 {
+				first = i
+			} else if dots == 2 {
+				second = i
+			}
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return h, fmt.Errorf("%w: not base64url", ErrTokenMalformed)
+		}
+	}
+	if dots != 2 {
+		return h, fmt.Errorf("%w: not three segments", ErrTokenMalformed)
+	}
+	if first == 0 || second == first+1 || second == len(token)-1 {
+		return h, fmt.Errorf("%w: empty segment", ErrTokenMalformed)
+	}
+	hb := token[:first]
+	if len(hb) > 1024 {
+		return h, fmt.Errorf("%w: header too large", ErrTokenMalformed)
+	}
+	var buf [768]byte
+	n, err := base64.RawURLEncoding.Decode(buf[:], []byte(hb))
+	if err != nil {
+		return h, fmt.Errorf("%w: header is not base64url", ErrTokenMalformed)
+	}
+	dec := buf[:n]
+	if len(dec) == 0 || dec[0] != '{' {
+		return h, fmt.Errorf("%w: header is not a JSON object", ErrTokenMalformed)
+	}
+	if err := json.Unmarshal(dec, &h); err != nil {
+		return Header{}, fmt.Errorf("%w: header is not a JSON object with string alg/kid/typ", ErrTokenMalformed)
+	}
+	switch h.Alg {
+	case "ES256", "RS256":
+	case "":
+		return h, fmt.Errorf("%w: header has no alg", ErrTokenMalformed)
+	default:
+		return h, fmt.Errorf("%w: alg %q is not accepted (ES256 or RS256 only)", ErrTokenMalformed, truncate(h.Alg, 16))
+	}
+	if h.Typ != "" && !strings.EqualFold(h.Typ, "JWT") && !strings.EqualFold(h.Typ, "at+jwt") {
+		return h, fmt.Errorf("%w: typ is not JWT", ErrTokenMalformed)
+	}
+	if len(h.Crit) > 0 && string(h.Crit) != "null" {
+		return h, fmt.Errorf("%w: crit extensions are not supported", ErrTokenMalformed)
+	}
+	return h, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// checkActor validates an RFC 8693 act chain: each level is a JSON object
+// with a non-empty string sub, nested at most MaxActorDepth deep.
+func checkActor(act any) error {
+	for depth := 1; ; depth++ {
+		if depth > MaxActorDepth {
+			return fmt.Errorf("%w: nested deeper than %d", ErrActorInvalid, MaxActorDepth)
+		}
+		m, ok := act.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%w: act at depth %d is not an object", ErrActorInvalid, depth)
+		}
+		if sub, ok := m["sub"].(string); !ok || sub == "" {
+			return fmt.Errorf("%w: act at depth %d has no string sub", ErrActorInvalid, depth)
+		}
+		next, ok := m["act"]
+		if !ok {
+			return nil
+		}
+		act = next
+	}
+}

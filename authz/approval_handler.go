@@ -1,0 +1,189 @@
+package authz
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
+)
+
+// HandlerOptions configure [Approvals.Handler].
+type HandlerOptions struct {
+	// Caller returns the caller of a request. Nil reads the state that
+	// authctx middleware (authctx.Resolver.Middleware) stored in the
+	// request context, via authctx.AuthFrom; without it the caller is anon,
+	// which is refused.
+	Caller func(*http.Request) (authctx.Auth, error)
+	// Problems renders error bodies (type URL base).
+	Problems problem.Writer
+	// Logger receives unexpected errors. Nil uses slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler returns an http.Handler for an approvals endpoint, relative to
+// its mount point (mount it with http.StripPrefix, e.g. at /api/approvals):
+//
+//	GET  /                list visible approvals, newest first:
+//	                      ?state=pending|approved|denied|expired
+//	                      &actor=<user id>&limit=1..500 (default 50)&cursor=…
+//	                      → 200 {"items": [...], "next_cursor": "…"|null}
+//	GET  /{id}            one approval → 200, 404 when missing or not visible
+//	POST /{id}/approve    approve → 200 approval
+//	POST /{id}/deny       deny → 200 approval
+//
+// Requesters see their own approvals; approvers see all and decide those of
+// others (403 PERMISSION_DENIED with permission approvals.decide
+// otherwise; 409 when no longer pending). Callers without a session answer
+// 401. Errors are application/problem+json.
+func (a *Approvals) Handler(opts *HandlerOptions) http.Handler {
+	h := &approvalHandler{a: a}
+	if opts != nil {
+		h.o = *opts
+	}
+	if h.o.Logger == nil {
+		h.o.Logger = slog.Default()
+	}
+	return h
+}
+
+type approvalHandler struct {
+	a *Approvals
+	o HandlerOptions
+}
+
+type approvalPage struct {
+	Items      []Approval `json:"items"`
+	NextCursor *string    `json:"next_cursor"`
+}
+
+type cursor struct {
+	T  time.Time `json:"t"`
+	ID string    `json:"id"`
+}
+
+func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	seg := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(seg) == 1 && seg[0] == "" {
+		seg = nil
+	}
+	var allow string
+	switch {
+	case len(seg) == 0:
+		allow = "GET, HEAD"
+	case len(seg) == 1:
+		allow = "GET, HEAD"
+	case len(seg) == 2 && (seg[1] == "approve" || seg[1] == "deny"):
+		allow = "POST"
+	default:
+		h.fail(w, r, problem.New(problem.KindNotFound, "No such route."))
+		return
+	}
+	if !methodIn(r.Method, allow) {
+		w.Header().Set("Allow", allow)
+		h.fail(w, r, problem.New(problem.KindMethodNotAllowed, "Method "+r.Method+" is not allowed here."))
+		return
+	}
+	auth := authctx.AuthFrom(r.Context())
+	if h.o.Caller != nil {
+		var err error
+		if auth, err = h.o.Caller(r); err != nil {
+			auth = authctx.Invalid(authctx.ReasonToken, err)
+		}
+	}
+	switch auth.Kind {
+	case authctx.KindInvalid:
+		h.fail(w, r, problem.WithCode(problem.CodeTokenInvalid, "The credential did not verify."))
+		return
+	case authctx.KindUser, authctx.KindService:
+	default:
+		h.fail(w, r, problem.WithCode(problem.CodeAuthRequired, "Approvals need a signed-in caller."))
+		return
+	}
+	caller := authctx.AuthContext(auth)
+	ctx := r.Context()
+
+	var out any
+	var err error
+	switch len(seg) {
+	case 0:
+		out, err = h.list(r, caller)
+	case 1:
+		out, err = h.a.Get(ctx, caller, seg[0])
+	default:
+		out, err = h.a.Decide(ctx, caller, seg[0], seg[1] == "approve")
+	}
+	if err != nil {
+		h.fail(w, r, problem.From(err))
+		return
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		h.fail(w, r, problem.From(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+func (h *approvalHandler) list(r *http.Request, caller authctx.Context) (any, error) {
+	q := r.URL.Query()
+	o := &ListOptions{State: State(q.Get("state")), Actor: q.Get("actor"), Limit: 50}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 500 {
+			return nil, problem.New(problem.KindBadRequest, "limit must be an integer from 1 to 500.")
+		}
+		o.Limit = n
+	}
+	if s := q.Get("cursor"); s != "" {
+		var c cursor
+		b, err := base64.RawURLEncoding.DecodeString(s)
+		if err == nil {
+			err = json.Unmarshal(b, &c)
+		}
+		if err != nil || !isUUID(c.ID) || c.T.IsZero() {
+			return nil, problem.New(problem.KindBadRequest, "The cursor is malformed.")
+		}
+		o.Before = &Approval{ID: c.ID, RequestedAt: c.T}
+	}
+	items, err := h.a.List(r.Context(), caller, o)
+	if err != nil {
+		return nil, err
+	}
+	page := approvalPage{Items: items}
+	if len(items) == o.Limit {
+		last := items[len(items)-1]
+		b, _ := json.Marshal(cursor{T: last.RequestedAt, ID: last.ID})
+		s := base64.RawURLEncoding.EncodeToString(b)
+		page.NextCursor = &s
+	}
+	return page, nil
+}
+
+func (h *approvalHandler) fail(w http.ResponseWriter, r *http.Request, p *problem.Problem) {
+	if p.Kind == problem.KindUnexpected {
+		h.o.Logger.ErrorContext(r.Context(), "authz: approvals handler", "error", p.Unwrap())
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	h.o.Problems.Write(w, p)
+}
+
+func methodIn(method, allow string) bool {
+	for _, m := range strings.Split(allow, ", ") {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}

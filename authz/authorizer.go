@@ -1,0 +1,346 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/db/dbsqlc"
+	"github.com/tablegate/tablegate/plugin"
+	"github.com/tablegate/tablegate/rest"
+)
+
+// ErrConfig wraps every error [Claims] and [Memberships] return for a bad
+// configuration.
+var ErrConfig = errors.New("authz: invalid configuration")
+
+// Options configure an [Authorizer]. The zero value (or nil) is valid:
+// services allowed, keys "<table>.<operation>", tenant claim tenant_id, no
+// approval gating.
+type Options struct {
+	// DenyServices makes service callers (secret keys, custom service
+	// resolvers) go through the rules like everyone else; they hold no
+	// claims, so only [Anyone] grants them anything. By default services
+	// are allowed every permission, approval-gated ones included.
+	DenyServices bool
+
+	// OperationKey names the permission of a CRUD operation for
+	// [Authorizer.ForOperation]. Nil uses "<table>.<operation>" with the
+	// table as the resource names it ("todos.delete").
+	OperationKey func(table string, op rest.Operation) string
+
+	// Strict makes ForOperation fail (and so rest.NewResource with
+	// PermissionsFromAuthorizer) for a served operation whose key has no
+	// rule. By default such an operation carries no permission check and
+	// row-level security alone decides.
+	Strict bool
+
+	// TenantClaim is the dotted path of the claim holding the caller's
+	// active tenant, for [Tenant]. Default "tenant_id" (falling back to
+	// app_metadata.tenant_id). It must pass plugin.ValidateClaimPath; keep
+	// it equal to the database setting tablegate.tenant_claim() (see
+	// plugin.SyncTenantClaim).
+	TenantClaim string
+
+	// Approvals gates permission keys behind an approval. Nil gates none.
+	Approvals *ApprovalOptions
+}
+
+// ApprovalOptions mark permission keys as approval-gated (see
+// docs/approvals.md). A caller whose rule grants a gated key still needs an
+// approval by someone else holding the approver role: the first attempt
+// opens a pending approval and answers 403 APPROVAL_REQUIRED with its id;
+// once approved, the same request (same permission, table and key) passes
+// once, or until the approval expires with Reusable.
+type ApprovalOptions struct {
+	// DB opens or reuses the pending approval in its own short transaction
+	// bound to the same caller, so that it survives the refusal (the
+	// request's own transaction rolls back). Required. Each gated refusal
+	// holds a second pooled connection briefly while the request's
+	// transaction is open: under heavy load give it a *db.DB over a small
+	// pool of its own.
+	DB *db.DB
+
+	// Permissions lists the gated permission keys. Each still needs a rule
+	// in Rules saying who may ask ([SignedIn] for everyone signed in).
+	Permissions []string
+
+	// TTL is how long approvers have to decide a pending approval
+	// (default 24 hours); a denial also holds until then.
+	TTL time.Duration
+
+	// ValidFor is how long an approval admits requests after it was
+	// approved (default 1 hour).
+	ValidFor time.Duration
+
+	// Exempt, when set, lets callers it grants pass gated keys without an
+	// approval (for example authz.Role("approver") for a demo; a strict
+	// four-eyes setup leaves it nil).
+	Exempt Rule
+
+	// Reusable lets an approval admit every matching request until it
+	// expires. By default an approval admits exactly one request: the one
+	// that commits first spends it.
+	Reusable bool
+
+	// Timeout bounds the separate transaction that opens the approval,
+	// including waiting for a pooled connection (default 5 seconds).
+	Timeout time.Duration
+}
+
+// Defaults of [ApprovalOptions].
+const (
+	DefaultApprovalTTL      = 24 * time.Hour
+	DefaultApprovalValidFor = time.Hour
+	DefaultApprovalTimeout  = 5 * time.Second
+)
+
+// source says where membership questions are answered.
+type source uint8
+
+const (
+	fromClaims source = iota
+	fromTable
+)
+
+// Authorizer is a rest.Authorizer over [Rules]; it also implements
+// rest.OperationPermissions, so Options.PermissionsFromAuthorizer works.
+// Build one with [Claims] or [Memberships]. It is safe for concurrent use.
+type Authorizer struct {
+	rules   Rules
+	src     source
+	opts    Options
+	tenant  string
+	opKey   func(string, rest.Operation) string
+	gated   map[string]bool
+	appr    ApprovalOptions
+	queries *dbsqlc.Queries
+}
+
+var (
+	_ rest.Authorizer           = (*Authorizer)(nil)
+	_ rest.OperationPermissions = (*Authorizer)(nil)
+)
+
+// Claims returns an authorizer that decides from the verified claims
+// alone: [Role] reads claim roles, [Member] reads claim memberships (each
+// falling back to app_metadata; never user_metadata). It touches the
+// database only for approval-gated keys. Claims are as fresh as the token:
+// a membership granted after the token was issued counts after the next
+// refresh (use [Memberships] for immediate truth). opts may be nil.
+func Claims(rules Rules, opts *Options) (*Authorizer, error) {
+	return newAuthorizer(rules, opts, fromClaims)
+}
+
+// Memberships returns an authorizer whose [Member] rules read the
+// tablegate.memberships table through the request's caller-bound
+// transaction — immediate truth, no waiting for a token refresh. One
+// query answers every membership question of a request or of a whole list
+// page. [Role] still reads the claim roles. opts may be nil.
+func Memberships(rules Rules, opts *Options) (*Authorizer, error) {
+	return newAuthorizer(rules, opts, fromTable)
+}
+
+func newAuthorizer(rules Rules, opts *Options, src source) (*Authorizer, error) {
+	a := &Authorizer{rules: make(Rules, len(rules)), src: src, queries: dbsqlc.New(), gated: map[string]bool{}}
+	if opts != nil {
+		a.opts = *opts
+	}
+	for k, r := range rules {
+		if k == "" {
+			return nil, fmt.Errorf("%w: empty permission key", ErrConfig)
+		}
+		if r == nil {
+			return nil, fmt.Errorf("%w: nil rule for %q", ErrConfig, k)
+		}
+		a.rules[k] = r
+	}
+	a.tenant = a.opts.TenantClaim
+	if a.tenant == "" {
+		a.tenant = "tenant_id"
+	}
+	if err := plugin.ValidateClaimPath(a.tenant); err != nil {
+		return nil, fmt.Errorf("%w: TenantClaim: %v", ErrConfig, err)
+	}
+	a.opKey = a.opts.OperationKey
+	if a.opKey == nil {
+		a.opKey = func(table string, op rest.Operation) string { return table + "." + string(op) }
+	}
+	if ap := a.opts.Approvals; ap != nil {
+		a.appr = *ap
+		if a.appr.DB == nil {
+			return nil, fmt.Errorf("%w: ApprovalOptions.DB is required", ErrConfig)
+		}
+		if a.appr.TTL < 0 || a.appr.ValidFor < 0 || a.appr.Timeout < 0 {
+			return nil, fmt.Errorf("%w: negative approval duration", ErrConfig)
+		}
+		if a.appr.TTL == 0 {
+			a.appr.TTL = DefaultApprovalTTL
+		}
+		if a.appr.ValidFor == 0 {
+			a.appr.ValidFor = DefaultApprovalValidFor
+		}
+		if a.appr.Timeout == 0 {
+			a.appr.Timeout = DefaultApprovalTimeout
+		}
+		for _, k := range a.appr.Permissions {
+			if k == "" {
+				return nil, fmt.Errorf("%w: empty gated permission key", ErrConfig)
+			}
+			a.gated[k] = true
+		}
+	}
+	return a, nil
+}
+
+// ForOperation returns the permission key of a CRUD operation
+// (OperationKey, default "<table>.<op>") when the rules hold that key, and
+// "" (no permission check) otherwise — or an error with Options.Strict.
+func (a *Authorizer) ForOperation(table string, op rest.Operation) (string, error) {
+	key := a.opKey(table, op)
+	if _, ok := a.rules[key]; ok {
+		return key, nil
+	}
+	if a.opts.Strict {
+		return "", fmt.Errorf("no rule for permission %q", key)
+	}
+	return "", nil
+}
+
+// Gated reports whether a permission key is approval-gated.
+func (a *Authorizer) Gated(permission string) bool { return a.gated[permission] }
+
+func (a *Authorizer) input(req *rest.AuthzRequest, row rest.Row) input {
+	return input{req: req, row: row, claims: req.Caller.Claims, tenant: a.tenant}
+}
+
+// Authorize decides one request (rest.Authorizer).
+func (a *Authorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
+	if req.Caller.Actor.Type == authctx.ActorService && !a.opts.DenyServices {
+		return rest.Decision{Effect: rest.Allow, Reason: "service caller"}, nil
+	}
+	rule, ok := a.rules[req.Permission]
+	if !ok {
+		return deny("no rule for " + req.Permission), nil
+	}
+	gated := a.gated[req.Permission]
+	asked := rule
+	if gated && a.appr.Exempt != nil {
+		asked = allRule{rule, a.appr.Exempt} // one query for both
+	}
+	in := a.input(req, req.Row)
+	m, err := a.members(ctx, req, []*input{&in}, asked)
+	if err != nil {
+		return rest.Decision{}, err
+	}
+	if !rule.eval(&in, m) {
+		return deny("rule refused " + req.Permission), nil
+	}
+	if !gated {
+		return rest.Allowed, nil
+	}
+	if a.appr.Exempt != nil && a.appr.Exempt.eval(&in, m) {
+		return rest.Decision{Effect: rest.Allow, Reason: "exempt from approval"}, nil
+	}
+	return a.approval(ctx, req)
+}
+
+// AuthorizeRows decides every row of a list page (rest.Authorizer): the
+// membership questions of all rows are answered by one query
+// ([Memberships]) or from the claims ([Claims]). Rows under an
+// approval-gated key are dropped: a list cannot wait for an approval.
+func (a *Authorizer) AuthorizeRows(ctx context.Context, req *rest.AuthzRequest, rows []rest.Row) ([]rest.Decision, error) {
+	out := make([]rest.Decision, len(rows))
+	if req.Caller.Actor.Type == authctx.ActorService && !a.opts.DenyServices {
+		for i := range out {
+			out[i] = rest.Allowed
+		}
+		return out, nil
+	}
+	rule, ok := a.rules[req.Permission]
+	if !ok || a.gated[req.Permission] {
+		return out, nil // zero Decision denies
+	}
+	ins := make([]input, len(rows))
+	ptrs := make([]*input, len(rows))
+	for i, row := range rows {
+		ins[i] = a.input(req, row)
+		ptrs[i] = &ins[i]
+	}
+	m, err := a.members(ctx, req, ptrs, rule)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ins {
+		if rule.eval(&ins[i], m) {
+			out[i] = rest.Allowed
+		}
+	}
+	return out, nil
+}
+
+func deny(reason string) rest.Decision { return rest.Decision{Effect: rest.Deny, Reason: reason} }
+
+// members returns the membership oracle for inputs: claims directly, or
+// the table, asked once for every distinct question of every input.
+func (a *Authorizer) members(ctx context.Context, req *rest.AuthzRequest, ins []*input, rule Rule) (memberFunc, error) {
+	claims := req.Caller.Claims
+	if a.src == fromClaims {
+		return func(q memberQ) bool { return claimMember(claims, q) }, nil
+	}
+	var qs []memberQ
+	seen := map[string]bool{}
+	for _, in := range ins {
+		rule.ask(in, func(q memberQ) {
+			k := q.key()
+			if !seen[k] {
+				seen[k] = true
+				qs = append(qs, q)
+			}
+		})
+	}
+	none := func(memberQ) bool { return false }
+	uid := req.Caller.Actor.ID
+	if len(qs) == 0 || req.Caller.Actor.Type != authctx.ActorUser || !isUUID(uid) {
+		return none, nil
+	}
+	if req.DB == nil {
+		return nil, errors.New("authz: AuthzRequest.DB is nil; the memberships authorizer needs the request's transaction")
+	}
+	// Flatten to (scope, id, role) triples; role "" asks for any role.
+	var scopes, ids, roles []string
+	var owner []int // triple → question
+	for qi, q := range qs {
+		if len(q.roles) == 0 {
+			scopes, ids, roles, owner = append(scopes, q.scope), append(ids, q.id), append(roles, ""), append(owner, qi)
+			continue
+		}
+		for _, r := range q.roles {
+			scopes, ids, roles, owner = append(scopes, q.scope), append(ids, q.id), append(roles, r), append(owner, qi)
+		}
+	}
+	hits, err := a.queries.MembershipMatch(ctx, req.DB, dbsqlc.MembershipMatchParams{
+		UserID: uid, Scopes: scopes, ScopeIds: ids, Roles: roles,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("authz: membership check: %w", err)
+	}
+	held := map[string]bool{}
+	for _, h := range hits {
+		if i := int(h) - 1; i >= 0 && i < len(owner) {
+			held[qs[owner[i]].key()] = true
+		}
+	}
+	return func(q memberQ) bool { return held[q.key()] }, nil
+}
+
+func (q memberQ) key() string {
+	k := q.scope + "\x00" + q.id
+	for _, r := range q.roles {
+		k += "\x00" + r
+	}
+	return k
+}

@@ -1,0 +1,394 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgcluster"
+)
+
+//go:embed demo_schema.sql
+var demoSchemaSQL string
+
+// Fixed identities of the demo schema (demo_schema.sql).
+const (
+	demoTenantA     = "a0000000-0000-4000-8000-00000000000a"
+	demoTenantB     = "b0000000-0000-4000-8000-00000000000b"
+	demoUserID      = "11111111-1111-4111-8111-111111111111"
+	demoAdminID     = "22222222-2222-4222-8222-222222222222"
+	demoApproverID  = "33333333-3333-4333-8333-333333333333"
+	demoAnonUserID  = "44444444-4444-4444-8444-444444444444"
+	demoOtherUserID = "55555555-5555-4555-8555-555555555555"
+	demoKeyName     = "demo"
+	demoTokenTTL    = 12 * time.Hour
+)
+
+const demoUsage = `Usage:
+  tablegate demo [--addr HOST:PORT] [--database-url URL] [--signing-keys FILE]
+                 [--auth-url URL] [--refresh] [--print-env FILE]
+
+Runs the whole stack on your machine in one command:
+
+  1. Postgres: without --database-url or DATABASE_URL, starts a throwaway
+     local cluster with initdb/pg_ctl from your PostgreSQL installation
+     (socket only, in a temporary directory; removed on exit). Docker and
+     testcontainers are not used by the CLI.
+  2. applies tablegate's migrations and the demo schema (tenants A and B,
+     members, public.todos with row-level security, a few rows);
+  3. signing keys: a temporary ES256 key, or --signing-keys FILE (created
+     there when missing, and kept);
+  4. serves the demo API and prints curl lines with minted tokens, until
+     Ctrl-C or SIGTERM; then stops Postgres and removes its files.
+
+Routes: /api/todos (list, get, create, update, delete, actions complete,
+export, purge), /whoami, /guard/{user,
+user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
+/readyz.
+
+--print-env FILE writes KEY=VALUE lines once the server answers (atomically):
+BASE_URL JWKS_URL SIGNING_KEYS_PATH DATABASE_URL COOKIE_NAME TENANT_A TENANT_B
+USER_ID USER_TOKEN ADMIN_TOKEN APPROVER_TOKEN ANON_USER_TOKEN
+OTHER_TENANT_TOKEN SERVICE_KEY, and USER_REFRESH_TOKEN when the demo is its
+own auth server (no --auth-url): it then also answers GoTrue's refresh grant,
+POST /auth/v1/token?grant_type=refresh_token, rotating refresh tokens with a
+10 s reuse interval. Use --addr 127.0.0.1:0 for a free port; the file and the
+output show the real one.
+`
+
+type demoOptions struct {
+	addr        string
+	databaseURL string
+	signingKeys string
+	authURL     string
+	refresh     bool
+	printEnv    string
+}
+
+func runDemo(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "demo", demoUsage)
+	var o demoOptions
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address `HOST:PORT` (port 0 picks a free one)")
+	fs.StringVar(&o.databaseURL, "database-url", "", "use this Postgres `URL` instead of a throwaway cluster (default $DATABASE_URL)")
+	fs.StringVar(&o.signingKeys, "signing-keys", "", "signing keys `file` (Supabase signing_keys_path format); default a temporary key")
+	fs.StringVar(&o.authURL, "auth-url", "", "Supabase/GoTrue `URL`: verify tokens with {URL}/auth/v1/.well-known/jwks.json and refresh there instead of the demo's own JWKS")
+	fs.BoolVar(&o.refresh, "refresh", false, "refresh expiring cookie sessions (needs --auth-url for a real auth server)")
+	fs.StringVar(&o.printEnv, "print-env", "", "once serving, write KEY=VALUE lines (URLs, tokens, ids) to `FILE`")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if o.databaseURL == "" {
+		o.databaseURL = e.getenv("DATABASE_URL")
+	}
+	if o.authURL != "" {
+		u, err := url.Parse(o.authURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("--auth-url must be an http(s) URL such as http://127.0.0.1:54321")
+		}
+		o.authURL = strings.TrimRight(o.authURL, "/")
+	}
+	return demo(ctx, e, o)
+}
+
+// step prints a progress line and returns a func that completes it.
+func step(w io.Writer, format string, args ...any) func(err error, detail string) {
+	start := time.Now()
+	fmt.Fprintf(w, "▸ "+format+"\n", args...)
+	return func(err error, detail string) {
+		d := time.Since(start).Round(time.Millisecond)
+		if err != nil {
+			fmt.Fprintf(w, "  ✗ %v\n", err)
+			return
+		}
+		if detail != "" {
+			detail = " " + detail
+		}
+		fmt.Fprintf(w, "  ✓%s (%s)\n", detail, d)
+	}
+}
+
+func demo(ctx context.Context, e *env, o demoOptions) (err error) {
+	out := e.stderr
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+
+	// 1. Postgres.
+	dbURL := o.databaseURL
+	if dbURL == "" {
+		done := step(out, "starting a throwaway Postgres (initdb + pg_ctl; no Docker)")
+		cluster, err := pgcluster.Start(ctx, nil)
+		done(err, "")
+		if err != nil {
+			if errors.Is(err, pgcluster.ErrNoBinaries) {
+				return fmt.Errorf("%w; or pass --database-url postgres://...", err)
+			}
+			return err
+		}
+		fmt.Fprintf(out, "    data and socket in %s\n", cluster.Dir())
+		cleanups = append(cleanups, func() {
+			done := step(out, "stopping Postgres and removing %s", cluster.Dir())
+			done(cluster.Stop(), "")
+		})
+		dbURL = cluster.URL
+	} else {
+		fmt.Fprintln(out, "▸ using the database of --database-url/DATABASE_URL (the demo adds tablegate's schema and public.todos to it)")
+	}
+	pool, err := connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, pool.Close)
+
+	// 2. Migrations and the demo schema.
+	done := step(out, "applying tablegate migrations")
+	err = db.Migrate(ctx, pool)
+	done(err, "")
+	if err != nil {
+		return err
+	}
+	done = step(out, "creating the demo schema (tenants A and B, public.todos with RLS, seed rows)")
+	_, err = pool.Exec(ctx, demoSchemaSQL)
+	done(err, "")
+	if err != nil {
+		return fmt.Errorf("demo schema: %w", err)
+	}
+
+	// 3. Signing keys.
+	keysPath := o.signingKeys
+	if keysPath == "" {
+		dir, err := os.MkdirTemp("", "tablegate-demo-")
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
+		keysPath = filepath.Join(dir, "signing_keys.json")
+	}
+	var ks *keySet
+	if _, statErr := os.Stat(keysPath); statErr == nil {
+		done = step(out, "loading signing keys from %s", keysPath)
+		ks, err = loadKeyFile(keysPath)
+		done(err, "")
+	} else {
+		done = step(out, "generating an ES256 signing key in %s", keysPath)
+		var k jwk
+		if k, err = newSigningJWK(); err == nil {
+			if err = writeKeyFile(keysPath, []jwk{k}); err == nil {
+				ks, err = loadKeyFile(keysPath)
+			}
+		}
+		done(err, "")
+	}
+	if err != nil {
+		return err
+	}
+	signer, err := ks.signer()
+	if err != nil {
+		return err
+	}
+
+	// 4. Listen first so that the JWKS URL knows the real port.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is the port in use? try --addr 127.0.0.1:0)", o.addr, err)
+	}
+	baseURL := "http://" + hostPort(ln.Addr())
+	jwksURL := baseURL + "/auth/v1/.well-known/jwks.json"
+	issuer := baseURL + "/auth/v1"
+	if o.authURL != "" {
+		jwksURL = o.authURL + "/auth/v1/.well-known/jwks.json"
+		issuer = o.authURL + "/auth/v1"
+	}
+	secretKey := "sb_secret_" + strings.ReplaceAll(newUUID(), "-", "")
+
+	srv := &demoServer{pool: pool, jwks: ks.publicJWKS()}
+	if o.authURL == "" {
+		srv.gotrue = newDemoAuthServer(ks, issuer)
+	}
+	httpSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	// The resolver fetches the JWKS over HTTP, possibly from this very
+	// server: start serving before the resolver exists.
+	var handler http.Handler = http.NotFoundHandler()
+	ready := make(chan struct{})
+	httpSrv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-ready:
+			handler.ServeHTTP(w, r)
+		default:
+			if r.URL.Path == "/auth/v1/.well-known/jwks.json" || r.URL.Path == "/livez" {
+				srv.handler().ServeHTTP(w, r)
+				return
+			}
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+		}
+	})
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	cleanups = append(cleanups, func() {
+		done := step(out, "stopping the server")
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done(httpSrv.Shutdown(sctx), "")
+	})
+
+	done = step(out, "starting the API on %s (JWKS from %s)", baseURL, jwksURL)
+	res, err := newLocalResolver(ctx, jwksURL, secretKey, demoKeyName)
+	if err != nil {
+		done(err, "")
+		return fmt.Errorf("JWKS at %s: %w", jwksURL, err)
+	}
+	api, err := demoAPI(ctx, db.New(pool, nil))
+	if err != nil {
+		done(err, "")
+		return err
+	}
+	srv.api = api
+	handler = res.middleware(srv.handler())
+	close(ready)
+	done(nil, "")
+
+	// 5. Tokens, env file, curl lines.
+	now := time.Now()
+	mint := func(sub string, anonymous bool, tenant string, roles ...string) string {
+		if err != nil {
+			return ""
+		}
+		var t string
+		t, err = mintToken(ks, tokenSpec{Sub: sub, Anonymous: anonymous, Tenant: tenant, Roles: roles, TTL: demoTokenTTL, Issuer: issuer}, now)
+		return t
+	}
+	userSpec := tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: demoTokenTTL, Issuer: issuer}
+	var userToken, userRefresh string
+	if srv.gotrue != nil {
+		userToken, userRefresh, err = srv.gotrue.signIn(userSpec)
+	} else {
+		userToken, err = mintToken(ks, userSpec, now)
+	}
+	if err != nil {
+		return err
+	}
+	vars := []envVar{
+		{"BASE_URL", baseURL},
+		{"JWKS_URL", jwksURL},
+		{"SIGNING_KEYS_PATH", keysPath},
+		{"DATABASE_URL", dbURL},
+		{"COOKIE_NAME", cookieName(baseURL)},
+		{"TENANT_A", demoTenantA},
+		{"TENANT_B", demoTenantB},
+		{"USER_ID", demoUserID},
+		{"USER_TOKEN", userToken},
+		{"ADMIN_TOKEN", mint(demoAdminID, false, demoTenantA, "admin")},
+		{"APPROVER_TOKEN", mint(demoApproverID, false, demoTenantA, "approver")},
+		{"ANON_USER_TOKEN", mint(demoAnonUserID, true, demoTenantA)},
+		{"OTHER_TENANT_TOKEN", mint(demoOtherUserID, false, demoTenantB)},
+		{"SERVICE_KEY", secretKey},
+	}
+	if userRefresh != "" {
+		vars = append(vars, envVar{"USER_REFRESH_TOKEN", userRefresh})
+	}
+	if err != nil {
+		return err
+	}
+	if o.printEnv != "" {
+		if err := writeFileAtomic(o.printEnv, formatEnv(vars), 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "▸ wrote %s\n", o.printEnv)
+	}
+	printCurls(e.stdout, vars, signer.kid)
+
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "\n▸ shutting down")
+		return nil
+	case err := <-serveErr:
+		return fmt.Errorf("server: %w", err)
+	}
+}
+
+// hostPort renders a listener address for URLs (loopback 0.0.0.0 → 127.0.0.1).
+func hostPort(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	ip := tcp.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
+}
+
+// cookieName is the @supabase/ssr cookie name for a project URL:
+// sb-<first label of the host>-auth-token.
+func cookieName(projectURL string) string {
+	u, err := url.Parse(projectURL)
+	if err != nil {
+		return "sb-auth-token"
+	}
+	return "sb-" + strings.Split(u.Hostname(), ".")[0] + "-auth-token"
+}
+
+type envVar struct{ key, value string }
+
+func formatEnv(vars []envVar) []byte {
+	var b strings.Builder
+	for _, v := range vars {
+		fmt.Fprintf(&b, "%s=%s\n", v.key, v.value)
+	}
+	return []byte(b.String())
+}
+
+func printCurls(w io.Writer, vars []envVar, kid string) {
+	get := func(k string) string {
+		for _, v := range vars {
+			if v.key == k {
+				return v.value
+			}
+		}
+		return ""
+	}
+	base := get("BASE_URL")
+	fmt.Fprintf(w, `
+tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
+
+  export BASE_URL=%[1]s
+  export USER_TOKEN=%[3]s
+  export ADMIN_TOKEN=%[4]s
+  export APPROVER_TOKEN=%[5]s
+  export ANON_USER_TOKEN=%[6]s
+  export OTHER_TENANT_TOKEN=%[7]s
+  export SERVICE_KEY=%[8]s
+
+  curl -s $BASE_URL/whoami -H "Authorization: Bearer $USER_TOKEN"
+  curl -s $BASE_URL/whoami -H "apikey: $SERVICE_KEY"
+  curl -s $BASE_URL/guard/user -H "Authorization: Bearer $ANON_USER_TOKEN"      # 403 ANONYMOUS_USER
+  curl -s $BASE_URL/guard/user-anonymous -H "Authorization: Bearer $ANON_USER_TOKEN"
+  curl -s $BASE_URL/api/todos -H "Authorization: Bearer $USER_TOKEN"
+  curl -s $BASE_URL/api/todos -H "Authorization: Bearer $OTHER_TENANT_TOKEN"    # tenant B only
+  curl -s $BASE_URL/api/todos -H "Authorization: Bearer $USER_TOKEN" -H 'Content-Type: application/json' -d '{"title":"Try tablegate"}'
+  curl -s -X POST $BASE_URL/api/todos/1/complete -H "Authorization: Bearer $USER_TOKEN"
+  curl -s "$BASE_URL/api/todos/export?done=true" -H "Authorization: Bearer $USER_TOKEN"
+  curl -s -X DELETE $BASE_URL/api/todos/1 -H "Authorization: Bearer $USER_TOKEN"   # 403 PERMISSION_DENIED
+  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED
+  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $APPROVER_TOKEN"
+
+Ctrl-C stops the server and removes Postgres and the temporary files.
+`, base, kid, get("USER_TOKEN"), get("ADMIN_TOKEN"), get("APPROVER_TOKEN"), get("ANON_USER_TOKEN"), get("OTHER_TENANT_TOKEN"), get("SERVICE_KEY"))
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
+)
+
+// whoami is the JSON body of /whoami and the /guard routes.
+type whoami struct {
+	Kind      authctx.Kind   `json:"kind"`
+	Reason    authctx.Reason `json:"reason,omitempty"`
+	UserID    string         `json:"user_id,omitempty"`
+	Anonymous bool           `json:"anonymous"`
+	KeyName   string         `json:"key_name,omitempty"`
+	Claims    authctx.Claims `json:"claims,omitempty"`
+}
+
+func whoamiOf(a authctx.Auth) whoami {
+	s := authctx.ToSession(a)
+	return whoami{Kind: a.Kind, Reason: a.Reason, UserID: s.UserID, Anonymous: s.Anonymous, KeyName: a.KeyName, Claims: s.Claims}
+}
+
+// guardRoutes maps the /guard/{name} names to allow lists (seed 5.3).
+var guardRoutes = map[string][]string{
+	"user":           {"user"},
+	"user-anon":      {"user", "anon"},
+	"user-anonymous": {"user", "anonymous"},
+	"anonymous":      {"anonymous"},
+}
+
+// admit applies an allow list to a caller: nil when admitted, else the
+// problem to answer with.
+func admit(a authctx.Auth, allow []string) *problem.Problem {
+	switch a.Kind {
+	case authctx.KindInvalid:
+		switch a.Reason {
+		case authctx.ReasonClaims:
+			return problem.WithCode(problem.CodeClaimsInvalid, "The token's claims failed the claims schema.")
+		case authctx.ReasonActor:
+			return problem.WithCode(problem.CodeActorInvalid, "The token's act chain is malformed.")
+		}
+		return problem.WithCode(problem.CodeTokenInvalid, "The credential did not verify.")
+	case authctx.KindUser:
+		if a.User != nil && a.User.Claims.Anonymous() {
+			if slices.Contains(allow, "anonymous") {
+				return nil
+			}
+			return problem.WithCode(problem.CodeAnonymousUser, "Anonymous sign-ins are not admitted here; sign in with a full account.")
+		}
+		if slices.Contains(allow, "user") {
+			return nil
+		}
+		return problem.WithCode(problem.CodeCallerNotAllowed, "Signed-in users are not admitted here.")
+	case authctx.KindService:
+		if slices.Contains(allow, "service") {
+			return nil
+		}
+		return problem.WithCode(problem.CodeCallerNotAllowed, "Service callers are not admitted here.")
+	}
+	if slices.Contains(allow, "anon") {
+		return nil
+	}
+	return problem.WithCode(problem.CodeAuthRequired, "Sign in first: send Authorization: Bearer <access token>.")
+}
+
+// demoServer holds what the demo's routes need.
+type demoServer struct {
+	pool *pgxpool.Pool
+	jwks []byte
+	// api serves /api/ (the todos resource, the description).
+	api http.Handler
+	// gotrue answers the refresh grant when the demo is its own auth server.
+	gotrue *demoAuthServer
+}
+
+func (s *demoServer) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /auth/v1/.well-known/jwks.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=600")
+		_, _ = w.Write(s.jwks)
+	})
+	mux.HandleFunc("GET /whoami", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, whoamiOf(authOf(r)))
+	})
+	mux.HandleFunc("GET /guard/{name}", func(w http.ResponseWriter, r *http.Request) {
+		allow, ok := guardRoutes[r.PathValue("name")]
+		if !ok {
+			writeProblem(w, r, problem.New(problem.KindNotFound, "Unknown guard; try /guard/user, /guard/user-anon, /guard/user-anonymous or /guard/anonymous."))
+			return
+		}
+		a := authOf(r)
+		if p := admit(a, allow); p != nil {
+			writeProblem(w, r, p)
+			return
+		}
+		writeJSON(w, http.StatusOK, whoamiOf(a))
+	})
+	if s.gotrue != nil {
+		mux.Handle("POST /auth/v1/token", s.gotrue)
+	}
+	if s.api != nil {
+		mux.Handle("/api/", s.api)
+	}
+	health(mux, s.pool)
+	return problemFallback(mux)
+}
+
+// problemFallback answers the mux's own 404 and 405 with problem bodies
+// (405 keeps the mux's Allow header).
+func problemFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		iw := &interceptWriter{ResponseWriter: w}
+		h.ServeHTTP(iw, r)
+		switch iw.status {
+		case http.StatusNotFound:
+			writeProblem(w, r, problem.New(problem.KindNotFound, "No route here."))
+		case http.StatusMethodNotAllowed:
+			p := problem.Newf(problem.KindMethodNotAllowed, "%s is not served here.", r.Method)
+			if allow := iw.Header().Get("Allow"); allow != "" {
+				p = p.WithHeader("Allow", allow)
+			}
+			writeProblem(w, r, p)
+		}
+	})
+}
+
+// interceptWriter passes every response through except 404 and 405, which
+// it swallows for problemFallback to answer.
+type interceptWriter struct {
+	http.ResponseWriter
+	status  int
+	swallow bool
+}
+
+func (iw *interceptWriter) WriteHeader(status int) {
+	if iw.status != 0 {
+		return
+	}
+	iw.status = status
+	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
+		iw.swallow = true
+		return
+	}
+	iw.ResponseWriter.WriteHeader(status)
+}
+
+func (iw *interceptWriter) Write(b []byte) (int, error) {
+	if iw.status == 0 {
+		iw.WriteHeader(http.StatusOK)
+	}
+	if iw.swallow {
+		return len(b), nil
+	}
+	return iw.ResponseWriter.Write(b)
+}
+
+// health adds /livez (the process answers) and /readyz (the database answers).
+func health(mux *http.ServeMux, pool *pgxpool.Pool) {
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := pool.Ping(ctx); err != nil {
+			writeProblem(w, r, problem.New(problem.KindUnavailable, "The database does not answer.").WithHeader("Retry-After", "1"))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeProblem(w http.ResponseWriter, r *http.Request, p *problem.Problem) {
+	problem.Write(w, p)
+}

@@ -1,0 +1,567 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the subprocess's writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// demoProc is a running "tablegate demo" subprocess and its printed env.
+type demoProc struct {
+	cmd      *exec.Cmd
+	vars     map[string]string
+	out, err *syncBuffer
+	exited   chan error
+}
+
+// buildCLI compiles the command into a temporary directory.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tablegate")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startDemo starts the demo with a throwaway cluster (DATABASE_URL removed
+// from its environment) and waits for its --print-env file.
+func startDemo(t *testing.T, bin string, extra ...string) *demoProc {
+	t.Helper()
+	envFile := filepath.Join(t.TempDir(), "demo.env")
+	args := append([]string{"demo", "--addr", "127.0.0.1:0", "--print-env", envFile}, extra...)
+	cmd := exec.Command(bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DATABASE_URL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	p := &demoProc{cmd: cmd, out: &syncBuffer{}, err: &syncBuffer{}, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = p.out, p.err
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.exited:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+			}
+		}
+	})
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		if data, err := os.ReadFile(envFile); err == nil {
+			p.vars = parseEnvFile(t, data)
+			break
+		}
+		select {
+		case err := <-p.exited:
+			t.Fatalf("demo exited early: %v\nstderr:\n%s", err, p.err.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no env file after 45 s\nstderr:\n%s", p.err.String())
+		}
+	}
+	return p
+}
+
+func parseEnvFile(t *testing.T, data []byte) map[string]string {
+	t.Helper()
+	vars := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			t.Fatalf("env file line without '=': %q", sc.Text())
+		}
+		vars[k] = v
+	}
+	for _, k := range []string{"BASE_URL", "JWKS_URL", "SIGNING_KEYS_PATH", "DATABASE_URL", "COOKIE_NAME", "TENANT_A", "TENANT_B",
+		"USER_ID", "USER_TOKEN", "ADMIN_TOKEN", "APPROVER_TOKEN", "ANON_USER_TOKEN", "OTHER_TENANT_TOKEN", "SERVICE_KEY"} {
+		if vars[k] == "" {
+			t.Fatalf("env file lacks %s:\n%s", k, data)
+		}
+	}
+	return vars
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *demoProc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("demo exit: %v\nstderr:\n%s", err, p.err.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("demo did not exit 30 s after SIGTERM\nstderr:\n%s", p.err.String())
+	}
+}
+
+// caller is a set of credentials for a request.
+type caller struct {
+	name   string
+	header map[string]string
+}
+
+func bearer(name, tok string) caller {
+	return caller{name, map[string]string{"Authorization": "Bearer " + tok}}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, r.body)
+	}
+	return m
+}
+
+func do(t *testing.T, c caller, method, u string, body any) response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range c.header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{resp.StatusCode, resp.Header, b}
+}
+
+// wantProblem checks a problem+json answer with a status and code.
+func wantProblem(t *testing.T, what string, r response, status int, code string) {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("%s: status %d, want %d: %s", what, r.status, status, r.body)
+		return
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+		t.Errorf("%s: content type %q", what, ct)
+		return
+	}
+	m := r.json(t)
+	if int(m["status"].(float64)) != status {
+		t.Errorf("%s: body status %v", what, m["status"])
+	}
+	if code != "" && m["code"] != code {
+		t.Errorf("%s: code %v, want %s", what, m["code"], code)
+	}
+}
+
+// postgresRunningIn reports whether a process has dir on its command line.
+func postgresRunningIn(dir string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte(dir)) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDemoEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Postgres cluster")
+	}
+	start := time.Now()
+	bin := buildCLI(t)
+	p := startDemo(t, bin)
+	t.Logf("demo ready %s after start (incl. build)", time.Since(start).Round(time.Millisecond))
+	v := p.vars
+	base := v["BASE_URL"]
+
+	// The cluster lives in the socket directory of DATABASE_URL.
+	du, err := url.Parse(v["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterDir := du.Query().Get("host")
+	keysDir := filepath.Dir(v["SIGNING_KEYS_PATH"])
+	for _, d := range []string{clusterDir, keysDir} {
+		if _, err := os.Stat(d); err != nil {
+			t.Fatalf("%s should exist while serving: %v", d, err)
+		}
+	}
+	if !postgresRunningIn(clusterDir) {
+		t.Fatalf("no postgres process for %s", clusterDir)
+	}
+	if v["JWKS_URL"] != base+"/auth/v1/.well-known/jwks.json" {
+		t.Errorf("JWKS_URL %s", v["JWKS_URL"])
+	}
+	if v["COOKIE_NAME"] != "sb-127-auth-token" {
+		t.Errorf("COOKIE_NAME %s", v["COOKIE_NAME"])
+	}
+	if !strings.Contains(p.out.String(), "curl -s $BASE_URL/whoami") {
+		t.Errorf("no curl lines on stdout:\n%s", p.out.String())
+	}
+
+	none := caller{"none", nil}
+	user := bearer("user", v["USER_TOKEN"])
+	anonUser := bearer("anonymous sign-in", v["ANON_USER_TOKEN"])
+	service := caller{"service", map[string]string{"apikey": v["SERVICE_KEY"]}}
+	tampered := bearer("tampered", v["USER_TOKEN"][:len(v["USER_TOKEN"])-4]+"AAAA")
+
+	// JWKS: the public half of the signing keys file.
+	r := do(t, none, "GET", v["JWKS_URL"], nil)
+	if r.status != 200 || !strings.Contains(string(r.body), `"kty":"EC"`) || strings.Contains(string(r.body), `"d"`) {
+		t.Errorf("jwks: %d %s", r.status, r.body)
+	}
+
+	// whoami for every kind of caller.
+	t.Run("whoami", func(t *testing.T) {
+		m := do(t, user, "GET", base+"/whoami", nil).json(t)
+		claims, _ := m["claims"].(map[string]any)
+		if m["kind"] != "user" || m["user_id"] != v["USER_ID"] || m["anonymous"] != false || claims["tenant_id"] != v["TENANT_A"] {
+			t.Errorf("user: %v", m)
+		}
+		m = do(t, anonUser, "GET", base+"/whoami", nil).json(t)
+		if m["kind"] != "user" || m["anonymous"] != true {
+			t.Errorf("anonymous sign-in: %v", m)
+		}
+		m = do(t, bearer("admin", v["ADMIN_TOKEN"]), "GET", base+"/whoami", nil).json(t)
+		claims, _ = m["claims"].(map[string]any)
+		if roles, _ := json.Marshal(claims["roles"]); string(roles) != `["admin"]` {
+			t.Errorf("admin roles: %s", roles)
+		}
+		m = do(t, bearer("other", v["OTHER_TENANT_TOKEN"]), "GET", base+"/whoami", nil).json(t)
+		claims, _ = m["claims"].(map[string]any)
+		if claims["tenant_id"] != v["TENANT_B"] {
+			t.Errorf("other tenant: %v", m)
+		}
+		m = do(t, none, "GET", base+"/whoami", nil).json(t)
+		if m["kind"] != "anon" || m["reason"] != "none" {
+			t.Errorf("none: %v", m)
+		}
+		m = do(t, tampered, "GET", base+"/whoami", nil).json(t)
+		if m["kind"] != "invalid" || m["reason"] != "token" || m["claims"] != nil {
+			t.Errorf("tampered: %v", m)
+		}
+		m = do(t, service, "GET", base+"/whoami", nil).json(t)
+		if m["kind"] != "service" {
+			t.Errorf("service: %v", m)
+		}
+		m = do(t, caller{"wrong key", map[string]string{"apikey": "sb_secret_wrong"}}, "GET", base+"/whoami", nil).json(t)
+		if m["kind"] == "service" {
+			t.Errorf("a wrong secret key resolved as service: %v", m)
+		}
+	})
+
+	// The guard matrix of the seed's section 5.3.
+	t.Run("guard matrix", func(t *testing.T) {
+		type want struct {
+			status int
+			code   string
+		}
+		ok := want{200, ""}
+		matrix := map[string]map[string]want{
+			"user":           {"user": ok, "anonymous sign-in": {403, "ANONYMOUS_USER"}, "none": {401, ""}},
+			"user-anon":      {"user": ok, "anonymous sign-in": {403, "ANONYMOUS_USER"}, "none": ok},
+			"user-anonymous": {"user": ok, "anonymous sign-in": ok, "none": {401, ""}},
+			"anonymous":      {"user": {403, ""}, "anonymous sign-in": ok, "none": {401, ""}},
+		}
+		for route, row := range matrix {
+			for _, c := range []caller{user, anonUser, none, tampered, service} {
+				w, listed := row[c.name]
+				switch {
+				case c.name == "tampered":
+					w = want{401, "TOKEN_INVALID"}
+				case !listed: // service callers are admitted by no demo guard
+					w = want{403, ""}
+				}
+				r := do(t, c, "GET", base+"/guard/"+route, nil)
+				what := fmt.Sprintf("/guard/%s as %s", route, c.name)
+				if w.status == 200 {
+					if r.status != 200 {
+						t.Errorf("%s: %d %s", what, r.status, r.body)
+					} else if m := r.json(t); m["kind"] != "user" && m["kind"] != "anon" {
+						t.Errorf("%s: body %v", what, m)
+					}
+					continue
+				}
+				wantProblem(t, what, r, w.status, w.code)
+			}
+		}
+		wantProblem(t, "unknown guard", do(t, user, "GET", base+"/guard/nobody", nil), 404, "")
+	})
+
+	t.Run("todos", func(t *testing.T) {
+		api := base + "/api/todos"
+		admin := bearer("admin", v["ADMIN_TOKEN"])
+		approver := bearer("approver", v["APPROVER_TOKEN"])
+		other := bearer("other tenant", v["OTHER_TENANT_TOKEN"])
+		items := func(c caller, u string) []map[string]any {
+			t.Helper()
+			r := do(t, c, "GET", u, nil)
+			if r.status != 200 {
+				t.Fatalf("GET %s as %s: %d %s", u, c.name, r.status, r.body)
+			}
+			var page struct{ Items []map[string]any }
+			if err := json.Unmarshal(r.body, &page); err != nil {
+				t.Fatalf("page: %v %s", err, r.body)
+			}
+			return page.Items
+		}
+		tenantsOf := func(rows []map[string]any) map[any]int {
+			m := map[any]int{}
+			for _, row := range rows {
+				m[row["tenant_id"]]++
+			}
+			return m
+		}
+
+		// RLS: each tenant sees its own rows; guests read; anon is refused by the guard.
+		mine := items(user, api)
+		if ts := tenantsOf(mine); len(mine) < 3 || len(ts) != 1 || ts[v["TENANT_A"]] != len(mine) {
+			t.Errorf("user list: %v", mine)
+		}
+		theirs := items(other, api)
+		if ts := tenantsOf(theirs); len(theirs) < 2 || len(ts) != 1 || ts[v["TENANT_B"]] != len(theirs) {
+			t.Errorf("other tenant list: %v", theirs)
+		}
+		if guest := items(anonUser, api); len(guest) != len(mine) {
+			t.Errorf("anonymous sign-in reads %d rows, the full user %d", len(guest), len(mine))
+		}
+		wantProblem(t, "list without session", do(t, none, "GET", api, nil), 401, "AUTH_REQUIRED")
+		wantProblem(t, "list with a tampered token", do(t, tampered, "GET", api, nil), 401, "TOKEN_INVALID")
+		wantProblem(t, "list as service", do(t, service, "GET", api, nil), 403, "CALLER_NOT_ALLOWED")
+		bID := fmt.Sprint(theirs[0]["id"])
+		wantProblem(t, "get another tenant's row", do(t, user, "GET", api+"/"+bID, nil), 404, "")
+
+		// create: title required (1-200 chars), done optional, nothing else.
+		r := do(t, user, "POST", api, map[string]any{"title": "From the test"})
+		if r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		created := r.json(t)
+		id := fmt.Sprint(created["id"])
+		if created["owner_id"] != v["USER_ID"] || created["tenant_id"] != v["TENANT_A"] || created["done"] != false {
+			t.Errorf("created row: %v", created)
+		}
+		for name, body := range map[string]any{
+			"no title":      map[string]any{"done": true},
+			"empty title":   map[string]any{"title": ""},
+			"long title":    map[string]any{"title": strings.Repeat("x", 201)},
+			"unknown key":   map[string]any{"title": "x", "owner_id": v["USER_ID"]},
+			"done a string": map[string]any{"title": "x", "done": "yes"},
+			"not an object": []any{"x"},
+		} {
+			wantProblem(t, "create with "+name, do(t, user, "POST", api, body), 400, "")
+		}
+		wantProblem(t, "create as anonymous sign-in", do(t, anonUser, "POST", api, map[string]any{"title": "guest"}), 403, "")
+		for _, row := range items(other, api) {
+			if fmt.Sprint(row["id"]) == id {
+				t.Error("tenant B sees tenant A's new row")
+			}
+		}
+
+		// update: both keys optional, no other keys, own rows only.
+		r = do(t, user, "PATCH", api+"/"+id, map[string]any{"title": "Renamed"})
+		if r.status != 200 || r.json(t)["title"] != "Renamed" {
+			t.Errorf("update: %d %s", r.status, r.body)
+		}
+		wantProblem(t, "update with an unknown key", do(t, user, "PATCH", api+"/"+id, map[string]any{"owner_id": v["USER_ID"]}), 400, "")
+		wantProblem(t, "update by an anonymous sign-in", do(t, anonUser, "PATCH", api+"/"+id, map[string]any{"done": true}), 404, "")
+		wantProblem(t, "malformed key", do(t, user, "GET", api+"/abc", nil), 400, "")
+		r = do(t, user, "PUT", api+"/"+id, map[string]any{"title": "x"})
+		wantProblem(t, "PUT", r, 405, "")
+		if allow := r.header.Get("Allow"); !strings.Contains(allow, "PATCH") || !strings.Contains(allow, "DELETE") {
+			t.Errorf("Allow %q", allow)
+		}
+
+		// complete (item action): the owner only; emits todo.completed.
+		r = do(t, user, "POST", api+"/"+id+"/complete", nil)
+		if r.status != 200 || r.json(t)["done"] != true {
+			t.Errorf("complete: %d %s", r.status, r.body)
+		}
+		wantProblem(t, "complete by an anonymous sign-in", do(t, anonUser, "POST", api+"/"+id+"/complete", nil), 403, "")
+		wantProblem(t, "complete another tenant's row", do(t, user, "POST", api+"/"+bID+"/complete", nil), 404, "")
+
+		// export (collection action) with the done filter.
+		r = do(t, user, "GET", api+"/export?done=true", nil)
+		var exp struct{ Items []map[string]any }
+		if r.status != 200 || json.Unmarshal(r.body, &exp) != nil || len(exp.Items) == 0 {
+			t.Fatalf("export: %d %s", r.status, r.body)
+		}
+		for _, row := range exp.Items {
+			if row["done"] != true || row["tenant_id"] != v["TENANT_A"] {
+				t.Errorf("export row %v", row)
+			}
+		}
+		wantProblem(t, "export with done=maybe", do(t, user, "GET", api+"/export?done=maybe", nil), 400, "")
+
+		// delete needs todos.delete (role admin), and RLS keeps it to own rows.
+		r = do(t, user, "DELETE", api+"/"+id, nil)
+		wantProblem(t, "delete without todos.delete", r, 403, "PERMISSION_DENIED")
+		if r.status == 403 && r.json(t)["permission"] != "todos.delete" {
+			t.Errorf("permission field: %s", r.body)
+		}
+		r = do(t, admin, "POST", api, map[string]any{"title": "Admin's own", "done": true})
+		if r.status != 201 {
+			t.Fatalf("admin create: %d %s", r.status, r.body)
+		}
+		adminID := fmt.Sprint(r.json(t)["id"])
+		if r := do(t, admin, "DELETE", api+"/"+adminID, nil); r.status != 204 || len(r.body) != 0 {
+			t.Errorf("admin delete: %d %s", r.status, r.body)
+		}
+		wantProblem(t, "get deleted row", do(t, admin, "GET", api+"/"+adminID, nil), 404, "")
+		wantProblem(t, "admin deletes another user's row", do(t, admin, "DELETE", api+"/"+id, nil), 404, "")
+
+		// purge needs an approval unless the caller is an approver.
+		r = do(t, user, "POST", api+"/purge", nil)
+		wantProblem(t, "purge without approval", r, 403, "APPROVAL_REQUIRED")
+		if r.status == 403 {
+			m := r.json(t)
+			appr, _ := m["approval"].(map[string]any)
+			if m["permission"] != "todos.purge" || appr == nil || appr["id"] == "" {
+				t.Errorf("approval body: %s", r.body)
+			}
+		}
+		r = do(t, approver, "POST", api+"/purge", nil)
+		if r.status != 200 {
+			t.Errorf("purge as approver: %d %s", r.status, r.body)
+		} else if _, ok := r.json(t)["deleted"]; !ok {
+			t.Errorf("purge body %s", r.body)
+		}
+		wantProblem(t, "unknown resource", do(t, user, "GET", base+"/api/nope", nil), 404, "")
+	})
+
+	t.Run("refresh grant", func(t *testing.T) {
+		tokenURL := base + "/auth/v1/token?grant_type=refresh_token"
+		rt := v["USER_REFRESH_TOKEN"]
+		if len(rt) != 12 {
+			t.Fatalf("USER_REFRESH_TOKEN %q", rt)
+		}
+		type grant struct {
+			AccessToken  string `json:"access_token"`
+			RefreshToken string `json:"refresh_token"`
+			ExpiresAt    int64  `json:"expires_at"`
+			User         struct{ ID string }
+		}
+		refresh := func(tok string) (response, grant) {
+			r := do(t, none, "POST", tokenURL, map[string]string{"refresh_token": tok})
+			var g grant
+			if r.status == 200 {
+				_ = json.Unmarshal(r.body, &g)
+			}
+			return r, g
+		}
+		r, g := refresh(rt)
+		if r.status != 200 || g.AccessToken == "" || g.RefreshToken == "" || g.RefreshToken == rt || g.User.ID != v["USER_ID"] {
+			t.Fatalf("refresh: %d %s", r.status, r.body)
+		}
+		before := do(t, user, "GET", base+"/whoami", nil).json(t)["claims"].(map[string]any)
+		after := do(t, bearer("refreshed", g.AccessToken), "GET", base+"/whoami", nil).json(t)
+		claims, _ := after["claims"].(map[string]any)
+		if after["kind"] != "user" || after["user_id"] != v["USER_ID"] || claims["session_id"] != before["session_id"] || claims["tenant_id"] != v["TENANT_A"] {
+			t.Errorf("refreshed token: %v (session before %v)", after, before["session_id"])
+		}
+		// Reuse of the old token inside the reuse interval answers the current token.
+		if r, g2 := refresh(rt); r.status != 200 || g2.RefreshToken != g.RefreshToken {
+			t.Errorf("reuse within the interval: %d %s", r.status, r.body)
+		}
+		r, _ = refresh("zzzzzzzzzzzz")
+		if r.status != 400 || !strings.Contains(string(r.body), `"code":"refresh_token_not_found"`) {
+			t.Errorf("unknown refresh token: %d %s", r.status, r.body)
+		}
+		r = do(t, none, "POST", base+"/auth/v1/token?grant_type=password", map[string]string{"email": "a@b.c"})
+		if r.status != 400 {
+			t.Errorf("password grant: %d %s", r.status, r.body)
+		}
+	})
+
+	t.Run("health and fallbacks", func(t *testing.T) {
+		if r := do(t, none, "GET", base+"/livez", nil); r.status != 200 {
+			t.Errorf("livez %d", r.status)
+		}
+		if r := do(t, none, "GET", base+"/readyz", nil); r.status != 200 {
+			t.Errorf("readyz %d", r.status)
+		}
+		wantProblem(t, "unknown route", do(t, none, "GET", base+"/nope", nil), 404, "")
+		r := do(t, user, "POST", base+"/whoami", map[string]any{})
+		wantProblem(t, "POST /whoami", r, 405, "")
+		if allow := r.header.Get("Allow"); !strings.Contains(allow, "GET") {
+			t.Errorf("Allow %q", allow)
+		}
+	})
+
+	// Shutdown removes Postgres and the temporary files.
+	p.stop(t)
+	for _, d := range []string{clusterDir, keysDir} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still exists after SIGTERM (%v)", d, err)
+		}
+	}
+	if postgresRunningIn(clusterDir) {
+		t.Errorf("a postgres process still runs for %s", clusterDir)
+	}
+	if _, err := http.Get(base + "/livez"); err == nil {
+		t.Error("server still answers after SIGTERM")
+	}
+	if !strings.Contains(p.err.String(), "stopping Postgres and removing") {
+		t.Errorf("no shutdown progress:\n%s", p.err.String())
+	}
+	t.Logf("whole demo test %s", time.Since(start).Round(time.Millisecond))
+}

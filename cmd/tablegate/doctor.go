@@ -1,0 +1,562 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/db"
+)
+
+const doctorUsage = `Usage:
+  tablegate doctor [--database-url URL] [--signing-keys FILE]
+                   [--auth-url URL | --jwks-url URL] [--config FILE]
+                   [--table [schema.]name ...] [--supabase-config FILE] [--strict]
+
+Checks a tablegate setup and prints a checklist:
+
+  ✓ signing keys present and usable (a warning when missing)
+  ✓ JWKS reachable and asymmetric (a warning for HS256-only projects)
+  ✓ database reachable, tablegate migrations current
+  ✓ every served table (--config, --table) has RLS enabled and forced
+  ✓ anon/authenticated grants sane (no TRUNCATE: RLS does not apply to it)
+  ✓ write policies exclude anonymous sign-ins
+  ✓ the tenant claim setting matches what functions and policies read
+  ✓ refresh-token reuse interval (advice)
+
+The database comes from --database-url, else DATABASE_URL; the JWKS from
+--jwks-url, else {--auth-url or the config's auth.url or SUPABASE_URL}/auth/v1/.well-known/jwks.json.
+
+Exit code 1 when a check fails (with --strict also on a warning), else 0.
+`
+
+type checkStatus int
+
+const (
+	statusOK checkStatus = iota
+	statusInfo
+	statusSkip
+	statusWarn
+	statusFail
+)
+
+func (s checkStatus) mark() string {
+	return [...]string{"✓", "i", "-", "!", "✗"}[s]
+}
+
+// check is one line of the doctor's checklist.
+type check struct {
+	status checkStatus
+	name   string
+	detail string
+	fix    string
+}
+
+type doctorOptions struct {
+	databaseURL    string
+	signingKeys    string
+	authURL        string
+	jwksURL        string
+	configPath     string
+	tables         []string
+	supabaseConfig string
+	strict         bool
+	getenv         func(string) string
+	httpClient     *http.Client
+}
+
+func runDoctor(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "doctor", doctorUsage)
+	o := doctorOptions{getenv: e.getenv}
+	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres `URL` (default $DATABASE_URL)")
+	fs.StringVar(&o.signingKeys, "signing-keys", defaultSigningKeysPath, "signing keys `file`")
+	fs.StringVar(&o.authURL, "auth-url", "", "Supabase project `URL` (default $SUPABASE_URL)")
+	fs.StringVar(&o.jwksURL, "jwks-url", "", "JWKS `URL` (overrides --auth-url)")
+	fs.StringVar(&o.configPath, "config", "", "serve config `file` whose tables to check")
+	fs.Func("table", "a served table `[schema.]name` to check (repeatable)", func(s string) error {
+		if !tableName.MatchString(s) {
+			return fmt.Errorf("%q is not a [schema.]table name", s)
+		}
+		o.tables = append(o.tables, s)
+		return nil
+	})
+	fs.StringVar(&o.supabaseConfig, "supabase-config", "supabase/config.toml", "Supabase CLI config `file` read for the refresh-token settings")
+	fs.BoolVar(&o.strict, "strict", false, "fail on warnings too")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	checks := doctor(ctx, o)
+	failed := printChecks(e.stdout, checks, o.strict)
+	if failed {
+		return errReported
+	}
+	return nil
+}
+
+// printChecks writes the checklist and reports whether it failed.
+func printChecks(w io.Writer, checks []check, strict bool) bool {
+	var nFail, nWarn int
+	for _, c := range checks {
+		fmt.Fprintf(w, "%s %s", c.status.mark(), c.name)
+		if c.detail != "" {
+			fmt.Fprintf(w, ": %s", c.detail)
+		}
+		fmt.Fprintln(w)
+		if c.fix != "" && c.status >= statusWarn {
+			fmt.Fprintf(w, "    → %s\n", c.fix)
+		}
+		switch c.status {
+		case statusFail:
+			nFail++
+		case statusWarn:
+			nWarn++
+		}
+	}
+	fmt.Fprintf(w, "\n%d failed, %d warning(s)\n", nFail, nWarn)
+	return nFail > 0 || (strict && nWarn > 0)
+}
+
+// doctor runs every check in order.
+func doctor(ctx context.Context, o doctorOptions) []check {
+	var out []check
+	add := func(c ...check) { out = append(out, c...) }
+
+	var cfg *serveConfig
+	if o.configPath != "" {
+		c, err := loadServeConfig(o.configPath)
+		if err != nil {
+			add(check{statusFail, "config", err.Error(), "fix the config file (see tablegate serve --help)"})
+		} else {
+			cfg = c
+			add(check{statusOK, "config", fmt.Sprintf("%s: %d table(s)", o.configPath, len(c.Tables)), ""})
+			for _, n := range c.tableNames() {
+				if !slices.Contains(o.tables, c.Tables[n].Table) {
+					o.tables = append(o.tables, c.Tables[n].Table)
+				}
+			}
+		}
+	}
+
+	ks, keysCheck := checkSigningKeys(o)
+	add(keysCheck)
+	add(checkJWKS(ctx, o, cfg, ks))
+
+	dbURL := o.databaseURL
+	if dbURL == "" {
+		dbURL = o.getenv("DATABASE_URL")
+	}
+	if dbURL == "" && cfg != nil {
+		dbURL = cfg.DatabaseURL
+	}
+	if dbURL == "" {
+		add(check{statusFail, "database", "no database URL", "pass --database-url or set DATABASE_URL"})
+	} else if pool, err := connect(ctx, dbURL); err != nil {
+		add(check{statusFail, "database", err.Error(), "start Postgres or fix the URL"})
+	} else {
+		defer pool.Close()
+		var version string
+		_ = pool.QueryRow(ctx, "show server_version").Scan(&version)
+		add(check{statusOK, "database", "reachable, PostgreSQL " + version, ""})
+		add(checkMigrations(ctx, pool))
+		add(checkTables(ctx, pool, o.tables)...)
+		add(checkAnonWrites(ctx, pool, o.tables))
+		add(checkTenantClaim(ctx, pool))
+	}
+	add(checkReuseInterval(o))
+	return out
+}
+
+func checkSigningKeys(o doctorOptions) (*keySet, check) {
+	const name = "signing keys"
+	if _, err := os.Stat(o.signingKeys); errors.Is(err, os.ErrNotExist) {
+		c := check{statusWarn, name, "no signing keys file at " + o.signingKeys,
+			"create one with \"tablegate keys new --path " + o.signingKeys + "\" and set [auth] signing_keys_path in supabase/config.toml; without it local tokens are HS256 and cannot be verified with a JWKS"}
+		return nil, c
+	}
+	ks, err := loadKeyFile(o.signingKeys)
+	if err != nil {
+		return nil, check{statusFail, name, err.Error(), "recreate the file with \"tablegate keys new --force --path " + o.signingKeys + "\""}
+	}
+	s, err := ks.signer()
+	if err != nil {
+		return ks, check{statusFail, name, err.Error(), "one key needs key_ops [\"sign\",\"verify\"]"}
+	}
+	return ks, check{statusOK, name, fmt.Sprintf("%s: %d ES256 key(s), signing kid %s", o.signingKeys, len(ks.keys), s.kid), ""}
+}
+
+func checkJWKS(ctx context.Context, o doctorOptions, cfg *serveConfig, ks *keySet) check {
+	const name = "JWKS"
+	u := o.jwksURL
+	if u == "" {
+		base := o.authURL
+		if base == "" && cfg != nil {
+			if j := cfg.Auth.jwksURL(); j != "" {
+				u = j
+			}
+		}
+		if base == "" {
+			base = o.getenv("SUPABASE_URL")
+		}
+		if u == "" && base != "" {
+			u = strings.TrimRight(base, "/") + "/auth/v1/.well-known/jwks.json"
+		}
+	}
+	if u == "" {
+		return check{statusSkip, name, "no --auth-url, --jwks-url or SUPABASE_URL", ""}
+	}
+	client := o.httpClient
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return check{statusFail, name, "invalid JWKS URL", "pass a full http(s) URL"}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return check{statusFail, name, fmt.Sprintf("%s unreachable: %v", u, err), "start the auth server (supabase start) or fix --auth-url"}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return check{statusFail, name, fmt.Sprintf("%s answered %d", u, resp.StatusCode), "check the URL: it should end in /auth/v1/.well-known/jwks.json"}
+	}
+	var doc struct {
+		Keys []struct {
+			Kty string `json:"kty"`
+			Alg string `json:"alg"`
+			Kid string `json:"kid"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return check{statusFail, name, u + " is not a JWKS document", "check the URL"}
+	}
+	var algs, kids []string
+	for _, k := range doc.Keys {
+		if k.Kty == "EC" || k.Kty == "RSA" || k.Kty == "OKP" {
+			alg := k.Alg
+			if alg == "" {
+				alg = k.Kty
+			}
+			algs = append(algs, alg)
+			kids = append(kids, k.Kid)
+		}
+	}
+	if len(algs) == 0 {
+		return check{statusWarn, name, u + " lists no asymmetric key (legacy HS256 secret only)",
+			"enable asymmetric JWT signing keys (ES256) in the Supabase dashboard, or set [auth] signing_keys_path locally; tablegate verifies only asymmetric tokens"}
+	}
+	if ks != nil {
+		s, err := ks.signer()
+		if err == nil && !slices.Contains(kids, s.kid) {
+			return check{statusWarn, name, fmt.Sprintf("%s reachable (%s) but does not list the local signing kid %s", u, strings.Join(algs, ", "), s.kid),
+				"point the auth server at the same signing keys file, or mint tokens with its keys"}
+		}
+	}
+	return check{statusOK, name, fmt.Sprintf("%s: %d asymmetric key(s) (%s)", u, len(algs), strings.Join(algs, ", ")), ""}
+}
+
+func checkMigrations(ctx context.Context, pool *pgxpool.Pool) check {
+	const name = "migrations"
+	p, closeDB, err := db.NewMigrator(pool)
+	if err != nil {
+		return check{statusFail, name, err.Error(), ""}
+	}
+	defer closeDB()
+	cur, target, err := p.GetVersions(ctx)
+	if err != nil {
+		return check{statusFail, name, err.Error(), "run \"tablegate migrate up\""}
+	}
+	if cur < target {
+		return check{statusFail, name, fmt.Sprintf("version %d, %d available", cur, target), "run \"tablegate migrate up\""}
+	}
+	return check{statusOK, name, fmt.Sprintf("current (version %d)", cur), ""}
+}
+
+// checkTables checks RLS and grants of each served table.
+func checkTables(ctx context.Context, pool *pgxpool.Pool, tables []string) []check {
+	if len(tables) == 0 {
+		return []check{{statusSkip, "served tables", "none given (use --config or --table)", ""}}
+	}
+	var out []check
+	for _, t := range tables {
+		out = append(out, checkTable(ctx, pool, t)...)
+	}
+	return out
+}
+
+func checkTable(ctx context.Context, pool *pgxpool.Pool, table string) []check {
+	q := `select format('%I.%I', c.relnamespace::regnamespace::text, c.relname), c.relkind::text, c.relrowsecurity, c.relforcerowsecurity,
+	  (select count(*) from pg_policy p where p.polrelid = c.oid),
+	  has_schema_privilege('authenticated', c.relnamespace, 'USAGE'),
+	  array(select r || ':' || p from unnest(array['anon','authenticated']) r,
+	        unnest(array['SELECT','INSERT','UPDATE','DELETE','TRUNCATE']) p
+	        where has_table_privilege(r, c.oid, p))
+	from pg_class c where c.oid = to_regclass($1)`
+	var (
+		name       string
+		kind       string
+		rls, force bool
+		policies   int
+		authUse    bool
+		privs      []string
+	)
+	err := pool.QueryRow(ctx, q, table).Scan(&name, &kind, &rls, &force, &policies, &authUse, &privs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return []check{{statusFail, "table " + table, "does not exist", "create it, or fix the table name in the config"}}
+	}
+	if err != nil {
+		return []check{{statusFail, "table " + table, err.Error(), ""}}
+	}
+	var out []check
+	rlsName := "RLS " + name
+	switch {
+	case kind == "v" || kind == "m":
+		out = append(out, check{statusWarn, rlsName, "a view: RLS of the underlying tables applies only with security_invoker",
+			"create the view with (security_invoker = true) on PostgreSQL 15+"})
+	case !rls:
+		out = append(out, check{statusFail, rlsName, "row-level security is DISABLED: every caller with a grant reads and writes every row",
+			fmt.Sprintf("alter table %s enable row level security; alter table %s force row level security; then add policies", name, name)})
+	case !force:
+		out = append(out, check{statusFail, rlsName, "enabled but not forced: the table owner bypasses the policies",
+			fmt.Sprintf("alter table %s force row level security", name)})
+	case policies == 0:
+		out = append(out, check{statusWarn, rlsName, "enabled and forced, but no policies: every request sees no rows",
+			"add policies (create policy ...)"})
+	default:
+		out = append(out, check{statusOK, rlsName, fmt.Sprintf("enabled and forced, %d polic(ies)", policies), ""})
+	}
+
+	grantName := "grants " + name
+	has := func(p string) bool { return slices.Contains(privs, p) }
+	var problems []string
+	fix := ""
+	for _, r := range []string{"anon", "authenticated"} {
+		if has(r + ":TRUNCATE") {
+			problems = append(problems, r+" may TRUNCATE (row-level security does not apply to TRUNCATE)")
+			fix = fmt.Sprintf("revoke truncate on %s from anon, authenticated", name)
+		}
+	}
+	if len(problems) > 0 {
+		out = append(out, check{statusFail, grantName, strings.Join(problems, "; "), fix})
+		return out
+	}
+	switch {
+	case !authUse:
+		out = append(out, check{statusFail, grantName, "authenticated lacks USAGE on the table's schema: every request fails",
+			"grant usage on schema <schema> to anon, authenticated"})
+	case !has("authenticated:SELECT"):
+		out = append(out, check{statusWarn, grantName, "authenticated has no SELECT: reads answer 403 before RLS is consulted",
+			fmt.Sprintf("grant select on %s to authenticated", name)})
+	case has("anon:INSERT") || has("anon:UPDATE") || has("anon:DELETE"):
+		out = append(out, check{statusWarn, grantName, "anon (no session) holds write grants; only the policies stand in the way",
+			fmt.Sprintf("revoke insert, update, delete on %s from anon unless callers without a session must write", name)})
+	default:
+		var list []string
+		for _, p := range privs {
+			list = append(list, strings.ToLower(p))
+		}
+		out = append(out, check{statusOK, grantName, strings.Join(list, " "), ""})
+	}
+	return out
+}
+
+// checkAnonWrites lists write commands open to anonymous sign-ins, with the
+// SQL module's tablegate.write_policies_without_anon_check when the
+// database has it, else with a reference check of the served tables'
+// policies.
+func checkAnonWrites(ctx context.Context, pool *pgxpool.Pool, tables []string) check {
+	const name = "anonymous sign-ins"
+	if len(tables) == 0 {
+		return check{statusSkip, name, "no served tables given", ""}
+	}
+	var have bool
+	_ = pool.QueryRow(ctx, `select to_regprocedure('tablegate.write_policies_without_anon_check(text[])') is not null`).Scan(&have)
+	var q string
+	if have {
+		q = `select w.table_schema || '.' || w.table_name, w.command, w.reason, w.policies
+		  from tablegate.write_policies_without_anon_check(
+		    array(select distinct c.relnamespace::regnamespace::text from pg_class c where c.oid = any($1::regclass[]))) w
+		  where to_regclass(quote_ident(w.table_schema) || '.' || quote_ident(w.table_name)) = any($1::regclass[])`
+	} else {
+		q = `with t as (select c.oid, format('%I.%I', c.relnamespace::regnamespace::text, c.relname) as name, c.relrowsecurity as rls
+		    from pg_class c where c.oid = any($1::regclass[]) and c.relkind in ('r','p')),
+		  cmds(cmd, polcmd) as (values ('INSERT','a'::"char"), ('UPDATE','w'), ('DELETE','d'))
+		  select t.name, cmds.cmd, case when t.rls then 'policy_without_check' else 'rls_disabled' end,
+		    array(select p.polname::text from pg_policy p where p.polrelid = t.oid and p.polcmd in (cmds.polcmd, '*')
+		      and p.polpermissive
+		      and coalesce(pg_get_expr(p.polqual, p.polrelid), '') || coalesce(pg_get_expr(p.polwithcheck, p.polrelid), '') !~ 'is_anonymous|is_full_user'
+		      order by 1)
+		  from t cross join cmds
+		  where has_table_privilege('authenticated', t.oid, cmds.cmd)
+		    and (not t.rls or exists (select 1 from pg_policy p where p.polrelid = t.oid and p.polcmd in (cmds.polcmd, '*')
+		      and p.polpermissive
+		      and coalesce(pg_get_expr(p.polqual, p.polrelid), '') || coalesce(pg_get_expr(p.polwithcheck, p.polrelid), '') !~ 'is_anonymous|is_full_user'))
+		  order by 1, 2`
+	}
+	var oids []string
+	for _, t := range tables {
+		var ok bool
+		if err := pool.QueryRow(ctx, `select to_regclass($1) is not null`, t).Scan(&ok); err == nil && ok {
+			oids = append(oids, t)
+		}
+	}
+	if len(oids) == 0 {
+		return check{statusSkip, name, "no existing served tables", ""}
+	}
+	rows, err := pool.Query(ctx, q, oids)
+	if err != nil {
+		return check{statusFail, name, err.Error(), ""}
+	}
+	var open []string
+	for rows.Next() {
+		var tbl, cmd, reason string
+		var pols []string
+		if err := rows.Scan(&tbl, &cmd, &reason, &pols); err != nil {
+			rows.Close()
+			return check{statusFail, name, err.Error(), ""}
+		}
+		s := tbl + " " + cmd
+		if reason == "rls_disabled" {
+			s += " (RLS disabled)"
+		} else if len(pols) > 0 {
+			s += " (policy " + strings.Join(pols, ", ") + ")"
+		}
+		open = append(open, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return check{statusFail, name, err.Error(), ""}
+	}
+	if len(open) > 0 {
+		return check{statusWarn, name, "writes open to anonymous sign-ins: " + strings.Join(open, "; "),
+			"add \"not tablegate.is_anonymous()\" to the write policies, or call tablegate.exclude_anonymous('<table>') if your migrations have it"}
+	}
+	return check{statusOK, name, "every write policy of the served tables excludes anonymous sign-ins", ""}
+}
+
+// tenantRead finds literal reads of a tenant-looking claim in SQL text:
+// ->> 'org_id', -> 'tenant_id', #>> '{app_metadata,tenant_id}'.
+var tenantRead = regexp.MustCompile(`(?:->>?\s*'([A-Za-z_]*(?:tenant|org)[A-Za-z0-9_]*)'|#>>?\s*'\{([^}]*(?:tenant|org)[^}]*)\}')`)
+
+// checkTenantClaim compares tablegate.tenant_claim() with the claim names
+// that policies and functions read directly.
+func checkTenantClaim(ctx context.Context, pool *pgxpool.Pool) check {
+	const name = "tenant claim"
+	var setting *string
+	if err := pool.QueryRow(ctx, `select case when to_regprocedure('tablegate.tenant_claim()') is not null then tablegate.tenant_claim() end`).Scan(&setting); err != nil {
+		return check{statusFail, name, err.Error(), ""}
+	}
+	if setting == nil {
+		return check{statusFail, name, "tablegate.tenant_claim() is missing", "run \"tablegate migrate up\""}
+	}
+	want := *setting
+	last := want[strings.LastIndex(want, ".")+1:]
+	rows, err := pool.Query(ctx, `
+	  select 'policy ' || polname || ' on ' || (select format('%I.%I', relnamespace::regnamespace::text, relname) from pg_class where oid = polrelid),
+	         coalesce(pg_get_expr(polqual, polrelid), '') || ' ' || coalesce(pg_get_expr(polwithcheck, polrelid), '')
+	  from pg_policy
+	  union all
+	  select 'function ' || p.oid::regprocedure::text, p.prosrc
+	  from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+	  where n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg_toast%'
+	    and p.prolang <> (select oid from pg_language where lanname = 'c')
+	    and p.prolang <> (select oid from pg_language where lanname = 'internal')`)
+	if err != nil {
+		return check{statusFail, name, err.Error(), ""}
+	}
+	defer rows.Close()
+	var mismatched []string
+	users := 0
+	for rows.Next() {
+		var obj, src string
+		if err := rows.Scan(&obj, &src); err != nil {
+			return check{statusFail, name, err.Error(), ""}
+		}
+		if strings.Contains(src, "current_tenant_id()") {
+			users++
+		}
+		if strings.Contains(src, "tenant_claim()") {
+			continue // reads the setting itself
+		}
+		for _, m := range tenantRead.FindAllStringSubmatch(src, -1) {
+			claim := m[1]
+			if claim == "" {
+				parts := strings.Split(m[2], ",")
+				claim = strings.TrimSpace(parts[len(parts)-1])
+			}
+			if claim != last {
+				mismatched = append(mismatched, fmt.Sprintf("%s reads %q", obj, claim))
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return check{statusFail, name, err.Error(), ""}
+	}
+	if len(mismatched) > 0 {
+		return check{statusWarn, name, fmt.Sprintf("setting is %q but %s", want, strings.Join(mismatched, "; ")),
+			"read the tenant with tablegate.current_tenant_id() everywhere, or select tablegate.set_tenant_claim('<claim>') to match"}
+	}
+	return check{statusOK, name, fmt.Sprintf("%q; %d polic(ies)/function(s) use tablegate.current_tenant_id(), none reads another tenant claim", want, users), ""}
+}
+
+// checkReuseInterval gives advice on GoTrue's refresh-token reuse interval.
+func checkReuseInterval(o doctorOptions) check {
+	const name = "refresh-token reuse interval"
+	const advice = "keep it at 10 s (the Supabase default): concurrent refreshes from several server instances rely on it; 0 signs users out on a race"
+	if v := o.getenv("GOTRUE_SECURITY_REFRESH_TOKEN_REUSE_INTERVAL"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 {
+			return check{statusWarn, name, "GOTRUE_SECURITY_REFRESH_TOKEN_REUSE_INTERVAL=" + v, advice}
+		}
+		return check{statusOK, name, "GOTRUE_SECURITY_REFRESH_TOKEN_REUSE_INTERVAL=" + v, ""}
+	}
+	f, err := os.Open(o.supabaseConfig)
+	if err != nil {
+		return check{statusInfo, name, "not found in the environment or " + o.supabaseConfig + "; " + advice, ""}
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	section := ""
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			section = strings.Trim(line, "[] ")
+			continue
+		}
+		key, val, ok := strings.Cut(line, "=")
+		if !ok || section != "auth" {
+			continue
+		}
+		key, val = strings.TrimSpace(key), strings.TrimSpace(strings.SplitN(val, "#", 2)[0])
+		switch key {
+		case "enable_refresh_token_rotation":
+			if val == "false" {
+				return check{statusWarn, name, o.supabaseConfig + ": enable_refresh_token_rotation = false", "enable rotation; a leaked refresh token then works only once"}
+			}
+		case "refresh_token_reuse_interval":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 10 {
+				return check{statusWarn, name, o.supabaseConfig + ": refresh_token_reuse_interval = " + val, advice}
+			}
+			return check{statusOK, name, fmt.Sprintf("%s: %d s", o.supabaseConfig, n), ""}
+		}
+	}
+	return check{statusInfo, name, o.supabaseConfig + " does not set refresh_token_reuse_interval (default 10 s); " + advice, ""}
+}

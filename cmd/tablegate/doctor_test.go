@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// lineOf returns the checklist line that starts with prefix, or "".
+func lineOf(out, prefix string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestDoctorDetectsTableWithoutRLS(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	keys := filepath.Join(t.TempDir(), "missing.json")
+
+	// The demo table passes every table check.
+	r := runCLI(t, nil, "doctor", "--database-url", url, "--signing-keys", keys, "--supabase-config", keys, "--table", "public.todos")
+	if r.code != 0 {
+		t.Fatalf("doctor on public.todos: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"✓ database", "✓ migrations: current", "✓ RLS public.todos: enabled and forced",
+		"✓ grants public.todos", "✓ anonymous sign-ins", "✓ tenant claim", "! signing keys", "- JWKS", "i refresh-token reuse interval"} {
+		if lineOf(r.stdout, want) == "" {
+			t.Errorf("missing line %q in\n%s", want, r.stdout)
+		}
+	}
+
+	_, err := pool.Exec(ctx, `
+	  create table public.norls (id int primary key, note text);
+	  grant select, insert on public.norls to authenticated;
+	  create table public.notforced (id int primary key);
+	  alter table public.notforced enable row level security;
+	  create policy r on public.notforced for select to authenticated using (true);
+	  grant select on public.notforced to authenticated;
+	  create table public.truncatable (id int primary key);
+	  alter table public.truncatable enable row level security;
+	  alter table public.truncatable force row level security;
+	  create policy r on public.truncatable for select to authenticated using (true);
+	  grant select, truncate on public.truncatable to authenticated;
+	  create table public.guestwrites (id int primary key, tenant_id uuid);
+	  alter table public.guestwrites enable row level security;
+	  alter table public.guestwrites force row level security;
+	  create policy w on public.guestwrites for insert to authenticated
+	    with check (tenant_id = (auth.jwt() ->> 'org_id')::uuid);
+	  grant select, insert on public.guestwrites to authenticated;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Each broken table fails or warns with its own line.
+	r = runCLI(t, map[string]string{"DATABASE_URL": url}, "doctor", "--signing-keys", keys, "--supabase-config", keys,
+		"--table", "norls", "--table", "public.notforced", "--table", "public.truncatable", "--table", "public.guestwrites", "--table", "public.ghost")
+	if r.code != exitFailure {
+		t.Fatalf("exit %d, want 1\n%s", r.code, r.stdout)
+	}
+	for prefix, want := range map[string]string{
+		"✗ RLS public.norls":          "DISABLED",
+		"✗ RLS public.notforced":      "not forced",
+		"✗ grants public.truncatable": "TRUNCATE",
+		"✗ table public.ghost":        "does not exist",
+		"! anonymous sign-ins":        "public.guestwrites INSERT (policy w)",
+		"! tenant claim":              `reads "org_id"`,
+		"✓ RLS public.guestwrites":    "enabled and forced",
+	} {
+		if l := lineOf(r.stdout, prefix); !strings.Contains(l, want) {
+			t.Errorf("line %q: got %q, want it to contain %q\n%s", prefix, l, want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "public.norls INSERT (RLS disabled)") {
+		t.Errorf("anonymous check should name norls INSERT:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "→ alter table public.norls enable row level security") {
+		t.Errorf("no fix for norls:\n%s", r.stdout)
+	}
+}
+
+func TestDoctorJWKSAndKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.json")
+	if r := runCLI(t, nil, "keys", "new", "--path", keys); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	ks, _ := loadKeyFile(keys)
+	asym := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/auth/v1/.well-known/jwks.json" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(ks.publicJWKS())
+	}))
+	defer asym.Close()
+	hsOnly := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"keys":[]}`))
+	}))
+	defer hsOnly.Close()
+	cfg := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfg, []byte("[api]\nport = 54321\n[auth]\nrefresh_token_reuse_interval = 0 # testing\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The database is unreachable here: the checklist still runs and fails.
+	bad := "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"
+	r := runCLI(t, nil, "doctor", "--database-url", bad, "--signing-keys", keys, "--auth-url", asym.URL, "--supabase-config", cfg)
+	if r.code != exitFailure {
+		t.Fatalf("exit %d\n%s", r.code, r.stdout)
+	}
+	for prefix, want := range map[string]string{
+		"✓ signing keys":                 "1 ES256 key(s)",
+		"✓ JWKS":                         "1 asymmetric key(s) (ES256)",
+		"✗ database":                     "unreachable",
+		"! refresh-token reuse interval": "refresh_token_reuse_interval = 0",
+	} {
+		if l := lineOf(r.stdout, prefix); !strings.Contains(l, want) {
+			t.Errorf("line %q: got %q, want %q\n%s", prefix, l, want, r.stdout)
+		}
+	}
+	r = runCLI(t, map[string]string{"SUPABASE_URL": hsOnly.URL, "GOTRUE_SECURITY_REFRESH_TOKEN_REUSE_INTERVAL": "10"},
+		"doctor", "--database-url", bad, "--signing-keys", keys)
+	if l := lineOf(r.stdout, "! JWKS"); !strings.Contains(l, "HS256") {
+		t.Errorf("HS256-only JWKS: %q\n%s", l, r.stdout)
+	}
+	if lineOf(r.stdout, "✓ refresh-token reuse interval") == "" {
+		t.Errorf("env reuse interval 10 should pass:\n%s", r.stdout)
+	}
+	// A JWKS that does not list the local signing key is a warning.
+	other := filepath.Join(dir, "other.json")
+	runCLI(t, nil, "keys", "new", "--path", other)
+	r = runCLI(t, nil, "doctor", "--database-url", bad, "--signing-keys", other, "--jwks-url", asym.URL+"/auth/v1/.well-known/jwks.json")
+	if l := lineOf(r.stdout, "! JWKS"); !strings.Contains(l, "does not list the local signing kid") {
+		t.Errorf("kid mismatch: %q\n%s", l, r.stdout)
+	}
+}

@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// DefaultSigningKeysPath is where keys new writes and where token and doctor
+// look when --signing-keys is not given (the Supabase CLI's conventional
+// signing_keys_path, relative to the project directory).
+const defaultSigningKeysPath = "supabase/signing_keys.json"
+
+// jwk is one JSON Web Key in the shape the Supabase CLI writes to
+// signing_keys_path (config.JWK): base64url values without padding.
+type jwk struct {
+	Kty    string   `json:"kty"`
+	Kid    string   `json:"kid,omitempty"`
+	Use    string   `json:"use,omitempty"`
+	KeyOps []string `json:"key_ops,omitempty"`
+	Alg    string   `json:"alg,omitempty"`
+	Ext    bool     `json:"ext,omitempty"`
+	Crv    string   `json:"crv,omitempty"`
+	X      string   `json:"x,omitempty"`
+	Y      string   `json:"y,omitempty"`
+	D      string   `json:"d,omitempty"`
+	// RSA and symmetric members are read only to say they are unsupported.
+	N string `json:"n,omitempty"`
+	K string `json:"k,omitempty"`
+}
+
+// signingKey is a parsed private ES256 key.
+type signingKey struct {
+	kid  string
+	priv *ecdsa.PrivateKey
+	sign bool // key_ops contains "sign" (or key_ops absent)
+}
+
+// keySet is the content of a signing keys file.
+type keySet struct {
+	keys []signingKey
+}
+
+// signer returns the key that signs: the first with key_ops "sign".
+func (ks *keySet) signer() (signingKey, error) {
+	for _, k := range ks.keys {
+		if k.sign {
+			return k, nil
+		}
+	}
+	return signingKey{}, errors.New("no key with key_ops [\"sign\"] in the signing keys file")
+}
+
+// publicJWKS returns the public JWKS document ({"keys":[...]}) in the shape
+// GoTrue serves at /auth/v1/.well-known/jwks.json.
+func (ks *keySet) publicJWKS() []byte {
+	type pub struct {
+		Alg    string   `json:"alg"`
+		Crv    string   `json:"crv"`
+		Ext    bool     `json:"ext"`
+		KeyOps []string `json:"key_ops"`
+		Kid    string   `json:"kid"`
+		Kty    string   `json:"kty"`
+		Use    string   `json:"use"`
+		X      string   `json:"x"`
+		Y      string   `json:"y"`
+	}
+	doc := struct {
+		Keys []pub `json:"keys"`
+	}{Keys: []pub{}}
+	for _, k := range ks.keys {
+		doc.Keys = append(doc.Keys, pub{
+			Alg: "ES256", Crv: "P-256", Ext: true, KeyOps: []string{"verify"}, Kid: k.kid, Kty: "EC", Use: "sig",
+			X: b64(pad32(k.priv.X.Bytes())), Y: b64(pad32(k.priv.Y.Bytes())),
+		})
+	}
+	b, _ := json.Marshal(doc)
+	return b
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// pad32 left-pads a P-256 coordinate or scalar to 32 bytes.
+func pad32(b []byte) []byte {
+	if len(b) >= 32 {
+		return b
+	}
+	out := make([]byte, 32)
+	copy(out[32-len(b):], b)
+	return out
+}
+
+// newUUID returns a random version 4 UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// newSigningJWK creates a private ES256 JWK as "supabase gen signing-key"
+// does: kid a UUID v4, use sig, key_ops sign and verify, ext true.
+func newSigningJWK() (jwk, error) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return jwk{}, fmt.Errorf("generate key: %w", err)
+	}
+	d, err := priv.Bytes()
+	if err != nil {
+		return jwk{}, fmt.Errorf("encode key: %w", err)
+	}
+	pubBytes, err := priv.PublicKey.Bytes() // 0x04 | X | Y
+	if err != nil {
+		return jwk{}, fmt.Errorf("encode key: %w", err)
+	}
+	return jwk{
+		Kty: "EC", Kid: newUUID(), Use: "sig", KeyOps: []string{"sign", "verify"}, Alg: "ES256", Ext: true,
+		Crv: "P-256", X: b64(pubBytes[1:33]), Y: b64(pubBytes[33:65]), D: b64(d),
+	}, nil
+}
+
+// parseKeyFile parses a signing keys file: a JSON array of private JWKs
+// (the signing_keys_path format) or, as printed by "supabase gen
+// signing-key" without a path, one JWK object.
+func parseKeyFile(data []byte) (*keySet, error) {
+	data = []byte(strings.TrimSpace(string(data)))
+	var list []jwk
+	switch {
+	case len(data) > 0 && data[0] == '[':
+		if err := json.Unmarshal(data, &list); err != nil {
+			return nil, fmt.Errorf("not a JSON array of JWKs: %w", err)
+		}
+	case len(data) > 0 && data[0] == '{':
+		var one jwk
+		if err := json.Unmarshal(data, &one); err != nil {
+			return nil, fmt.Errorf("not a JWK: %w", err)
+		}
+		list = []jwk{one}
+	default:
+		return nil, errors.New("expected a JSON array of private JWKs")
+	}
+	if len(list) == 0 {
+		return nil, errors.New("the file holds no keys")
+	}
+	ks := &keySet{}
+	for i, k := range list {
+		sk, err := parseJWK(k)
+		if err != nil {
+			return nil, fmt.Errorf("key %d (kid %q): %w", i, k.Kid, err)
+		}
+		ks.keys = append(ks.keys, sk)
+	}
+	return ks, nil
+}
+
+func parseJWK(k jwk) (signingKey, error) {
+	switch {
+	case k.Kty == "oct":
+		return signingKey{}, errors.New("symmetric (HS256) keys cannot be published in a JWKS; create an ES256 key with \"tablegate keys new\"")
+	case k.Kty == "RSA":
+		return signingKey{}, errors.New("RSA keys are not supported by this command yet; use ES256")
+	case k.Kty != "EC" || (k.Crv != "" && k.Crv != "P-256") || (k.Alg != "" && k.Alg != "ES256"):
+		return signingKey{}, fmt.Errorf("unsupported key type %s/%s/%s; want EC/P-256/ES256", k.Kty, k.Crv, k.Alg)
+	}
+	if k.Kid == "" {
+		return signingKey{}, errors.New("missing kid")
+	}
+	dec := func(name, v string) ([]byte, error) {
+		b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(v, "="))
+		if err != nil || len(b) == 0 || len(b) > 32 {
+			return nil, fmt.Errorf("member %s is not a base64url P-256 value", name)
+		}
+		// The Supabase CLI writes big.Int bytes without left padding.
+		return pad32(b), nil
+	}
+	d, err := dec("d", k.D)
+	if err != nil {
+		return signingKey{}, fmt.Errorf("%w (a signing key needs its private part d)", err)
+	}
+	priv, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), d)
+	if err != nil {
+		return signingKey{}, fmt.Errorf("invalid private key: %w", err)
+	}
+	if k.X != "" || k.Y != "" {
+		x, err := dec("x", k.X)
+		if err != nil {
+			return signingKey{}, err
+		}
+		y, err := dec("y", k.Y)
+		if err != nil {
+			return signingKey{}, err
+		}
+		if priv.X.Cmp(new(big.Int).SetBytes(x)) != 0 || priv.Y.Cmp(new(big.Int).SetBytes(y)) != 0 {
+			return signingKey{}, errors.New("x/y do not match the private key d")
+		}
+	}
+	sign := len(k.KeyOps) == 0 || slices.Contains(k.KeyOps, "sign")
+	return signingKey{kid: k.Kid, priv: priv, sign: sign}, nil
+}
+
+// loadKeyFile reads and parses a signing keys file.
+func loadKeyFile(path string) (*keySet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("signing keys file %s does not exist; create it with \"tablegate keys new --path %s\"", path, path)
+		}
+		return nil, fmt.Errorf("read signing keys: %w", err)
+	}
+	ks, err := parseKeyFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("signing keys file %s: %w", path, err)
+	}
+	return ks, nil
+}
+
+// writeKeyFile writes keys as a JSON array indented by two spaces with mode
+// 0600 (what the Supabase CLI writes), atomically.
+func writeKeyFile(path string, keys []jwk) error {
+	b, err := json.MarshalIndent(keys, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'), 0o600)
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames
+// it over path, so that a reader sees the old or the new content, never a
+// part.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Chmod(mode)
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
+
+const keysUsage = `Usage:
+  tablegate keys new [--path FILE] [--append] [--force]
+  tablegate keys jwks [--signing-keys FILE]
+
+"keys new" creates an ES256 signing key in the format of the Supabase CLI's
+[auth] signing_keys_path (a JSON array of private JWKs, mode 0600; the same
+file "supabase gen signing-key" writes) and prints the public JWKS that
+/auth/v1/.well-known/jwks.json serves for it. Point GoTrue or the Supabase
+CLI at the file (config.toml: [auth] signing_keys_path = "./signing_keys.json")
+so that tokens they issue verify with tablegate, or use it with
+"tablegate token" and "tablegate demo --signing-keys".
+
+"keys jwks" prints the public JWKS of an existing file.
+`
+
+func runKeys(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, keysUsage)
+		return usagef("missing subcommand: new or jwks")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(e.stdout, keysUsage)
+		return nil
+	case "new":
+		return runKeysNew(e, args[1:])
+	case "jwks":
+		return runKeysJWKS(e, args[1:])
+	}
+	return usagef("unknown subcommand %q: want new or jwks", args[0])
+}
+
+func runKeysNew(e *env, args []string) error {
+	fs := newFlagSet(e, "keys new", keysUsage)
+	path := fs.String("path", defaultSigningKeysPath, "signing keys `file` to write")
+	appendKey := fs.Bool("append", false, "add a key to an existing file; the new key signs, older keys only verify")
+	force := fs.Bool("force", false, "overwrite an existing file")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	k, err := newSigningJWK()
+	if err != nil {
+		return err
+	}
+	keys := []jwk{k}
+	if old, err := os.ReadFile(*path); err == nil {
+		switch {
+		case *appendKey:
+			var prev []jwk
+			if err := json.Unmarshal(old, &prev); err != nil {
+				return fmt.Errorf("%s is not a JSON array of JWKs; refusing to append: %w", *path, err)
+			}
+			for i := range prev {
+				prev[i].KeyOps = []string{"verify"}
+			}
+			keys = append(keys, prev...)
+		case !*force:
+			return fmt.Errorf("%s already exists; use --append to add a key (rotation) or --force to replace it", *path)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", *path, err)
+	}
+	if err := writeKeyFile(*path, keys); err != nil {
+		return err
+	}
+	ks, err := loadKeyFile(*path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "✓ wrote %d ES256 key(s) to %s (mode 0600); signing kid %s\n", len(keys), *path, k.Kid)
+	fmt.Fprintf(e.stderr, "  public JWKS (serve at /auth/v1/.well-known/jwks.json):\n")
+	fmt.Fprintf(e.stdout, "%s\n", indentJSON(ks.publicJWKS()))
+	return nil
+}
+
+func runKeysJWKS(e *env, args []string) error {
+	fs := newFlagSet(e, "keys jwks", keysUsage)
+	path := fs.String("signing-keys", defaultSigningKeysPath, "signing keys `file` to read")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	ks, err := loadKeyFile(*path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s\n", indentJSON(ks.publicJWKS()))
+	return nil
+}
+
+func indentJSON(b []byte) []byte {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return b
+	}
+	out, _ := json.MarshalIndent(v, "", "  ")
+	return out
+}

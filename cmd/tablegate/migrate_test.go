@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/sql/migrations"
+)
+
+func TestMigrateUpStatusDown(t *testing.T) {
+	t.Parallel()
+	url := pgtest.EmptyURL(t)
+	vars := map[string]string{"DATABASE_URL": url}
+
+	r := runCLI(t, vars, "migrate", "status")
+	if r.code != 0 || !strings.Contains(r.stdout, "pending: run \"tablegate migrate up\"") {
+		t.Fatalf("status before: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, vars, "migrate", "up", "--to", "2")
+	if r.code != 0 || strings.Count(r.stdout, "✓ applied") != 2 || !strings.Contains(r.stdout, "version 2") {
+		t.Fatalf("up --to 2: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, vars, "migrate", "up", "--to", "3")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "✓ applied 00003_create_tablegate_schema.sql (") || strings.Count(r.stdout, "✓ applied") != 1 {
+		t.Fatalf("up --to 3: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, vars, "migrate", "status")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("%d pending", countMigrations(t)-3)) {
+		t.Fatalf("status at 3: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Roll back from version 3 (down of 00004 cannot run on main yet: it
+	// drops tablegate.is_member before the policy that uses it).
+	r = runCLI(t, vars, "migrate", "down")
+	if r.code != 0 || !strings.Contains(r.stdout, "✓ rolled back 00003_create_tablegate_schema.sql") {
+		t.Fatalf("down: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, vars, "migrate", "down", "--to", "0")
+	if r.code != 0 || !strings.Contains(r.stdout, "✓ version 0") {
+		t.Fatalf("down --to 0: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, vars, "migrate", "down")
+	if r.code != 0 || !strings.Contains(r.stdout, "nothing to roll back") {
+		t.Fatalf("down at 0: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, vars, "migrate", "up")
+	if r.code != 0 || !strings.Contains(r.stdout, "migration(s) applied") {
+		t.Fatalf("up: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, vars, "migrate", "up")
+	if r.code != 0 || !strings.Contains(r.stdout, "✓ migrations current") {
+		t.Fatalf("up again: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, nil, "migrate", "status", "--database-url", url)
+	if r.code != 0 || !strings.Contains(r.stdout, "all migrations applied") || strings.Contains(r.stdout, "pending") {
+		t.Fatalf("status after: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, vars, "migrate", "status", "--to", "3")
+	if r.code != exitUsage {
+		t.Fatalf("status --to: %d", r.code)
+	}
+	r = runCLI(t, nil, "migrate", "up", "--database-url", "postgres://nobody:hunter2@127.0.0.1:1/none?connect_timeout=2")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "database unreachable") || strings.Contains(r.stderr, "hunter2") {
+		t.Fatalf("unreachable: %d %s", r.code, r.stderr)
+	}
+}
+
+// countMigrations counts the embedded migration files.
+func countMigrations(t *testing.T) int {
+	t.Helper()
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(files)
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/rest"
+)
+
+const serveUsage = `Usage:
+  tablegate serve --config FILE [--addr HOST:PORT] [--database-url URL]
+
+Serves the tables declared in a JSON config file as REST resources bound to
+the caller (row-level security applies), PostgREST-style, without writing
+Go. See docs/cli.md for the file format; in short:
+
+  {
+    "base_path": "/api",
+    "auth": {"url": "https://<project>.supabase.co"},
+    "permissions": {"todos.delete": ["admin"]},
+    "tables": {
+      "todos": {"table": "public.todos", "operations": ["list","get","create","update","delete"],
+                "select": ["id","title","done"], "permissions": {"delete": "todos.delete"},
+                "guard": ["user","anonymous"]}
+    }
+  }
+
+Routes: {base_path}/{name}[/{key}], {base_path}/openapi.json, {base_path}/docs,
+/livez (process) and /readyz (database). SIGINT/SIGTERM drain requests for up
+to 10 s, then exit.
+
+Environment: DATABASE_URL (unless --database-url or the config's
+database_url), SUPABASE_URL (unless auth.url), SUPABASE_JWKS (inline JWKS),
+SUPABASE_SECRET_KEYS ({"name":"sb_secret_…"}: apikey callers become service),
+SUPABASE_PUBLISHABLE_KEY (needed by auth.refresh).
+`
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "serve", serveUsage)
+	configPath := fs.String("config", "", "config `file` (JSON)")
+	addr := fs.String("addr", "", "listen address `HOST:PORT` (default the config's addr, else 127.0.0.1:8080)")
+	dbFlag := fs.String("database-url", "", "Postgres `URL` (default $DATABASE_URL, else the config's database_url)")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if *configPath == "" {
+		return usagef("--config is required (a JSON file declaring the tables; see docs/cli.md)")
+	}
+	cfg, err := loadServeConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	if *addr == "" {
+		*addr = cfg.Addr
+	}
+	if *addr == "" {
+		*addr = "127.0.0.1:8080"
+	}
+	dbURL := *dbFlag
+	if dbURL == "" {
+		dbURL = e.getenv("DATABASE_URL")
+	}
+	if dbURL == "" {
+		dbURL = cfg.DatabaseURL
+	}
+	if dbURL == "" {
+		return usagef("no database: pass --database-url, set DATABASE_URL or the config's database_url")
+	}
+	out := e.stderr
+	pool, err := connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	acfg, err := authConfigFor(cfg, e.getenv)
+	if err != nil {
+		return err
+	}
+	rv, err := newResolverFor(ctx, acfg)
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	d := db.New(pool, nil)
+	app, err := buildServeHandler(ctx, cfg, d)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	health(mux, pool)
+	mux.Handle("/", rv.middleware(app))
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is the port in use?)", *addr, err)
+	}
+	base := "http://" + hostPort(ln.Addr())
+	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (docs: %s%s/docs)\n", len(cfg.Tables), base, cfg.BasePath, base, cfg.BasePath)
+	for _, n := range cfg.tableNames() {
+		t := cfg.Tables[n]
+		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, cfg.BasePath, n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))
+	}
+	return serveUntilDone(ctx, out, ln, problemFallback(mux))
+}
+
+// serveUntilDone serves until ctx ends, then drains for up to 10 s.
+func serveUntilDone(ctx context.Context, out io.Writer, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("server: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(out, "▸ shutting down (draining requests, up to 10 s)")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// authConfigFor builds the resolver configuration of serve: the config's
+// auth section first, then the Supabase environment variables.
+func authConfigFor(cfg *serveConfig, getenv func(string) string) (resolverConfig, error) {
+	ac := resolverConfig{
+		ProjectURL: cfg.Auth.URL,
+		JWKSURL:    cfg.Auth.JWKSURL,
+		Refresh:    cfg.Auth.Refresh,
+	}
+	if ac.ProjectURL == "" {
+		ac.ProjectURL = strings.TrimSpace(getenv("SUPABASE_URL"))
+	}
+	if ac.JWKSURL == "" {
+		ac.JWKSURL = strings.TrimSpace(getenv("SUPABASE_JWKS_URL"))
+	}
+	if raw := strings.TrimSpace(getenv("SUPABASE_JWKS")); raw != "" {
+		if !json.Valid([]byte(raw)) {
+			return ac, usagef("SUPABASE_JWKS is not JSON (want {\"keys\":[...]})")
+		}
+		ac.JWKS = json.RawMessage(raw)
+	}
+	if ac.ProjectURL == "" && ac.JWKSURL == "" && len(ac.JWKS) == 0 {
+		return ac, usagef("no JWKS: set auth.url (or auth.jwks_url) in the config, or SUPABASE_URL")
+	}
+	if raw := strings.TrimSpace(getenv("SUPABASE_SECRET_KEYS")); raw != "" {
+		var keys map[string]string
+		if err := json.Unmarshal([]byte(raw), &keys); err != nil {
+			return ac, usagef(`SUPABASE_SECRET_KEYS is not a JSON object of named keys ({"default":"sb_secret_..."})`)
+		}
+		ac.SecretKeys = keys
+	} else if k := strings.TrimSpace(getenv("SUPABASE_SECRET_KEY")); k != "" {
+		ac.SecretKeys = map[string]string{"default": k}
+	}
+	return ac, nil
+}
+
+// roleAuthorizer grants a permission key to callers whose roles claim
+// holds one of the roles the config lists for it ("service" matches service
+// callers). Any other permission is denied.
+func roleAuthorizer(grants map[string][]string) rest.Authorizer {
+	return rest.AuthorizerFunc(func(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
+		allowed := grants[req.Permission]
+		if req.Caller.Actor.Type == authctx.ActorService {
+			if slices.Contains(allowed, "service") {
+				return rest.Allowed, nil
+			}
+			return rest.Denied, nil
+		}
+		for _, r := range claimRoles(req.Caller.Claims) {
+			if slices.Contains(allowed, r) {
+				return rest.Allowed, nil
+			}
+		}
+		return rest.Denied, nil
+	})
+}
+
+// buildResources builds one rest resource per configured table.
+func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB) (map[string]*rest.Resource, error) {
+	authz := roleAuthorizer(cfg.Permissions)
+	out := map[string]*rest.Resource{}
+	for _, name := range cfg.tableNames() {
+		t := cfg.Tables[name]
+		opts := &rest.Options{
+			Select:     t.Select,
+			Key:        t.Key,
+			Authorizer: authz,
+			Caller:     callerOf,
+		}
+		for _, op := range t.Operations {
+			opts.Operations = append(opts.Operations, rest.Operation(op))
+		}
+		if len(t.Permissions) > 0 {
+			opts.Permissions = map[rest.Operation]string{}
+			for op, key := range t.Permissions {
+				opts.Permissions[rest.Operation(op)] = key
+			}
+		}
+		res, err := rest.NewResource(ctx, d, t.Table, opts)
+		if err != nil {
+			return nil, fmt.Errorf("tables.%s (%s): %w", name, t.Table, err)
+		}
+		out[name] = res
+	}
+	return out, nil
+}
+
+// buildServeHandler mounts every table under base_path behind its guard.
+func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB) (http.Handler, error) {
+	resources, err := buildResources(ctx, cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	for _, name := range cfg.tableNames() {
+		prefix := cfg.BasePath + "/" + name
+		h := guardWith(cfg.Tables[name].Guard...)(http.StripPrefix(prefix, resources[name]))
+		mux.Handle(prefix, h)
+		mux.Handle(prefix+"/", h)
+	}
+	return problemFallback(mux), nil
+}

@@ -1,0 +1,85 @@
+package rest_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
+)
+
+// A todos table served under /api/todos with a permission on delete, a
+// hook that stamps new rows and an item action.
+func ExampleNewResource() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, "postgres://app@localhost/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	d := db.New(pool, nil)
+
+	type completeIn struct {
+		Note string `json:"note,omitempty"`
+	}
+	todos, err := rest.NewResource(ctx, d, "todos", &rest.Options{
+		Select:      []string{"id", "title", "done", "created_at"},
+		Permissions: map[rest.Operation]string{rest.OpDelete: "todos.delete"},
+		Hooks: rest.Hooks{
+			BeforeCreateFunc: func(c *rest.Ctx, data rest.Row) (rest.Row, error) {
+				if data["title"] == "" {
+					return nil, problem.New(problem.KindUnprocessable, "A title is required.")
+				}
+				data["done"] = false
+				return data, nil
+			},
+		},
+		Actions: map[string]*rest.Action{
+			"complete": rest.DefineAction(rest.ActionDef[completeIn, rest.None, rest.None]{
+				Method: "POST", Path: "/{id}/complete",
+				Handler: func(c *rest.Ctx, in rest.ActionInput[completeIn, rest.None]) (rest.None, error) {
+					// c.DB is the caller-bound transaction: RLS applies.
+					_, err := c.DB.Exec(c, "update todos set done = true where id = $1", in.ID)
+					return rest.None{}, err
+				},
+			}),
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/todos/", http.StripPrefix("/api/todos", todos))
+	mux.Handle("/api/todos", http.StripPrefix("/api/todos", todos))
+	log.Fatal(http.ListenAndServe(":8080", mux))
+}
+
+func ExampleOperationID() {
+	for _, op := range []rest.Operation{rest.OpList, rest.OpGet, rest.OpCreate, "complete"} {
+		fmt.Println(rest.OperationID("todos", op))
+	}
+	// Output:
+	// listTodos
+	// getTodo
+	// createTodo
+	// completeTodos
+}
+
+func ExampleDefineAction() {
+	type exportQuery struct {
+		Limit int `json:"limit,omitempty"`
+	}
+	export := rest.DefineAction(rest.ActionDef[rest.None, exportQuery, []string]{
+		Method: "GET", Path: "/export", Summary: "Export titles",
+		Handler: func(c *rest.Ctx, in rest.ActionInput[rest.None, exportQuery]) ([]string, error) {
+			return []string{"a", "b"}, nil
+		},
+	})
+	q, _ := export.Query.MarshalJSON()
+	fmt.Println(export.Status, export.Input == nil, string(q))
+	// Output:
+	// 200 true {"type":"object","properties":{"limit":{"type":"integer"}},"additionalProperties":false}
+}

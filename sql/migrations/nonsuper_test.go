@@ -1,0 +1,97 @@
+package migrations_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// ownerRole is a migrating role that is neither superuser nor bypassrls, as
+// on managed Postgres. Roles are cluster-global: it is created only where
+// missing, under an advisory lock.
+const ownerRole = "tg_test_nonsuper_owner"
+
+// TestNonSuperuserOwner migrates a fresh database as a role that is not a
+// superuser and does not bypass row-level security, reverts and migrates
+// again, and uses every opt-in function as that role.
+func TestNonSuperuserOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := pgtest.EmptyURL(t)
+	admin, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbName := strings.TrimPrefix(mustParse(t, u).Path, "/")
+	for _, s := range []string{
+		`select pg_advisory_lock(hashtext('tablegate.test.roles'))`,
+		`do $$ begin
+		   if not exists (select 1 from pg_roles where rolname = '` + ownerRole + `') then
+		     create role ` + ownerRole + ` login createrole nosuperuser nobypassrls password 'tg-test-owner';
+		   end if;
+		 end $$`,
+		`select pg_advisory_unlock(hashtext('tablegate.test.roles'))`,
+		`alter database "` + dbName + `" owner to ` + ownerRole,
+	} {
+		if _, err := admin.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	admin.Close(ctx)
+
+	ou := mustParse(t, u)
+	ou.User = url.UserPassword(ownerRole, "tg-test-owner")
+	pool := pgtest.Pool(t, ou.String())
+	var super, bypass bool
+	if err := pool.QueryRow(ctx, `select rolsuper, rolbypassrls from pg_roles where rolname = current_user`).Scan(&super, &bypass); err != nil || super || bypass {
+		t.Fatalf("owner role is superuser=%v bypassrls=%v (%v)", super, bypass, err)
+	}
+	p, closeDB, err := db.NewMigrator(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB()
+	for round := 1; round <= 2; round++ {
+		if _, err := p.Up(ctx); err != nil {
+			t.Fatalf("round %d up as a non-superuser owner: %v", round, err)
+		}
+		for _, s := range []string{
+			`select tablegate.set_tenant_claim('app_metadata.org_id')`,
+			`select tablegate.enable_storage_policies('files')`,
+			`create table public.t (id int primary key, tenant_id uuid)`,
+			`select tablegate.enable_tenant_policies('public.t')`,
+			`select tablegate.exclude_anonymous('public.t')`,
+			`select tablegate.enable_realtime('public.t')`,
+			`insert into public.t values (1, gen_random_uuid())`,
+		} {
+			if _, err := pool.Exec(ctx, s); err != nil {
+				t.Fatalf("round %d, as the owner, %s: %v", round, s, err)
+			}
+		}
+		var claim string
+		if err := pool.QueryRow(ctx, `select tablegate.tenant_claim()`).Scan(&claim); err != nil || claim != "app_metadata.org_id" {
+			t.Fatalf("claim %q, %v", claim, err)
+		}
+		if _, err := p.DownTo(ctx, 0); err != nil {
+			t.Fatalf("round %d down: %v", round, err)
+		}
+		if _, err := pool.Exec(ctx, `drop table public.t`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func mustParse(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -1,0 +1,119 @@
+package migrations_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// TestUpDown applies every migration, reverts to version 0 and applies
+// them again through db.NewMigrator, on a plain database and on databases
+// where Supabase's storage and realtime schemas exist before or appear
+// after migrating.
+func TestUpDown(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		before, after []string
+	}{
+		{name: "plain"},
+		{name: "supabase_before", before: []string{"supabase_storage.sql", "supabase_realtime.sql", "supabase_realtime_send.sql"}},
+		{name: "supabase_after", after: []string{"supabase_storage.sql", "supabase_realtime.sql"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := pgtest.Pool(t, pgtest.EmptyURL(t))
+			for _, f := range tc.before {
+				fixture(t, pool, f)
+			}
+			p, closeDB, err := db.NewMigrator(pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeDB()
+			supabase := len(tc.before) > 0
+
+			for round := 1; round <= 2; round++ {
+				res, err := p.Up(ctx)
+				if err != nil {
+					t.Fatalf("round %d up: %v", round, err)
+				}
+				applied := map[int64]bool{}
+				for _, r := range res {
+					applied[r.Source.Version] = true
+				}
+				for v := int64(10); v <= 15; v++ {
+					if !applied[v] {
+						t.Fatalf("round %d: migration %d not applied", round, v)
+					}
+				}
+				v, err := p.GetDBVersion(ctx)
+				if err != nil || v < 15 {
+					t.Fatalf("version %d, %v", v, err)
+				}
+				got := adminScalar[int](t, pool, `select count(*) from pg_policy where polname like 'tablegate\_tenant\_topics\_%'`)
+				if want := map[bool]int{true: 2, false: 0}[supabase]; got != want {
+					t.Fatalf("round %d: %d realtime policies after up, want %d", round, got, want)
+				}
+				// Opt in a table, a bucket and realtime, so that Down has
+				// something of ours to remove outside schema tablegate.
+				admin(t, pool, `create table public.todos (id bigint generated always as identity primary key, tenant_id uuid not null, title text)`)
+				admin(t, pool, `select tablegate.enable_tenant_policies('public.todos')`)
+				admin(t, pool, `select tablegate.exclude_anonymous('public.todos')`)
+				admin(t, pool, `select tablegate.enable_realtime('public.todos')`)
+				installed := adminScalar[bool](t, pool, `select tablegate.enable_storage_policies('files')`)
+				if installed != supabase {
+					t.Fatalf("enable_storage_policies installed=%v, want %v", installed, supabase)
+				}
+
+				if _, err := p.DownTo(ctx, 0); err != nil {
+					t.Fatalf("round %d down: %v", round, err)
+				}
+				if n := adminScalar[int](t, pool, `select count(*) from pg_namespace where nspname = 'tablegate'`); n != 0 {
+					t.Fatal("schema tablegate left after down")
+				}
+				if n := adminScalar[int](t, pool, `select count(*) from pg_policy where polname like 'tablegate%'`); n != 0 {
+					t.Fatalf("%d tablegate policies left after down", n)
+				}
+				if n := adminScalar[int](t, pool, `select count(*) from pg_trigger where tgname = 'tablegate_broadcast_change'`); n != 0 {
+					t.Fatal("broadcast trigger left after down")
+				}
+				if n := adminScalar[int](t, pool, `select count(*) from pg_publication where pubname = 'supabase_realtime'`); n != 0 {
+					t.Fatal("publication supabase_realtime, created by enable_realtime, left after down")
+				}
+				if supabase {
+					// Supabase's own objects stay.
+					if n := adminScalar[int](t, pool, `select count(*) from storage.buckets`); n != 3 {
+						t.Fatalf("storage.buckets has %d rows after down", n)
+					}
+					if adminScalar[string](t, pool, `select to_regclass('realtime.messages')::text`) == "" {
+						t.Fatal("realtime.messages dropped by down")
+					}
+				}
+				admin(t, pool, `drop table public.todos`)
+			}
+			for _, f := range tc.after {
+				fixture(t, pool, f)
+			}
+			if _, err := p.Up(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if len(tc.after) > 0 {
+				// Supabase arrived after migrating: the opt-in functions
+				// install the policies now.
+				if !adminScalar[bool](t, pool, `select tablegate.enable_realtime_policies()`) {
+					t.Fatal("enable_realtime_policies returned false with realtime present")
+				}
+				if !adminScalar[bool](t, pool, `select tablegate.enable_storage_policies('files')`) {
+					t.Fatal("enable_storage_policies returned false with storage present")
+				}
+				if n := adminScalar[int](t, pool, `select count(*) from pg_policy where polname like 'tablegate%'`); n != 6 {
+					t.Fatalf("%d tablegate policies, want 6 (4 storage + 2 realtime)", n)
+				}
+			}
+		})
+	}
+}
