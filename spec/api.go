@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
@@ -16,22 +17,10 @@ import (
 // OpenAPIVersion is the OpenAPI version of every document DefineAPI builds.
 const OpenAPIVersion = "3.1.0"
 
-// Guard allow values (the names of authctx.Allow), which decide the
-// security requirements of an operation.
-const (
-	// AllowUser admits signed-in users: Bearer JWT or session cookie.
-	AllowUser = "user"
-	// AllowAnon admits callers without a session: no credential needed.
-	AllowAnon = "anon"
-	// AllowAnonymous admits anonymous sign-ins: Bearer JWT or session cookie.
-	AllowAnonymous = "anonymous"
-	// AllowService admits service callers: the secret key in the apikey header.
-	AllowService = "service"
-)
-
 // DefaultAllow is the allow list of a resource without an entry in
-// Options.Allow: the guard's default, signed-in users only.
-var DefaultAllow = []string{AllowUser}
+// Options.Allow: the guard's default ([authctx.Guard] with no arguments),
+// signed-in users only. Callers must not modify it.
+var DefaultAllow = []authctx.Allow{authctx.AllowUser}
 
 // Names of the security schemes in components.securitySchemes.
 const (
@@ -90,23 +79,25 @@ type Options struct {
 	Resources map[string]*rest.Resource
 
 	// Allow maps a path segment to the allow list of the guard in front
-	// of that resource (values as authctx.Allow: "user", "anon",
-	// "anonymous", "service"). Segments without an entry use
-	// DefaultAllow. The lists decide each operation's security
-	// requirements; the handler enforces them when Guard is set.
-	Allow map[string][]string
+	// of that resource. Segments without an entry use DefaultAllow. The
+	// lists decide each operation's security requirements (user or
+	// anonymous → bearerAuth or sessionCookie; service → apikey; anon →
+	// none); the handler enforces them when Guard is set.
+	Allow map[string][]authctx.Allow
 
-	// Guard, when set, returns the middleware enforcing an allow list,
-	// e.g. func(a []string) func(http.Handler) http.Handler { return
-	// authctx.Guard(toAllow(a)...) }. The handler wraps every resource
-	// with Guard(its allow list), so the guard and the document read the
-	// same list. Nil leaves admission to the integrator's own middleware.
-	Guard func(allow []string) func(http.Handler) http.Handler
+	// Guard, when set, is the guard middleware constructor — normally
+	// [authctx.Guard]. The handler wraps every resource with
+	// Guard(its allow list...), so the guard and the document read the
+	// same list. Nil leaves admission to the integrator's own middleware
+	// (which should then use the same lists). The guard reads the caller
+	// stored by the authctx resolver middleware, so mount the handler
+	// behind it.
+	Guard func(allow ...authctx.Allow) func(http.Handler) http.Handler
 
 	// CookieName is the session cookie's name in the sessionCookie
-	// security scheme. Empty derives it from ProjectURL as the Supabase
-	// client does (sb-<first label of the host>-auth-token), or uses
-	// "sb-<ref>-auth-token" without one.
+	// security scheme. Empty derives it from ProjectURL with
+	// [authctx.CookieNameFor] (sb-<first label of the host>-auth-token),
+	// or writes the placeholder "sb-<ref>-auth-token" without one.
 	CookieName string
 
 	// ProjectURL is the project URL (SUPABASE_URL), for CookieName.
@@ -210,13 +201,13 @@ func cleanBase(p string) (string, error) {
 	return p, nil
 }
 
-func checkAllow(allow []string) error {
+func checkAllow(allow []authctx.Allow) error {
 	if len(allow) == 0 {
 		return errors.New("empty allow list")
 	}
 	for _, a := range allow {
 		switch a {
-		case AllowUser, AllowAnon, AllowAnonymous, AllowService:
+		case authctx.AllowUser, authctx.AllowAnon, authctx.AllowAnonymous, authctx.AllowService:
 		default:
 			return fmt.Errorf("unknown allow value %q (want user, anon, anonymous or service)", a)
 		}
@@ -255,7 +246,7 @@ func (a *API) newHandler(opts *Options) http.Handler {
 	for _, n := range names {
 		var h http.Handler = http.StripPrefix(a.base+"/"+n, opts.Resources[n])
 		if opts.Guard != nil {
-			h = opts.Guard(allowOf(opts, n))(h)
+			h = opts.Guard(allowOf(opts, n)...)(h)
 		}
 		mux.Handle(a.base+"/"+n, h)
 		mux.Handle(a.base+"/"+n+"/", h)
@@ -289,7 +280,7 @@ func (a *API) meta(contentType string, body []byte) http.Handler {
 	})
 }
 
-func allowOf(opts *Options, name string) []string {
+func allowOf(opts *Options, name string) []authctx.Allow {
 	if a, ok := opts.Allow[name]; ok {
 		return a
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/spec"
 )
@@ -25,9 +26,9 @@ func TestDefineAPIErrors(t *testing.T) {
 		"slash segment":  {Info: spec.Info{Title: "x", Version: "1"}, Resources: map[string]*rest.Resource{"a/b": todos}},
 		"reserved docs":  {Info: spec.Info{Title: "x", Version: "1"}, Resources: map[string]*rest.Resource{"docs": todos}},
 		"reserved json":  {Info: spec.Info{Title: "x", Version: "1"}, Resources: map[string]*rest.Resource{"openapi.json": todos}},
-		"unknown allow":  {Info: spec.Info{Title: "x", Version: "1"}, Resources: b.res, Allow: map[string][]string{"todos": {"admin"}}},
-		"empty allow":    {Info: spec.Info{Title: "x", Version: "1"}, Resources: b.res, Allow: map[string][]string{"todos": {}}},
-		"allow no table": {Info: spec.Info{Title: "x", Version: "1"}, Resources: b.res, Allow: map[string][]string{"nope": {"user"}}},
+		"unknown allow":  {Info: spec.Info{Title: "x", Version: "1"}, Resources: b.res, Allow: map[string][]authctx.Allow{"todos": {"admin"}}},
+		"empty allow":    {Info: spec.Info{Title: "x", Version: "1"}, Resources: b.res, Allow: map[string][]authctx.Allow{"todos": {}}},
+		"allow no table": {Info: spec.Info{Title: "x", Version: "1"}, Resources: b.res, Allow: map[string][]authctx.Allow{"nope": {"user"}}},
 		// The same table twice: operation ids and schema names collide.
 		"duplicate ids": {Info: spec.Info{Title: "x", Version: "1"}, Resources: map[string]*rest.Resource{"todos": todos, "tasks": todos}},
 	} {
@@ -37,22 +38,15 @@ func TestDefineAPIErrors(t *testing.T) {
 	}
 }
 
-// TestSecurityFromAllow checks each allow value's security requirements,
-// and that the guard installed through Options.Guard gets the same list.
+// TestSecurityFromAllow checks each allow list's security requirements,
+// and that authctx.Guard installed through Options.Guard enforces the
+// same lists: what the document says a caller needs is what the guard
+// admits, and its refusals are documented statuses with Problem bodies.
 func TestSecurityFromAllow(t *testing.T) {
 	b := setup(t)
-	seen := map[string]string{}
 	o := apiOptions(b.res)
-	o.Allow = map[string][]string{"todos": {spec.AllowService, spec.AllowAnonymous}, "notes": {spec.AllowAnon}}
-	o.Guard = func(allow []string) func(http.Handler) http.Handler {
-		key := strings.Join(allow, ",")
-		return func(h http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				seen[r.URL.Path] = key
-				h.ServeHTTP(w, r)
-			})
-		}
-	}
+	o.Allow = map[string][]authctx.Allow{"todos": {authctx.AllowService, authctx.AllowAnonymous}, "notes": {authctx.AllowAnon}}
+	o.Guard = authctx.Guard
 	api, err := spec.DefineAPI(o)
 	if err != nil {
 		t.Fatal(err)
@@ -81,21 +75,62 @@ func TestSecurityFromAllow(t *testing.T) {
 	if got := sec("/openapi.json", "get"); got != "none" {
 		t.Errorf("meta security %q", got)
 	}
-	// Default allow list: user.
-	if got := strings.Join(spec.DefaultAllow, ","); got != "user" {
-		t.Errorf("DefaultAllow %q", got)
+	// Default allow list: user only, documented as bearer or cookie.
+	if len(spec.DefaultAllow) != 1 || spec.DefaultAllow[0] != authctx.AllowUser {
+		t.Errorf("DefaultAllow %v", spec.DefaultAllow)
 	}
 	d, _ := fetchDoc(t, b.api.Handler())
 	op := d["paths"].(map[string]any)["/todos"].(map[string]any)["get"].(map[string]any)
 	if got := op["x-service-allow"].([]any); len(got) != 1 || got[0] != "user" {
 		t.Errorf("default x-service-allow %v", got)
 	}
-	for _, p := range []string{"/api/todos", "/api/notes/hello"} {
-		rec := httptest.NewRecorder()
-		api.Handler().ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+
+	// The real guard, reading the caller a resolver middleware stored.
+	withCaller := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var a authctx.Auth
+			switch r.Header.Get("X-Caller") {
+			case "anon":
+				a = authctx.Anon(authctx.ReasonNone)
+			case "anonymous":
+				a = authctx.NewUser(authctx.Claims{"sub": alice, "role": "authenticated", "is_anonymous": true}, "t", nil)
+			case "user":
+				a = authctx.NewUser(authctx.Claims{"sub": alice, "role": "authenticated"}, "t", nil)
+			case "service":
+				a = authctx.Service("test")
+			}
+			h.ServeHTTP(w, r.WithContext(authctx.WithResult(r.Context(), authctx.Result{Auth: a})))
+		})
 	}
-	if seen["/api/todos"] != "service,anonymous" || seen["/api/notes/hello"] != "anon" {
-		t.Errorf("guards saw %v", seen)
+	h := withCaller(api.Handler())
+	for _, c := range []struct {
+		path, tmpl, caller string
+		want               int
+		code               string
+	}{
+		{"/api/todos", "/api/todos", "anon", 401, "AUTH_REQUIRED"},
+		{"/api/todos", "/api/todos", "user", 403, "CALLER_NOT_ALLOWED"},
+		{"/api/todos", "/api/todos", "anonymous", 200, ""},
+		{"/api/todos", "/api/todos", "service", 200, ""},
+		{"/api/notes", "/api/notes", "anon", 200, ""},
+		{"/api/notes", "/api/notes", "anonymous", 403, "ANONYMOUS_USER"},
+	} {
+		req := httptest.NewRequest("GET", c.path, nil)
+		req.Header.Set("X-Caller", c.caller)
+		// The resources' own Caller reads X-Test-User; keep it consistent.
+		if c.caller == "user" || c.caller == "anonymous" {
+			req.Header.Set("X-Test-User", alice)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("GET %s as %s: %d, want %d: %s", c.path, c.caller, rec.Code, c.want, rec.Body.String())
+			continue
+		}
+		checkResponse(t, doc, operation(doc, c.tmpl, "GET"), rec, c.path+" as "+c.caller)
+		if c.code != "" && !strings.Contains(rec.Body.String(), `"code":"`+c.code+`"`) {
+			t.Errorf("GET %s as %s: body %s lacks code %s", c.path, c.caller, rec.Body.String(), c.code)
+		}
 	}
 }
 
@@ -215,6 +250,16 @@ func TestHTMLReference(t *testing.T) {
 		if !strings.Contains(page, `id="op-`+r.OperationID+`"`) {
 			t.Errorf("page lacks operation %s", r.OperationID)
 		}
+	}
+	// Text from the definitions is escaped, never markup.
+	o := apiOptions(b.res)
+	o.Info.Description = `<script>alert(1)</script><img src=x onerror=alert(2)>`
+	api, err := spec.DefineAPI(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := string(api.HTML()); strings.Contains(p, "<script") || strings.Contains(p, "<img") || !strings.Contains(p, "&lt;script&gt;") {
+		t.Error("the description reached the page unescaped")
 	}
 	for _, want := range []string{`id="schema-Todo"`, `id="schema-Problem"`, `id="error-PermissionDenied"`, "APPROVAL_REQUIRED",
 		"todos.complete", "todo.completed", "sb-abcdefghijklmnop-auth-token", "Todo API", "1.4.0"} {

@@ -3,11 +3,11 @@ package spec
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
@@ -202,7 +202,7 @@ func (b *builder) resource(name string, r *rest.Resource) error {
 	return nil
 }
 
-func (b *builder) operation(name, entity string, d *rest.Description, oi rest.OperationInfo, allow []string) (*omap, error) {
+func (b *builder) operation(name, entity string, d *rest.Description, oi rest.OperationInfo, allow []authctx.Allow) (*omap, error) {
 	op := newMap()
 	op.set("operationId", oi.ID)
 	op.set("tags", []any{name})
@@ -276,7 +276,11 @@ func (b *builder) operation(name, entity string, d *rest.Description, oi rest.Op
 	}
 	op.set("responses", responses)
 	op.set("security", securityFor(allow))
-	op.set("x-service-allow", stringsAny(allow))
+	allowNames := make([]string, len(allow))
+	for i, a := range allow {
+		allowNames[i] = string(a)
+	}
+	op.set("x-service-allow", stringsAny(allowNames))
 	if oi.Permission != "" {
 		op.set("x-service-permission", oi.Permission)
 		b.perms[oi.Permission] = true
@@ -493,8 +497,8 @@ var errorResponseName = map[int]string{
 
 // securityFor maps a guard's allow list to security requirements: any one
 // requirement admits the request.
-func securityFor(allow []string) []any {
-	has := func(x string) bool {
+func securityFor(allow []authctx.Allow) []any {
+	has := func(x authctx.Allow) bool {
 		for _, a := range allow {
 			if a == x {
 				return true
@@ -503,13 +507,13 @@ func securityFor(allow []string) []any {
 		return false
 	}
 	var out []any
-	if has(AllowUser) || has(AllowAnonymous) {
+	if has(authctx.AllowUser) || has(authctx.AllowAnonymous) {
 		out = append(out, newMap().set(SchemeBearer, []any{}), newMap().set(SchemeCookie, []any{}))
 	}
-	if has(AllowService) {
+	if has(authctx.AllowService) {
 		out = append(out, newMap().set(SchemeAPIKey, []any{}))
 	}
-	if has(AllowAnon) {
+	if has(authctx.AllowAnon) {
 		out = append(out, newMap()) // no credential
 	}
 	return out
@@ -519,8 +523,8 @@ func (b *builder) securitySchemes() *omap {
 	cookie := b.opts.CookieName
 	if cookie == "" {
 		cookie = "sb-<ref>-auth-token"
-		if u, err := url.Parse(b.opts.ProjectURL); err == nil && u.Hostname() != "" {
-			cookie = "sb-" + strings.Split(u.Hostname(), ".")[0] + "-auth-token"
+		if name, err := authctx.CookieNameFor(b.opts.ProjectURL); err == nil && b.opts.ProjectURL != "" {
+			cookie = name
 		}
 	}
 	return newMap().

@@ -36,8 +36,8 @@
 // operation's requirements follow the allow list of the guard in front of
 // its resource (Options.Allow, default [DefaultAllow] = user): user or
 // anonymous → bearerAuth or sessionCookie; service → apikey; anon → no
-// credential. With Options.Guard set, the handler installs that guard
-// with the same list.
+// credential. With Options.Guard = [authctx.Guard], the handler installs
+// the guard with the same list.
 //
 // HEAD is served wherever GET is and is not listed separately; any other
 // method not in the document answers 405 with an Allow header.

@@ -203,7 +203,7 @@ func apiOptions(res map[string]*rest.Resource) *spec.Options {
 		BasePath:   "/api",
 		Authorizer: allowAll{},
 		Resources:  res,
-		Allow:      map[string][]string{"notes": {spec.AllowUser, spec.AllowAnon}},
+		Allow:      map[string][]authctx.Allow{"notes": {authctx.AllowUser, authctx.AllowAnon}},
 		ProjectURL: "https://abcdefghijklmnop.supabase.co",
 	}
 }
