@@ -331,3 +331,56 @@ func TestOpenAPILiveValidatorNotVacuous(t *testing.T) {
 		t.Fatal("a response with wrong types validated")
 	}
 }
+
+// FuzzYAMLStrings emits documents whose title and description carry
+// arbitrary text and checks the YAML form decodes, with a YAML parser, to
+// exactly the JSON form. The resources are built once; DefineAPI itself
+// does not touch the database.
+func FuzzYAMLStrings(f *testing.F) {
+	for _, s := range []string{"", "yes", "null", "~", "- x", "a: b", "#c", "\"q\"", "'s'", "\\", "\t\n\r", "\u0085\u2028\u2029\ufeff", "0x1F", "1e3", "@x", "`x`", "%x", "!x", "&a *a", "|", ">", "\x00\x7f", "\xff\xfe"} {
+		f.Add(s, s)
+	}
+	var base *spec.Options
+	f.Fuzz(func(t *testing.T, title, description string) {
+		if base == nil {
+			base = fuzzOptions(t)
+		}
+		o := *base
+		o.Info.Title, o.Info.Description = "T"+title, description
+		api, err := spec.DefineAPI(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromJSON, fromYAML any
+		if err := json.Unmarshal(api.JSON(), &fromJSON); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(api.YAML(), &fromYAML); err != nil {
+			t.Fatalf("YAML does not parse: %v", err)
+		}
+		nb, err := json.Marshal(fromYAML)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var norm any
+		_ = json.Unmarshal(nb, &norm)
+		if !reflect.DeepEqual(fromJSON, norm) {
+			t.Fatalf("YAML and JSON forms differ for %q / %q", title, description)
+		}
+	})
+}
+
+// fuzzOptions builds one resource on a database that lives for the whole
+// fuzz run (the database is dropped when the process's first fuzz worker
+// test ends; the resource's description stays usable without it).
+func fuzzOptions(t *testing.T) *spec.Options {
+	pool := pgtest.DB(t)
+	if _, err := pool.Exec(context.Background(), liveSQL); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rest.NewResources(context.Background(), db.New(pool, nil), map[string]*rest.Options{"todos": nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &spec.Options{Info: spec.Info{Version: "1"}, Resources: res}
+}

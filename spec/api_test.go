@@ -268,3 +268,31 @@ func TestHTMLReference(t *testing.T) {
 		}
 	}
 }
+
+// TestRootBasePath mounts the API at the root.
+func TestRootBasePath(t *testing.T) {
+	b := setup(t)
+	for _, base := range []string{"", "/"} {
+		o := apiOptions(b.res)
+		o.BasePath = base
+		api, err := spec.DefineAPI(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range map[string]int{"/openapi.json": 200, "/docs": 200, "/notes/hello": 200, "/todos": 200, "/api/todos": 404} {
+			req := httptest.NewRequest("GET", path, nil)
+			req.Header.Set("X-Test-User", alice)
+			rec := httptest.NewRecorder()
+			api.Handler().ServeHTTP(rec, req)
+			if rec.Code != want {
+				t.Errorf("base %q: GET %s: %d, want %d", base, path, rec.Code, want)
+			}
+		}
+		if r := api.Routes()[0]; r.Path != "/docs" {
+			t.Errorf("base %q: first route %v", base, r)
+		}
+		if !strings.Contains(string(api.JSON()), `"url": "/"`) {
+			t.Errorf("base %q: server url is not /", base)
+		}
+	}
+}
