@@ -101,7 +101,6 @@ func errorExamples() map[int][]example {
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest:            "A malformed key, body or query; errors name the failing paths.",
 	http.StatusUnauthorized:          "The credential did not verify, its claims failed the schema, or the route requires a session.",
-	http.StatusForbidden:             "Refused: by the authorizer (PERMISSION_DENIED, APPROVAL_REQUIRED, with permission), by the guard (ANONYMOUS_USER, CALLER_NOT_ALLOWED), by the cross-site check (CROSS_SITE_REQUEST) or by a row-level security policy on a write.",
 	http.StatusNotFound:              "The row does not exist or row-level security hides it.",
 	http.StatusConflict:              "A unique or foreign-key constraint, or a concurrent request (with Retry-After).",
 	http.StatusRequestEntityTooLarge: "The body exceeds the resource's limit.",
@@ -127,7 +126,11 @@ func (b *builder) errorResponses() *omap {
 		if examples.len() > 0 {
 			media.set("examples", examples)
 		}
-		resp := newMap().set("description", errorDescriptions[st])
+		desc := errorDescriptions[st]
+		if st == http.StatusForbidden {
+			desc = forbiddenDescription()
+		}
+		resp := newMap().set("description", desc)
 		switch st {
 		case http.StatusUnauthorized:
 			resp.set("headers", newMap().set("WWW-Authenticate", newMap().set("description", "Bearer challenge.").set("schema", newMap().set("type", "string"))))
@@ -162,3 +165,16 @@ type bodyRecorder struct {
 func (r *bodyRecorder) Header() http.Header         { return r.h }
 func (r *bodyRecorder) WriteHeader(status int)      { r.status = status }
 func (r *bodyRecorder) Write(p []byte) (int, error) { return r.body.Write(p) }
+
+// forbiddenDescription describes the shared 403 response with every 403
+// code of the catalogue.
+func forbiddenDescription() string {
+	var codes []string
+	for _, c := range problem.Catalogue() {
+		if c.Status == http.StatusForbidden {
+			codes = append(codes, string(c.Code))
+		}
+	}
+	return "Refused by the guard, the cross-site check, the authorizer (with permission, and approval.id for APPROVAL_REQUIRED), " +
+		"a tenant check, or a row-level security policy on a write (no code). Codes: " + joinComma(codes) + "."
+}
