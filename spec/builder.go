@@ -270,7 +270,7 @@ func (b *builder) operation(name, entity string, d *rest.Description, oi rest.Op
 		return nil, err
 	}
 	responses := newMap().set(strconv.Itoa(oi.Status), resp)
-	for _, st := range errorStatuses(oi) {
+	for _, st := range errorStatuses(oi, d.Key) {
 		responses.set(strconv.Itoa(st), ref("responses", errorResponseName[st]))
 		b.responses[st] = true
 	}
@@ -454,12 +454,16 @@ func pageSchema(items any) *omap {
 				set("description", "Rows matching the filters; present with count=exact.")))
 }
 
+// textKeys are key types every path segment is a valid value of.
+var textKeys = map[string]bool{"text": true, "varchar": true, "bpchar": true, "name": true, "citext": true}
+
 // errorStatuses lists the error statuses an operation can answer with.
-func errorStatuses(oi rest.OperationInfo) []int {
+func errorStatuses(oi rest.OperationInfo, key rest.Column) []int {
 	write := oi.Method != http.MethodGet
 	takesBody := oi.Operation == rest.OpCreate || oi.Operation == rest.OpUpdate ||
 		(oi.Action != nil && (oi.Input != nil || oi.Method != http.MethodGet))
-	bad := oi.Operation == rest.OpList || oi.Item || oi.Query != nil || takesBody
+	badKey := oi.Item && !textKeys[key.TypeName]
+	bad := oi.Operation == rest.OpList || badKey || oi.Query != nil || takesBody
 	var out []int
 	if bad {
 		out = append(out, http.StatusBadRequest)
