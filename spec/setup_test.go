@@ -85,7 +85,13 @@ type exportQuery struct {
 	Done  bool `json:"done,omitempty"`
 }
 
-// noteView is the reshaped get response of notes.
+func viewOf(row rest.Row) noteView {
+	body, _ := row["body"].(string)
+	slug, _ := row["slug"].(string)
+	return noteView{Slug: slug, Length: len(body)}
+}
+
+// noteView is the reshaped get and list item of notes.
 type noteView struct {
 	Slug   string `json:"slug"`
 	Length int    `json:"length"`
@@ -178,11 +184,20 @@ func setup(t testing.TB) *bundle {
 		"notes": {
 			Caller:     testCaller,
 			Operations: []rest.Operation{rest.OpList, rest.OpGet},
-			Output:     map[rest.Operation]*jsonschema.Schema{rest.OpGet: rest.SchemaFor[noteView]()},
-			Hooks: rest.Hooks{AfterGetFunc: func(c *rest.Ctx, row rest.Row) (any, error) {
-				body, _ := row["body"].(string)
-				return noteView{Slug: row["slug"].(string), Length: len(body)}, nil
-			}},
+			Output: map[rest.Operation]*jsonschema.Schema{
+				rest.OpGet:  rest.SchemaFor[noteView](),
+				rest.OpList: rest.SchemaFor[noteView](),
+			},
+			Hooks: rest.Hooks{
+				AfterGetFunc: func(c *rest.Ctx, row rest.Row) (any, error) { return viewOf(row), nil },
+				AfterListFunc: func(c *rest.Ctx, page *rest.Page) (any, error) {
+					items := make([]noteView, len(page.Items))
+					for i, row := range page.Items {
+						items[i] = viewOf(row)
+					}
+					return map[string]any{"items": items, "next_cursor": page.NextCursor}, nil
+				},
+			},
 			MaxLimit: 100, DefaultLimit: 20,
 			CursorKey: []byte("0123456789abcdef0123456789abcdef"),
 		},
