@@ -20,11 +20,13 @@ test-go:
 node-deps: ## install the pinned @supabase/ssr used by interop tests
 	@test -d $(NODE_DIR)/node_modules/@supabase/ssr || (cd $(NODE_DIR) && npm ci --no-audit --no-fund)
 
-generate: ## regenerate sqlc code into db/dbsqlc
-	$(SQLC) generate
+SQLC_CONFIGS := sqlc.yaml examples/todos/sqlc.yaml
+
+generate: ## regenerate sqlc code (db/dbsqlc, examples/todos/todosql)
+	@for c in $(SQLC_CONFIGS); do echo "sqlc generate -f $$c"; $(SQLC) generate -f $$c || exit 1; done
 
 verify: ## fail when generated code is stale
-	$(SQLC) diff
+	@for c in $(SQLC_CONFIGS); do echo "sqlc diff -f $$c"; $(SQLC) diff -f $$c || exit 1; done
 
 lint: ## gofmt and go vet on every module
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -6,7 +6,25 @@ package todosql
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+// tablegate approvals; change only through tablegate.approval_* functions.
+type TablegateApproval struct {
+	ID          string             `json:"id"`
+	Permission  string             `json:"permission"`
+	Actor       string             `json:"actor"`
+	TargetTable string             `json:"target_table"`
+	TargetKey   string             `json:"target_key"`
+	State       string             `json:"state"`
+	RequestedAt time.Time          `json:"requested_at"`
+	DecidedBy   *string            `json:"decided_by"`
+	DecidedAt   pgtype.Timestamptz `json:"decided_at"`
+	ExpiresAt   time.Time          `json:"expires_at"`
+	ValidFor    pgtype.Interval    `json:"valid_for"`
+	UsedAt      pgtype.Timestamptz `json:"used_at"`
+}
 
 type TablegateMembership struct {
 	UserID    string    `json:"user_id"`
