@@ -53,7 +53,9 @@ Runs the whole stack on your machine in one command:
      Ctrl-C or SIGTERM; then stops Postgres and removes its files.
 
 Routes: /api/todos (list, get, create, update, delete, actions complete,
-export, purge), /api/approvals (purge needs another user's approval),
+export, purge), /api/openapi.json, /api/openapi.yaml, /api/docs (the
+description of the same resource), /api/approvals (purge needs another
+user's approval),
 /mcp (the same operations as MCP tools, Streamable HTTP), /whoami, /guard/{user,
 user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
 /readyz.
@@ -416,6 +418,7 @@ tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
   curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED, approval.id
   curl -s -X POST $BASE_URL/api/approvals/<approval.id>/approve -H "Authorization: Bearer $APPROVER_TOKEN"
   curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # now 200 {"deleted": n}
+  curl -s $BASE_URL/api/openapi.json     # and $BASE_URL/api/docs in a browser
 
 Ctrl-C stops the server and removes Postgres and the temporary files.
 `, base, kid, get("USER_TOKEN"), get("ADMIN_TOKEN"), get("APPROVER_TOKEN"), get("ANON_USER_TOKEN"), get("OTHER_TENANT_TOKEN"), get("SERVICE_KEY"))

@@ -68,7 +68,7 @@ func (s *demoServer) handler() http.Handler {
 		mux.Handle("POST /auth/v1/token", s.gotrue)
 	}
 	if s.parts != nil {
-		mux.Handle("/api/", s.parts.api)
+		mux.Handle("/api/", s.parts.api.Handler())
 		mux.Handle("/api/approvals", s.parts.approvals)
 		mux.Handle("/api/approvals/", s.parts.approvals)
 		mux.Handle("/mcp", s.parts.mcp)

@@ -573,6 +573,45 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("openapi and docs", func(t *testing.T) {
+		r := do(t, none, "GET", base+"/api/openapi.json", nil)
+		if r.status != 200 {
+			t.Fatalf("openapi.json: %d %s", r.status, r.body)
+		}
+		var doc struct {
+			OpenAPI string                               `json:"openapi"`
+			Servers []struct{ URL string }               `json:"servers"`
+			Paths   map[string]map[string]map[string]any `json:"paths"`
+		}
+		if err := json.Unmarshal(r.body, &doc); err != nil || doc.OpenAPI != "3.1.0" || len(doc.Servers) == 0 || doc.Servers[0].URL != "/api" {
+			t.Fatalf("document: %v %.300s", err, r.body)
+		}
+		find := func(path, method string) map[string]any {
+			op := doc.Paths[path][method]
+			if op == nil {
+				t.Errorf("no %s %s in %v", method, path, keys(doc.Paths))
+			}
+			return op
+		}
+		if op := find("/todos/{id}", "delete"); op != nil && op["x-service-permission"] != "todos.delete" {
+			t.Errorf("delete permission: %v", op["x-service-permission"])
+		}
+		if op := find("/todos/purge", "post"); op != nil && op["x-service-permission"] != "todos.purge" {
+			t.Errorf("purge permission: %v", op["x-service-permission"])
+		}
+		if op := find("/todos/{id}/complete", "post"); op != nil {
+			if emits, _ := json.Marshal(op["x-service-emits"]); string(emits) != `["todo.completed"]` {
+				t.Errorf("complete emits %s", emits)
+			}
+		}
+		find("/todos/export", "get")
+		find("/todos", "post")
+		r = do(t, none, "GET", base+"/api/docs", nil)
+		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+			t.Errorf("docs: %d %s", r.status, r.header.Get("Content-Type"))
+		}
+	})
+
 	t.Run("mcp", func(t *testing.T) {
 		ctx := context.Background()
 		connect := func(tok string) (*mcp.ClientSession, error) {
@@ -810,4 +849,13 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set(k, v)
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
+	"github.com/tablegate/tablegate/spec"
 )
 
 // todoColumns are the columns every todos operation returns.
@@ -159,10 +160,11 @@ func demoAuthorizer(d *db.DB) (*authz.Authorizer, error) {
 	})
 }
 
-// demoAPIParts are what the demo serves under /api.
+// demoAPIParts are what the demo serves under /api and /mcp.
 type demoAPIParts struct {
-	// api serves /api/todos.
-	api http.Handler
+	// api serves /api/todos, /api/openapi.json, /api/openapi.yaml and
+	// /api/docs, from the same resource object.
+	api *spec.API
 	// approvals serves /api/approvals (list, get, approve, deny).
 	approvals http.Handler
 	// mcp serves the same operations as MCP tools (Streamable HTTP).
@@ -172,8 +174,8 @@ type demoAPIParts struct {
 // demoAllow is the allow list of /api/todos and /mcp.
 var demoAllow = []authctx.Allow{authctx.AllowUser, authctx.AllowAnonymous}
 
-// buildDemoAPI builds the todos resource, the approvals endpoint and the
-// MCP tools of the same resource.
+// buildDemoAPI builds the todos resource, its description, the approvals
+// endpoint and the MCP tools of the same resource.
 func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver) (*demoAPIParts, error) {
 	authorizer, err := demoAuthorizer(d)
 	if err != nil {
@@ -185,10 +187,19 @@ func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver) (*demoAPI
 	if err != nil {
 		return nil, fmt.Errorf("todos resource: %w", err)
 	}
-	mux := http.NewServeMux()
-	h := authctx.Guard(demoAllow...)(http.StripPrefix("/api/todos", todos))
-	mux.Handle("/api/todos", h)
-	mux.Handle("/api/todos/", h)
+	api, err := spec.DefineAPI(&spec.Options{
+		Info: spec.Info{Title: "tablegate demo", Version: "1.0.0",
+			Description: "Todos of two tenants, served under row-level security."},
+		BasePath:   "/api",
+		Authorizer: authorizer,
+		Resources:  map[string]*rest.Resource{"todos": todos},
+		Allow:      map[string][]authctx.Allow{"todos": demoAllow},
+		Guard:      authctx.Guard,
+		CookieName: rv.CookieName(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("API description: %w", err)
+	}
 	tools, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{todos}, Title: "tablegate demo", Version: "1.0.0"})
 	if err != nil {
 		return nil, fmt.Errorf("MCP tools: %w", err)
@@ -199,7 +210,7 @@ func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver) (*demoAPI
 	}
 	approvals := authz.NewApprovals(d).Handler(nil)
 	return &demoAPIParts{
-		api:       problemFallback(mux),
+		api:       api,
 		approvals: authctx.Guard(authctx.AllowUser)(http.StripPrefix("/api/approvals", approvals)),
 		mcp:       mcpHandler,
 	}, nil

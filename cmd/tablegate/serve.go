@@ -17,6 +17,7 @@ import (
 	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
+	"github.com/tablegate/tablegate/spec"
 )
 
 const serveUsage = `Usage:
@@ -114,7 +115,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("listen on %s: %w (is the port in use?)", *addr, err)
 	}
 	base := "http://" + hostPort(ln.Addr())
-	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s\n", len(cfg.Tables), base, cfg.BasePath)
+	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (description %s%s/openapi.json, docs %s%s/docs)\n", len(cfg.Tables), base, cfg.BasePath, base, cfg.BasePath, base, cfg.BasePath)
 	for _, n := range cfg.tableNames() {
 		t := cfg.Tables[n]
 		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, cfg.BasePath, n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))
@@ -187,35 +188,59 @@ func authConfigFor(cfg *serveConfig, getenv func(string) string) (authctx.Config
 
 // roleAuthorizer grants a permission key to callers whose roles claim
 // holds one of the roles the config lists for it ("service" matches service
-// callers). Any other permission is denied.
-func roleAuthorizer(grants map[string][]string) rest.Authorizer {
-	return rest.AuthorizerFunc(func(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
-		allowed := grants[req.Permission]
-		if req.Caller.Actor.Type == authctx.ActorService {
-			if slices.Contains(allowed, "service") {
-				return rest.Allowed, nil
-			}
-			return rest.Denied, nil
-		}
-		for _, r := range claimRoles(req.Caller.Claims) {
-			if slices.Contains(allowed, r) {
-				return rest.Allowed, nil
-			}
+// callers). Any other permission is denied. It is safe for concurrent use.
+type roleAuthorizer map[string][]string
+
+// Authorize implements rest.Authorizer.
+func (g roleAuthorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
+	allowed := g[req.Permission]
+	if req.Caller.Actor.Type == authctx.ActorService {
+		if slices.Contains(allowed, "service") {
+			return rest.Allowed, nil
 		}
 		return rest.Denied, nil
-	})
+	}
+	for _, r := range claimRoles(req.Caller.Claims) {
+		if slices.Contains(allowed, r) {
+			return rest.Allowed, nil
+		}
+	}
+	return rest.Denied, nil
+}
+
+// AuthorizeRows implements rest.Authorizer: the decision depends on the
+// caller only, so every row gets the same one.
+func (g roleAuthorizer) AuthorizeRows(ctx context.Context, req *rest.AuthzRequest, rows []rest.Row) ([]rest.Decision, error) {
+	d, err := g.Authorize(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rest.Decision, len(rows))
+	for i := range out {
+		out[i] = d
+	}
+	return out, nil
+}
+
+// DescribePermission implements spec.PermissionDescriber.
+func (g roleAuthorizer) DescribePermission(key string) string {
+	roles := g[key]
+	if len(roles) == 0 {
+		return "Granted to nobody (no roles listed in the config)."
+	}
+	return "Granted to callers whose roles claim holds " + strings.Join(roles, " or ") + "."
 }
 
 // buildResources builds one rest resource per configured table.
 func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB) (map[string]*rest.Resource, error) {
-	authz := roleAuthorizer(cfg.Permissions)
+	authorizer := roleAuthorizer(cfg.Permissions)
 	out := map[string]*rest.Resource{}
 	for _, name := range cfg.tableNames() {
 		t := cfg.Tables[name]
 		opts := &rest.Options{
 			Select:     t.Select,
 			Key:        t.Key,
-			Authorizer: authz,
+			Authorizer: authorizer,
 			Caller:     callerOf,
 		}
 		for _, op := range t.Operations {
@@ -245,28 +270,52 @@ func allowOf(guard []string) []authctx.Allow {
 	return out
 }
 
-// buildServeHandler mounts every table under base_path behind its guard,
+// defineAPI builds the tables' resources and their description; the API's
+// handler serves both under base_path, each table behind its guard.
+func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, cookieName string) (*spec.API, map[string]*rest.Resource, error) {
+	resources, err := buildResources(ctx, cfg, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	allow := map[string][]authctx.Allow{}
+	for _, name := range cfg.tableNames() {
+		allow[name] = allowOf(cfg.Tables[name].Guard)
+	}
+	api, err := spec.DefineAPI(&spec.Options{
+		Info:       spec.Info{Title: cfg.Title, Version: cfg.Version},
+		BasePath:   cfg.BasePath,
+		Authorizer: roleAuthorizer(cfg.Permissions),
+		Resources:  resources,
+		Allow:      allow,
+		Guard:      authctx.Guard,
+		CookieName: cookieName,
+		ProjectURL: cfg.Auth.URL,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("API description: %w", err)
+	}
+	return api, resources, nil
+}
+
+// buildServeHandler serves every table under base_path behind its guard,
+// with the description at {base_path}/openapi.json and {base_path}/docs,
 // and with "mcp": true the same operations as MCP tools at /mcp.
 func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver) (http.Handler, error) {
-	resources, err := buildResources(ctx, cfg, d)
+	api, resources, err := defineAPI(ctx, cfg, d, rv.CookieName())
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.MCP {
+		return api.Handler(), nil
+	}
+	h, err := mcpHandler(cfg, resources, rv)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	for _, name := range cfg.tableNames() {
-		prefix := cfg.BasePath + "/" + name
-		h := authctx.Guard(allowOf(cfg.Tables[name].Guard)...)(http.StripPrefix(prefix, resources[name]))
-		mux.Handle(prefix, h)
-		mux.Handle(prefix+"/", h)
-	}
-	if cfg.MCP {
-		h, err := mcpHandler(cfg, resources, rv)
-		if err != nil {
-			return nil, err
-		}
-		mux.Handle("/mcp", h)
-	}
-	return problemFallback(mux), nil
+	mux.Handle("/mcp", h)
+	mux.Handle("/", api.Handler())
+	return mux, nil
 }
 
 // mcpTools builds the MCP tools of the resources, each table's tools behind

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -124,6 +125,45 @@ func TestServeConfig(t *testing.T) {
 		t.Errorf("admin deletes own row: %d %s", r.status, r.body)
 	}
 	wantProblem(t, "unknown table", do(t, user, "GET", base+"/v1/other", nil), 404, "")
+	served := do(t, caller{}, "GET", base+"/v1/openapi.json", nil)
+	if served.status != 200 {
+		t.Fatalf("openapi.json: %d %s", served.status, served.body)
+	}
+	if r := do(t, caller{}, "GET", base+"/v1/docs", nil); r.status != 200 {
+		t.Errorf("docs: %d", r.status)
+	}
+
+	// tablegate openapi prints the very document serve publishes.
+	cli := runCLI(t, map[string]string{"DATABASE_URL": url}, "openapi", "--config", cfgPath)
+	if cli.code != 0 {
+		t.Fatalf("openapi: %d %s", cli.code, cli.stderr)
+	}
+	if cli.stdout != string(served.body) {
+		t.Errorf("tablegate openapi differs from the served document:\n%s\n---\n%s", cli.stdout, served.body)
+	}
+	var doc struct {
+		Paths       map[string]map[string]map[string]any `json:"paths"`
+		Permissions map[string]any                       `json:"x-service-permissions"`
+	}
+	if err := json.Unmarshal([]byte(cli.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Paths["/todos/{id}"]["delete"]["x-service-permission"] != "todos.delete" {
+		t.Errorf("delete permission missing: %v", doc.Paths["/todos/{id}"])
+	}
+	if _, ok := doc.Paths["/todos"]["post"]; ok {
+		t.Error("create is not served but documented")
+	}
+	if !strings.Contains(fmt.Sprint(doc.Permissions), "admin") {
+		t.Errorf("x-service-permissions: %v", doc.Permissions)
+	}
+	cli = runCLI(t, map[string]string{"DATABASE_URL": url}, "openapi", "--config", cfgPath, "--format", "yaml")
+	if cli.code != 0 || !strings.HasPrefix(cli.stdout, "openapi: ") {
+		t.Errorf("yaml: %d %.100s %s", cli.code, cli.stdout, cli.stderr)
+	}
+	if r := runCLI(t, nil, "openapi", "--config", cfgPath); r.code != exitUsage {
+		t.Errorf("openapi without database: %d", r.code)
+	}
 
 	// The same table as MCP tools, under the same guard.
 	tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true,
