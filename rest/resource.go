@@ -34,7 +34,7 @@ const (
 type column struct {
 	Column
 	ident string // quoted identifier
-	cast  string // "::text::<type>" applied to text parameters
+	cast  string // "::text::<type without typmod>" applied to text parameters
 	expr  string // the column in comparisons and order: t."col" (json: ::jsonb)
 }
 
