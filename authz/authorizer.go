@@ -263,9 +263,8 @@ func (a *Authorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (res
 	}
 	ins := []*input{ptr(a.input(req, req.Row))}
 	if next := nextRow(req); next != nil {
-		// An update
-		// must be granted for the row as it is AND as it will be: else an
-		// editor of tenant A moves a row into tenant B.
+		// An update must be granted for the row as it is AND as it will
+		// be: else an editor of tenant A moves a row into tenant B.
 		ins = append(ins, ptr(a.input(req, next)))
 	}
 	m, err := a.members(ctx, req, ins, asked)
