@@ -105,3 +105,30 @@ func TestCursorRevealsNoRowValues(t *testing.T) {
 		t.Fatalf("second page %+v", p2)
 	}
 }
+
+// Regression: is.true, is.false and is.unknown on a column that is not
+// boolean reached Postgres ("argument of IS TRUE must be type boolean")
+// and answered 500. They are the caller's mistake: 400.
+func TestIsBooleanOnNonBooleanColumn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(`insert into items (id, grp, score, name) values (1, 1, null, 'a')`)
+	s := server(t, "items", b.resource("items", nil))
+	for _, q := range []string{"score=is.true", "name=is.false", "grp=not.is.unknown", "id=is.TRUE"} {
+		r := do(t, s, "GET", "/api/items?"+q, alice, "")
+		if r.status != 400 || !strings.Contains(r.body, `"kind":"bad_request"`) {
+			t.Errorf("%s: %s, want 400", q, r)
+		}
+	}
+	if p := getPage(t, s, "/api/items?score=is.null", alice); len(p.Items) != 1 {
+		t.Errorf("is.null on an int column: %v", p.Items)
+	}
+	b.exec(`create table flags (id int primary key, on_ boolean); grant select on flags to authenticated;
+	        insert into flags values (1, true), (2, null)`)
+	s2 := server(t, "flags", b.resource("flags", nil))
+	for q, want := range map[string]int{"on_=is.true": 1, "on_=is.unknown": 1, "on_=not.is.false": 2} {
+		if p := getPage(t, s2, "/api/flags?"+q, alice); len(p.Items) != want {
+			t.Errorf("%s: %d rows, want %d", q, len(p.Items), want)
+		}
+	}
+}
