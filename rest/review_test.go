@@ -1,10 +1,17 @@
 package rest
 
 import (
+	"context"
 	"encoding/base64"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
 )
 
 // Regression: key and filter values were cast to the column's type WITH its
@@ -130,5 +137,52 @@ func TestIsBooleanOnNonBooleanColumn(t *testing.T) {
 		if p := getPage(t, s2, "/api/flags?"+q, alice); len(p.Items) != want {
 			t.Errorf("%s: %d rows, want %d", q, len(p.Items), want)
 		}
+	}
+}
+
+// Regression: a panic in Options.Caller escaped ServeHTTP (net/http then
+// drops the connection without a response). It must answer 500
+// unexpected with a request id and nothing internal, like hook panics.
+func TestCallerPanicIsUnexpected(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var logs syncBuffer
+	res := b.resource("items", &Options{
+		Caller: func(*http.Request) (authctx.Auth, error) { panic("caller secret boom") },
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	s := server(t, "items", res)
+	r := do(t, s, "GET", "/api/items", "", "")
+	if r.status != 500 || !strings.Contains(r.body, `"request_id"`) || strings.Contains(r.body, "boom") {
+		t.Fatalf("got %s", r)
+	}
+	if !strings.Contains(logs.String(), "caller secret boom") {
+		t.Errorf("panic not logged: %s", logs.String())
+	}
+}
+
+// Regression: a cancelled or timed-out request context surfaced as 500
+// unexpected (logged as an error). It is 503 unavailable with
+// Retry-After: the database did not fail, the request ran out of time.
+func TestCancelledContextIsUnavailable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.resource("items", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, op := range []Operation{OpList, OpGet, OpDelete} {
+		_, err := res.Do(ctx, &Call{Operation: op, Key: "1", Auth: user(alice)})
+		p, ok := problem.As(err)
+		if !ok || p.Status != 503 || p.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: %v (%+v), want 503 with Retry-After", op, err, p)
+		}
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer dcancel()
+	<-dctx.Done()
+	if _, err := res.Do(dctx, &Call{Operation: OpList}); err == nil {
+		t.Fatal("no error")
+	} else if p, _ := problem.As(err); p.Status != 503 {
+		t.Errorf("deadline: %v, want 503", err)
 	}
 }
