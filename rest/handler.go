@@ -83,7 +83,14 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	// Parse the query only where it is read: list, actions, and hooks
 	// (Target.Query).
 	if call.Operation == OpList || ba != nil || r.hasHooks {
-		call.Query = req.URL.Query()
+		// Not URL.Query(): it drops pairs it cannot decode (and every pair
+		// past Go's parameter limit), which would silently ignore filters.
+		q, err := url.ParseQuery(req.URL.RawQuery)
+		if err != nil {
+			r.opts.Problems.Write(w, badQuery("The query string is malformed (bad escape, ';' separator or too many parameters)."))
+			return
+		}
+		call.Query = q
 	}
 	if takesBody {
 		body, p := r.readBody(w, req)

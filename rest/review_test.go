@@ -186,3 +186,23 @@ func TestCancelledContextIsUnavailable(t *testing.T) {
 		t.Errorf("deadline: %v, want 503", err)
 	}
 }
+
+// Regression: the handler read the query with URL.Query(), which drops
+// pairs it cannot decode (and, past Go's parameter limit, all of them): a
+// filter with a bad escape was silently ignored and the list answered
+// every row. A query string that does not parse answers 400.
+func TestUndecodableQueryIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(`insert into items (id, grp, score, name) values (1, 1, 1, 'a'), (2, 2, 2, 'b')`)
+	s := server(t, "items", b.resource("items", nil))
+	for _, q := range []string{"name=eq.%zz", "grp=eq.1&name=eq.%", "name=eq.a;grp=eq.2", "limit=1&" + strings.Repeat("grp=eq.1&", 10001)} {
+		r := do(t, s, "GET", "/api/items?"+q, alice, "")
+		if r.status != 400 {
+			t.Errorf("%.40s…: %.200s, want 400", q, r)
+		}
+	}
+	if p := getPage(t, s, "/api/items?name=eq.%61", alice); len(p.Items) != 1 {
+		t.Errorf("escaped filter: %v", p.Items)
+	}
+}
