@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,17 @@ func TestBadInput(t *testing.T) {
 		absent("cookie: chunk .1 without .0", cookie(name+".1", "base64-e30")),
 		absent("cookie: oversized chunks", cookie(name+".0", "base64-"+strings.Repeat("A", 3180), name+".1", strings.Repeat("A", 3180),
 			name+".2", strings.Repeat("A", 3180))),
-		invalid("cookie: session with a garbage token", cookie(name, "base64-"+b64([]byte(`{"access_token":"x.y.z"}`)))),
+		absent("cookie: session without refresh_token (auth-js _isValidSession)",
+			cookie(name, "base64-"+b64([]byte(`{"access_token":"`+valid+`","expires_at":4102444800}`)))),
+		absent("cookie: session without expires_at", cookie(name, "base64-"+b64([]byte(`{"access_token":"`+valid+`","refresh_token":"r"}`)))),
+		absent("cookie: quoted base64 value (cookie@1.1.1 keeps the quotes)", func() *http.Request {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.Header.Set("Cookie", name+`="`+sessionCookieValue(valid, 4102444800)+`"`)
+			return r
+		}),
+		invalid("cookie: session whose access_token is not a string",
+			cookie(name, "base64-"+b64([]byte(`{"access_token":42,"refresh_token":"r","expires_at":4102444800}`)))),
+		invalid("cookie: session with a garbage token", cookie(name, "base64-"+b64([]byte(`{"access_token":"x.y.z","refresh_token":"r","expires_at":4102444800}`)))),
 		invalid("cookie: session with a forged token", cookie(name, sessionCookieValue(tamper(valid), 4102444800))),
 		{name: "cookie: legacy plain JSON", req: func() *http.Request {
 			r := httptest.NewRequest("GET", "/", nil)
@@ -91,8 +102,10 @@ func TestBadInput(t *testing.T) {
 			return r
 		},
 			kind: KindUser, status: 200},
-		{name: "cookie: raw mode URI-encoded JSON", req: cookie(name, strings.ReplaceAll(strings.ReplaceAll(
-			`{"access_token":"`+valid+`","expires_at":4102444800}`, "{", "%7B"), "\"", "%22")),
+		// encodeURIComponent, as cookie@1.1.1 serializes a raw-mode value
+		// (no spaces in this JSON, so QueryEscape gives the same text).
+		{name: "cookie: raw mode URI-encoded JSON", req: cookie(name, url.QueryEscape(
+			`{"access_token":"`+valid+`","refresh_token":"r","expires_at":4102444800}`)),
 			kind: KindUser, status: 200},
 		{name: "cookie: padded base64 tolerated", req: cookie(name, sessionCookieValue(valid, time.Now().Add(time.Hour).Unix())+"=="),
 			kind: KindUser, status: 200},

@@ -65,7 +65,15 @@
 //
 // The cookie path reads the session written by @supabase/ssr (name
 // sb-<first host label>-auth-token, "base64-" values, .0/.1 chunks,
-// legacy plain JSON) with [ReadSessionCookie]. With refresh off an expired
+// legacy plain JSON) through package ssrcookie, exactly as the JavaScript
+// client reads the same Cookie header: [ssrcookie.HeaderCookies] splits
+// the header like cookie@1.1.1 (net/http drops the legacy JSON values),
+// [ssrcookie.Read] joins and decodes the chunks, and
+// [ssrcookie.LoadSession] applies auth-js's session check
+// ([ReadSessionCookie] does the last two for a cookie list). A session
+// the JavaScript client would not load is no credential (anon/none); one
+// it would load whose token does not verify is invalid/token. With
+// refresh off an expired
 // token resolves to anon/expired; an unexpired one stays a user until
 // exp. Session refresh plugs in at the cookie path and writes through
 // [Result.Apply].

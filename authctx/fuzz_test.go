@@ -90,8 +90,9 @@ func checkAnswer(t *testing.T, rv *Resolver, r *http.Request) {
 }
 
 // FuzzCookieRead: any Cookie header, through the cookie path as wired in
-// Resolve (strict and lenient parsing, chunk joining, base64url, JSON,
-// token verification), yields a state and a non-5xx guard answer.
+// Resolve (ssrcookie.HeaderCookies, Read and LoadSession: header
+// splitting, chunk joining, base64url, JSON; then token verification),
+// yields a state and a non-5xx guard answer.
 func FuzzCookieRead(f *testing.F) {
 	const n = "sb-abcdefghijklmnopqrst-auth-token"
 	for _, s := range []string{
@@ -101,6 +102,9 @@ func FuzzCookieRead(f *testing.F) {
 		n + ".0=base64-eyJhY2Nlc3Nf; " + n + ".1=dG9rZW4iOiJ4In0",
 		n + "=" + sessionCookieValue(unsigned(`{"alg":"ES256","kid":"`+kidEC+`"}`, `{"sub":"u","exp":4102444800}`), 4102444800),
 		n + `=["a","b",null,null]`, "a=b; c=d; " + n + "=base64-WzFd",
+		n + `={"access_token":"a.b.c","refresh_token":"r","expires_at":1}`,
+		n + `="base64-eyJhY2Nlc3NfdG9rZW4iOm51bGwsInJlZnJlc2hfdG9rZW4iOm51bGwsImV4cGlyZXNfYXQiOm51bGx9"`,
+		" " + n + " = base64-eyJhY2Nlc3NfdG9rZW4iOm51bGwsInJlZnJlc2hfdG9rZW4iOm51bGwsImV4cGlyZXNfYXQiOm51bGx9 ",
 	} {
 		f.Add(s)
 	}

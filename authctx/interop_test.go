@@ -41,27 +41,39 @@ type ssrOutput struct {
 	Requests  []string          `json:"requests"`
 }
 
-// writeSSRSession has the real @supabase/ssr server client store a session
-// whose access token is tok, and returns the cookies it set.
-func writeSSRSession(t *testing.T, node, projectURL, tok string, exp int64, bio, encoding string) ssrOutput {
+// runNode runs node with args in nodeDir, input as JSON on stdin, and
+// decodes its stdout into out. It fails — never skips — when node or the
+// packages are missing.
+func runNode(t *testing.T, input, out any, args ...string) {
 	t.Helper()
-	in, _ := json.Marshal(map[string]any{"url": projectURL, "key": "sb_publishable_TESTKEY", "access_token": tok,
-		"expires_at": exp, "user_id": testUserID, "bio": bio, "encoding": encoding})
+	node := requireNode(t)
+	in, err := json.Marshal(input)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "ssr-write-session.mjs")
+	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = nodeDir
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	stdout, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node ssr-write-session.mjs: %v\n%s", err, stderr.String())
+		t.Fatalf("node %s: %v\n%s", args[len(args)-1], err, stderr.String())
 	}
+	if err := json.Unmarshal(stdout, out); err != nil {
+		t.Fatalf("node output %q: %v\n%s", stdout, err, stderr.String())
+	}
+}
+
+// writeSSRSession has the real @supabase/ssr server client store a session
+// whose access token is tok, and returns the cookies it set.
+func writeSSRSession(t *testing.T, projectURL, tok string, exp int64, bio, encoding string) ssrOutput {
+	t.Helper()
 	var res ssrOutput
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("node output %q: %v", out, err)
-	}
+	runNode(t, map[string]any{"url": projectURL, "key": "sb_publishable_TESTKEY", "access_token": tok,
+		"expires_at": exp, "user_id": testUserID, "bio": bio, "encoding": encoding}, &res, "ssr-write-session.mjs")
 	return res
 }
 
@@ -69,7 +81,7 @@ func writeSSRSession(t *testing.T, node, projectURL, tok string, exp int64, bio,
 // @supabase/ssr 0.12.7 resolves to the right user, single and chunked.
 func TestSSRCookieInterop(t *testing.T) {
 	t.Parallel()
-	node := requireNode(t)
+	requireNode(t)
 	testKeys(t)
 	const projectURL = "https://abcdefghijklmnopqrst.supabase.co"
 	rv, err := New(Config{ProjectURL: projectURL, JWKS: jwksJSON(ecJWK(ecKey, kidEC))})
@@ -97,7 +109,7 @@ func TestSSRCookieInterop(t *testing.T) {
 			// The token itself carries the metadata too, as GoTrue's does.
 			tok := signES(t, ecKey, kidEC, userClaims(map[string]any{"exp": exp,
 				"user_metadata": map[string]any{"bio": tc.bio}}))
-			out := writeSSRSession(t, node, projectURL, tok, exp, tc.bio, tc.encoding)
+			out := writeSSRSession(t, projectURL, tok, exp, tc.bio, tc.encoding)
 			if (tc.chunks == 1 && len(out.Cookies) != 1) || len(out.Cookies) < tc.chunks {
 				names := []string{}
 				for _, c := range out.Cookies {

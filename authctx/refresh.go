@@ -12,8 +12,9 @@ package authctx
 // {"refresh_token": …}), verifies the new access token like any other
 // token, and writes the new session in the @supabase/ssr cookie format
 // (package ssrcookie): same cookie name, "base64-" value, chunks of 3180
-// characters, the client's default options, stale chunks expired, and the
-// no-store cache headers. Result.RequestCookies then carries the new
+// characters, Config.CookieOptions (default: the client's default
+// options), stale chunks expired, and the no-store cache headers;
+// Result.Apply renders the lines byte for byte as @supabase/ssr does. Result.RequestCookies then carries the new
 // cookies so the rest of the request sees the new token. Turn it on only
 // where the response can still set cookies (not in a streaming handler that
 // has already written its header).

@@ -1,54 +1,13 @@
 package authctx
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 )
-
-// rfNodeDir holds the pinned @supabase/ssr 0.12.7 and supabase-js 2.119.1.
-const rfNodeDir = "../integration/node"
-
-// rfNode runs a script of rfNodeDir with input as JSON on stdin and
-// decodes its stdout into out. It fails — never skips — when node or the
-// packages are missing.
-func rfNode(t *testing.T, script string, input, out any) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: install Node.js 20+, then run `npm ci` in integration/node")
-	}
-	if _, err := os.Stat(filepath.Join(rfNodeDir, "node_modules", "@supabase", "ssr", "package.json")); err != nil {
-		t.Fatal("integration/node/node_modules is missing: run `npm ci` in integration/node")
-	}
-	in, err := json.Marshal(input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Dir = rfNodeDir
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node %s: %v\n%s", script, err, stderr.String())
-	}
-	if err := json.Unmarshal(stdout, out); err != nil {
-		t.Fatalf("node %s output %q: %v\n%s", script, stdout, err, stderr.String())
-	}
-}
 
 type rfNodeCookie struct {
 	Name    string         `json:"name"`
@@ -119,7 +78,7 @@ func TestRefreshInteropNodeReadsTablegateCookies(t *testing.T) {
 		}
 
 		var got rfNodeRead
-		rfNode(t, "ssr-read-session.mjs", map[string]any{"url": b.auth.URL, "key": rfAPIKey, "cookies": rfNodeCookies(jar)}, &got)
+		runNode(t, map[string]any{"url": b.auth.URL, "key": rfAPIKey, "cookies": rfNodeCookies(jar)}, &got, "ssr-read-session.mjs")
 		if got.Error != nil || got.Session == nil {
 			t.Fatalf("node: no session (%v)", got.Error)
 		}
@@ -151,7 +110,7 @@ func TestRefreshInteropTablegateRefreshesNodeSession(t *testing.T) {
 		Error  *string        `json:"error"`
 		SetAll []rfNodeCookie `json:"setAll"`
 	}
-	rfNode(t, "ssr-sign-in.mjs", map[string]any{"url": b.auth.URL, "key": rfAPIKey, "email": "a@example.com", "password": "pw"}, &signin)
+	runNode(t, map[string]any{"url": b.auth.URL, "key": rfAPIKey, "email": "a@example.com", "password": "pw"}, &signin, "ssr-sign-in.mjs")
 	if signin.Error != nil {
 		t.Fatalf("node sign-in: %s", *signin.Error)
 	}
@@ -174,7 +133,7 @@ func TestRefreshInteropTablegateRefreshesNodeSession(t *testing.T) {
 	}
 	jar = rfJar(t, jar, applied(res))
 	var got rfNodeRead
-	rfNode(t, "ssr-read-session.mjs", map[string]any{"url": b.auth.URL, "key": rfAPIKey, "cookies": rfNodeCookies(jar)}, &got)
+	runNode(t, map[string]any{"url": b.auth.URL, "key": rfAPIKey, "cookies": rfNodeCookies(jar)}, &got, "ssr-read-session.mjs")
 	if got.Session == nil || got.Session.AccessToken != res.Auth.User.Token || got.Session.RefreshToken != "newrefresh1" {
 		t.Fatalf("node after tablegate's refresh: %+v %v", got.Session, got.Error)
 	}

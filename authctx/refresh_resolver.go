@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/tablegate/tablegate/authctx/internal/gotrue"
-	"github.com/tablegate/tablegate/authctx/ssrcookie"
 )
 
 // This file wires the refresh flow (refresh.go) into the Resolver's
@@ -44,7 +43,7 @@ func setupRefresh(rv *Resolver, cfg Config) error {
 	fl := &refreshFlow{
 		r:          newRefresher(client, cfg.RefreshTimeout, rv.now),
 		cookieName: rv.cookieName,
-		opts:       ssrcookie.Options{},
+		opts:       cfg.CookieOptions,
 	}
 	fl.r.accept = func(ctx context.Context, token string) bool { return usableRefreshed(verify(ctx, token)) }
 	rv.refresh = func(r *http.Request, res *Result, sess CookieSession, current Auth) Auth {

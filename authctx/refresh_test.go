@@ -1,6 +1,7 @@
 package authctx
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -128,17 +129,26 @@ func (s *rfAuthServer) sessionJSON(ttl time.Duration, suffix string) []byte {
 	s.mu.Lock()
 	bio := s.bio
 	s.mu.Unlock()
-	b, _ := json.Marshal(struct {
+	return gotrueSession(s.sign(ttl, nil), ttl, s.now(), "newrefresh"+suffix,
+		map[string]any{"id": rfUserID, "aud": "authenticated", "role": "authenticated", "email": "a@example.com",
+			"user_metadata": map[string]any{"bio": bio, "name": "Zoë <✓>"}, "app_metadata": map[string]any{"provider": "email"}}, true)
+}
+
+// gotrueSession encodes a GoTrue token response in GoTrue's field order;
+// escapeHTML escapes <, > and & as Go's encoder (and GoTrue) does.
+func gotrueSession(accessToken string, ttl time.Duration, now time.Time, refreshToken string, user map[string]any, escapeHTML bool) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(escapeHTML)
+	_ = enc.Encode(struct {
 		AccessToken  string         `json:"access_token"`
 		TokenType    string         `json:"token_type"`
 		ExpiresIn    int            `json:"expires_in"`
 		ExpiresAt    int64          `json:"expires_at"`
 		RefreshToken string         `json:"refresh_token"`
 		User         map[string]any `json:"user"`
-	}{s.sign(ttl, nil), "bearer", int(ttl / time.Second), s.now().Add(ttl).Unix(), "newrefresh" + suffix,
-		map[string]any{"id": rfUserID, "aud": "authenticated", "role": "authenticated", "email": "a@example.com",
-			"user_metadata": map[string]any{"bio": bio, "name": "Zoë <✓>"}, "app_metadata": map[string]any{"provider": "email"}}})
-	return b
+	}{accessToken, "bearer", int(ttl / time.Second), now.Add(ttl).Unix(), refreshToken, user})
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 func (s *rfAuthServer) session(w http.ResponseWriter, ttl time.Duration, suffix string) {

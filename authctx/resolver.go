@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
 )
 
 // AuthResolver is a custom resolver (seed 2.2), tried before Bearer and
@@ -78,6 +80,16 @@ type Config struct {
 	// ProjectURL: sb-<first host label>-auth-token). Empty with no
 	// ProjectURL disables the cookie path.
 	CookieName string
+	// CookieOptions are the attributes of the session cookies that the
+	// refresh flow writes and deletes, like cookieOptions of
+	// createServerClient. The zero value is the @supabase/ssr default:
+	// Path /, SameSite Lax, no Domain, Secure or HttpOnly. Max-Age is not
+	// an option: always 34560000 on a set and 0 on a delete. With a
+	// Domain, every delete is also sent host-only, first, to clear
+	// cookies set before the Domain was configured. [New] fails for a
+	// Domain or Path that is not a valid cookie attribute, an unknown
+	// SameSite, or SameSite None without Secure (browsers drop those).
+	CookieOptions ssrcookie.Options
 	// TrustedOrigins are origins (scheme://host[:port]) allowed to send
 	// cross-site requests that rely on the session cookie.
 	TrustedOrigins []string
@@ -208,6 +220,10 @@ func New(cfg Config) (*Resolver, error) {
 			}
 		}
 	}
+	if err := checkCookieOptions(cfg.CookieOptions); err != nil {
+		v.Close()
+		return nil, fmt.Errorf("authctx: Config.CookieOptions: %w", err)
+	}
 	for _, o := range cfg.TrustedOrigins {
 		if err := rv.cop.AddTrustedOrigin(o); err != nil {
 			v.Close()
@@ -228,6 +244,25 @@ func New(cfg Config) (*Resolver, error) {
 		}
 	}
 	return rv, nil
+}
+
+// checkCookieOptions refuses cookie options that would make the written
+// Set-Cookie lines malformed or ignored by browsers.
+func checkCookieOptions(o ssrcookie.Options) error {
+	if o.Path != "" && o.Path[0] != '/' {
+		return fmt.Errorf("Path %q must start with '/'", o.Path)
+	}
+	if o.SameSite < 0 || o.SameSite > http.SameSiteNoneMode {
+		return fmt.Errorf("unknown SameSite value %d", o.SameSite)
+	}
+	if o.SameSite == http.SameSiteNoneMode && !o.Secure {
+		return errors.New("SameSite None requires Secure (browsers drop the cookie otherwise)")
+	}
+	c := &http.Cookie{Name: "x", Domain: o.Domain, Path: o.Path}
+	if err := c.Valid(); err != nil {
+		return fmt.Errorf("domain %q or path %q: %w", o.Domain, o.Path, err)
+	}
+	return nil
 }
 
 // Close stops the background JWKS refresh.
@@ -282,6 +317,13 @@ type Result struct {
 // Apply writes Set-Cookie and cache headers for the response. It writes
 // nothing when resolution had nothing to write. Call it before the
 // response header is sent.
+//
+// Set-Cookie lines are rendered by [ssrcookie.Serialize], byte for byte
+// as @supabase/ssr renders them (attribute order Max-Age, Domain, Path,
+// HttpOnly, Secure, SameSite). A cookie that [http.Cookie.Valid] refuses,
+// or whose value net/http would quote (a space or a comma), is rendered by
+// [http.SetCookie] instead, which sanitizes, quotes or drops it; the
+// cookies of the refresh flow never are, only hand-filled ones.
 func (res Result) Apply(w http.ResponseWriter) {
 	if len(res.SetCookies) == 0 && len(res.Header) == 0 {
 		return
@@ -294,7 +336,11 @@ func (res Result) Apply(w http.ResponseWriter) {
 		}
 	}
 	for _, c := range res.SetCookies {
-		http.SetCookie(w, c)
+		if c.Valid() != nil || strings.ContainsAny(c.Value, " ,") {
+			http.SetCookie(w, c)
+			continue
+		}
+		h.Add("Set-Cookie", ssrcookie.Serialize(c))
 	}
 }
 
@@ -342,10 +388,7 @@ func (rv *Resolver) Resolve(r *http.Request) Result {
 // resolveCookie is the cookie step of Resolve (kept apart so the hot
 // Bearer path does not move its Result to the heap).
 func (rv *Resolver) resolveCookie(r *http.Request, res Result) Result {
-	sess, ok := ReadSessionCookie(res.RequestCookies, rv.cookieName)
-	if !ok {
-		sess, ok = ReadSessionCookie(lenientSessionCookies(r.Header["Cookie"], rv.cookieName), rv.cookieName)
-	}
+	sess, ok := requestSession(r, rv.cookieName)
 	if !ok {
 		res.Source, res.Auth = SourceNone, Anon(ReasonNone)
 		return res

@@ -128,7 +128,7 @@ type TenantClaimMismatchError struct {
 	Database string
 }
 
-// Error names both claims and the statement that aligns the database.
+// Error implements error and says how to bring the two in line.
 func (e *TenantClaimMismatchError) Error() string {
 	return fmt.Sprintf("plugin: tenant claim is %q in the Go configuration but %q in the database (run plugin.SyncTenantClaim or select tablegate.set_tenant_claim(%s))",
 		e.Config, e.Database, quoteLiteral(e.Config))

@@ -1,66 +1,95 @@
-package problem
+package problem_test
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/tablegate/tablegate/problem"
 )
 
-// Write renders the body, headers and status, fills defaults, and never
-// serializes the cause.
-func TestWrite(t *testing.T) {
-	t.Parallel()
-	p := New(KindConflict, "A row with the same unique value already exists.").
-		WithCause(errors.New(`duplicate key value violates unique constraint "secret_idx"`)).
-		WithHeader("Retry-After", "1")
-	rec := httptest.NewRecorder()
-	Writer{BaseURL: "https://example.test/p"}.Write(rec, p)
-	if rec.Code != http.StatusConflict || rec.Header().Get("Content-Type") != MediaType ||
-		rec.Header().Get("Retry-After") != "1" {
-		t.Fatalf("status %d, header %v", rec.Code, rec.Header())
+func TestKindsHaveStatusAndTitle(t *testing.T) {
+	for _, k := range problem.Kinds() {
+		if k.Status() < 400 || k.Title() == "Error" {
+			t.Errorf("kind %s: status %d title %q", k, k.Status(), k.Title())
+		}
 	}
-	if strings.Contains(rec.Body.String(), "secret_idx") {
-		t.Fatalf("cause leaked: %s", rec.Body)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
-		t.Fatal(err)
-	}
-	if m["type"] != "https://example.test/p/conflict" || m["kind"] != "conflict" || m["status"] != float64(409) {
-		t.Fatalf("body %v", m)
-	}
-	if From(errors.New("pq: SELECT secret")).Detail == "" || strings.Contains(From(errors.New("SELECT secret")).Detail, "secret") {
-		t.Fatal("From leaks the error text")
+	if problem.Kind("nope").Status() != 500 {
+		t.Error("unknown kind must be 500")
 	}
 }
 
-// Regression: Write filled Type (and other defaults) into the problem it
-// was given, so one problem value shared by concurrent requests (a package
-// variable returned by a hook or a Caller func) was written to from many
-// goroutines, and the first writer's BaseURL stuck for every later one.
-// Run with -race.
-func TestWriteDoesNotModifyTheProblem(t *testing.T) {
-	t.Parallel()
-	shared := &Problem{Kind: KindForbidden, Detail: "no"}
-	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			Writer{BaseURL: "https://a.test"}.Write(httptest.NewRecorder(), shared)
-		}()
+func TestCatalogue(t *testing.T) {
+	seen := map[problem.Code]bool{}
+	for _, c := range problem.Catalogue() {
+		if seen[c.Code] {
+			t.Errorf("duplicate code %s", c.Code)
+		}
+		seen[c.Code] = true
+		if c.Kind.Status() != c.Status && c.Kind != problem.KindForbidden {
+			t.Errorf("%s: status %d does not match kind %s", c.Code, c.Status, c.Kind)
+		}
+		p := problem.WithCode(c.Code, "d")
+		if p.Status != c.Status || p.Code != c.Code || p.Kind != c.Kind {
+			t.Errorf("WithCode(%s) = %+v", c.Code, p)
+		}
 	}
-	wg.Wait()
-	if shared.Type != "" || shared.Status != 0 || shared.Title != "" {
-		t.Fatalf("Write modified its argument: %+v", shared)
+	for _, c := range []problem.Code{problem.CodePermissionDenied, problem.CodeApprovalRequired,
+		problem.CodeAnonymousUser, problem.CodeCrossSiteRequest, problem.CodeClaimsInvalid} {
+		if !seen[c] {
+			t.Errorf("seed code %s missing from the catalogue", c)
+		}
 	}
-	rec := httptest.NewRecorder()
-	Writer{BaseURL: "https://b.test"}.Write(rec, shared)
-	if !strings.Contains(rec.Body.String(), "https://b.test/forbidden") || rec.Code != 403 {
-		t.Fatalf("second writer: %d %s", rec.Code, rec.Body)
+}
+
+func TestWrite(t *testing.T) {
+	w := httptest.NewRecorder()
+	problem.Writer{BaseURL: "https://errors.example.com"}.Write(w,
+		problem.New(problem.KindMethodNotAllowed, "GET only.").WithHeader("Allow", "GET"))
+	if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET" ||
+		w.Header().Get("Content-Type") != problem.MediaType {
+		t.Fatalf("%d %v", w.Code, w.Header())
 	}
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body["type"] != "https://errors.example.com/method_not_allowed" || body["status"] != float64(405) {
+		t.Fatalf("%v", body)
+	}
+}
+
+func TestFromHidesInternalErrors(t *testing.T) {
+	secret := errors.New(`pq: relation "secret_table" violates constraint; token eyJhbGciOi`)
+	p := problem.From(fmt.Errorf("wrapped: %w", secret))
+	w := httptest.NewRecorder()
+	problem.Write(w, p)
+	if w.Code != 500 || strings.Contains(w.Body.String(), "secret_table") || strings.Contains(w.Body.String(), "eyJ") {
+		t.Fatalf("leaked: %s", w.Body.String())
+	}
+	if !errors.Is(p, secret) {
+		t.Fatal("the cause must stay reachable for logs")
+	}
+	if problem.From(nil) != nil {
+		t.Fatal("From(nil) must be nil")
+	}
+	wrapped := fmt.Errorf("ctx: %w", problem.PermissionDenied("todos.delete"))
+	if got := problem.From(wrapped); got.Permission != "todos.delete" || got.Status != 403 {
+		t.Fatalf("a wrapped problem must be kept: %+v", got)
+	}
+}
+
+// Example shows the body of a permission refusal.
+func Example() {
+	w := httptest.NewRecorder()
+	problem.Write(w, problem.ApprovalRequired("todos.purge", "5f0c"))
+	fmt.Println(w.Code, w.Header().Get("Content-Type"))
+	fmt.Print(w.Body.String())
+	// Output:
+	// 403 application/problem+json
+	// {"type":"https://tablegate.dev/problems/forbidden","title":"Forbidden","status":403,"kind":"forbidden","detail":"Permission todos.purge needs an approval first.","code":"APPROVAL_REQUIRED","permission":"todos.purge","approval":{"id":"5f0c"}}
 }

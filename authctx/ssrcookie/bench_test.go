@@ -35,3 +35,32 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHeaderCookies compares splitting the raw Cookie header of a
+// chunked session with HeaderCookies and with net/http, each followed by
+// Read.
+func BenchmarkHeaderCookies(b *testing.B) {
+	v := loadVectors(b)
+	_, cookies := Write(vectorName, []byte(v.Large.SessionJSON), nil, Options{})
+	r := &http.Request{Header: http.Header{}}
+	r.AddCookie(&http.Cookie{Name: "theme", Value: "dark"})
+	for _, c := range cookies {
+		r.AddCookie(c)
+	}
+	b.Run("HeaderCookies", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Read(HeaderCookies(r.Header["Cookie"], vectorName), vectorName); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("net_http", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Read(r.Cookies(), vectorName); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -16,7 +16,10 @@
 // cookie wins; otherwise ".0", ".1", … up to the first gap), decodes the
 // value, and treats anything undecodable as absent ([ErrNoSession]), as the
 // JavaScript client does. Values without the "base64-" prefix are the legacy
-// raw-JSON format and are returned as they are.
+// raw-JSON format and are returned as they are. [HeaderCookies] splits a
+// raw Cookie header the way the JavaScript cookie parser does, for the few
+// values net/http reads differently. [LoadSession] accepts what auth-js
+// getSession loads; [ParseSession] also wants usable tokens.
 //
 // [Write] and [Clear] return the Set-Cookie cookies that applyServerStorage
 // would pass to setAll, in the same order: host-only deletes (only when a

@@ -35,3 +35,21 @@ func Example() {
 	// private, no-cache, no-store, must-revalidate, max-age=0
 	// abcdefghijkl 4102444800
 }
+
+// Read a legacy plain-JSON session from the raw Cookie header, as the
+// JavaScript client does; net/http's cookie parser drops such a value.
+func ExampleHeaderCookies() {
+	const name = "sb-abcdefghijklmnopqrst-auth-token"
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("Cookie", `theme=dark; `+name+`={"access_token":"a.b.c","refresh_token":"r","expires_at":4102444800}`)
+
+	_, err := ssrcookie.Read(req.Cookies(), name)
+	fmt.Println("net/http:", err)
+
+	raw, _ := ssrcookie.Read(ssrcookie.HeaderCookies(req.Header["Cookie"], name), name)
+	s, err := ssrcookie.LoadSession(raw)
+	fmt.Println("HeaderCookies:", s.AccessToken, s.RefreshToken, err)
+	// Output:
+	// net/http: ssrcookie: no session cookie
+	// HeaderCookies: a.b.c r <nil>
+}

@@ -8,11 +8,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
-// FuzzRead feeds arbitrary Cookie headers to Read: it must never panic,
-// must honour the size limit, and anything it returns from a base64 value
-// must be valid JSON that Write stores and Read returns unchanged.
+// FuzzRead feeds arbitrary Cookie headers to Read, split both by net/http
+// and by HeaderCookies: it must never panic, must honour the size limit,
+// and anything it returns from a base64 value must be valid JSON that
+// Write stores and Read returns unchanged. HeaderCookies returns only
+// chunk-like names, at most one per name.
 func FuzzRead(f *testing.F) {
 	v := loadVectors(f)
 	small := strings.SplitN(v.Small.SetCookie[0], ";", 2)[0]
@@ -23,34 +26,58 @@ func FuzzRead(f *testing.F) {
 	f.Add("k=; k.0=base64-e; k.1=yJhIjoxfQ==; k.5=x")
 	f.Add("k.0=base64-+/; k.00=x")
 	f.Add("k=base64-_-_-")
+	f.Add(`k={"a":"Zoë \"q\""}; k.0="base64-eyJhIjoxfQ"`)
+	f.Add(" k \t= \tbase64-eyJhIjoxfQ ; k=x")
 	f.Fuzz(func(t *testing.T, header string) {
 		r := &http.Request{Header: http.Header{"Cookie": {header}}}
-		cookies := r.Cookies()
 		for _, name := range []string{"k", vectorName} {
-			got, err := Read(cookies, name)
-			if err != nil {
-				if !errors.Is(err, ErrNoSession) {
-					t.Fatalf("unexpected error %v", err)
+			hc := HeaderCookies(r.Header["Cookie"], name)
+			if len(hc) > MaxChunks+2 {
+				t.Fatalf("HeaderCookies returned %d cookies", len(hc))
+			}
+			seen := map[string]bool{}
+			for _, c := range hc {
+				if !isChunkLike(c.Name, name) || seen[c.Name] {
+					t.Fatalf("HeaderCookies returned %q", c.Name)
 				}
-				continue
+				seen[c.Name] = true
 			}
-			if len(got) == 0 || len(got) > MaxValueBytes {
-				t.Fatalf("returned %d bytes", len(got))
-			}
-			if !json.Valid(got) {
-				continue // legacy raw path returns the value as stored
-			}
-			_, _ = ParseSession(got)
-			set, after := Write(name, got, cookies, Options{Domain: "example.com"})
-			for _, c := range set {
-				_ = Serialize(c)
-			}
-			back, err := Read(after, name)
-			if err != nil || !bytes.Equal(back, got) {
-				t.Fatalf("round trip: %v", err)
-			}
+			readRoundTrip(t, r.Cookies(), name)
+			readRoundTrip(t, hc, name)
 		}
 	})
+}
+
+// readRoundTrip checks Read on cookies and, for a JSON result, that Write
+// stores it so that Read returns it unchanged.
+func readRoundTrip(t *testing.T, cookies []*http.Cookie, name string) {
+	t.Helper()
+	got, err := Read(cookies, name)
+	if err != nil {
+		if !errors.Is(err, ErrNoSession) {
+			t.Fatalf("unexpected error %v", err)
+		}
+		return
+	}
+	if len(got) == 0 || len(got) > MaxValueBytes {
+		t.Fatalf("returned %d bytes", len(got))
+	}
+	_, _ = LoadSession(got)
+	_, _ = ParseSession(got)
+	if !json.Valid(got) || !utf8.Valid(got) {
+		// The legacy raw path returns the value as stored, which may be
+		// no JSON, or (from HeaderCookies: raw header bytes) not UTF-8.
+		// Write stores session JSON, a JavaScript string: UTF-8.
+		return
+	}
+	set, after := Write(name, got, cookies, Options{Domain: "example.com"})
+	for _, c := range set {
+		_ = Serialize(c)
+	}
+	back, err := Read(after, name)
+	if err != nil || !bytes.Equal(back, got) {
+		t.Fatalf("round trip: %v", err)
+	}
 }
 
 // FuzzStringifyJSON: StringifyJSON never panics, prints valid JSON with the

@@ -384,6 +384,38 @@ func TestParseSession(t *testing.T) {
 	}
 }
 
+// LoadSession is auth-js _isValidSession: the three keys present, whatever
+// their values; ParseSession additionally wants usable values.
+func TestLoadSession(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{``, `null`, `[]`, `"x"`, `{}`, `["a","b",null,null]`, `{"access_token":"a"`,
+		`{"access_token":"a","refresh_token":"r"}`, `{"refresh_token":"r","expires_at":1}`, `{"access_token":"a","expires_at":1}`} {
+		if _, err := LoadSession([]byte(bad)); !errors.Is(err, ErrInvalidSession) {
+			t.Errorf("LoadSession(%q) = %v", bad, err)
+		}
+	}
+	for _, tc := range []struct {
+		in     string
+		want   Session
+		usable bool // ParseSession accepts it too
+	}{
+		{`{"access_token":null,"refresh_token":null,"expires_at":null}`, Session{}, false},
+		{`{"access_token":1,"refresh_token":"","expires_at":"4102444800"}`, Session{}, false},
+		{`{"access_token":"a","refresh_token":"r","expires_at":1e400}`, Session{AccessToken: "a", RefreshToken: "r"}, false},
+		{` {"expires_at":-5.9,"refresh_token":"r","access_token":"a\u00e9"}`, Session{AccessToken: "aé", RefreshToken: "r", ExpiresAt: -5}, true},
+	} {
+		s, err := LoadSession([]byte(tc.in))
+		if err != nil || s.AccessToken != tc.want.AccessToken || s.RefreshToken != tc.want.RefreshToken ||
+			s.ExpiresAt != tc.want.ExpiresAt || string(s.Raw) != tc.in {
+			t.Errorf("LoadSession(%q) = %+v %v, want %+v", tc.in, s, err, tc.want)
+			continue
+		}
+		if _, err := ParseSession([]byte(tc.in)); (err == nil) != tc.usable {
+			t.Errorf("ParseSession(%q): %v, usable %v", tc.in, err, tc.usable)
+		}
+	}
+}
+
 func TestEncodeJSON(t *testing.T) {
 	t.Parallel()
 	type T struct {

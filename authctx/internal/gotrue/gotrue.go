@@ -46,6 +46,7 @@ const (
 	Rejected
 )
 
+// String names the outcome for logs.
 func (o Outcome) String() string {
 	switch o {
 	case Success:
