@@ -1,0 +1,288 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
+)
+
+// OpenAPIVersion is the OpenAPI version of every document DefineAPI builds.
+const OpenAPIVersion = "3.1.0"
+
+// DefaultAllow is the allow list of a resource without an entry in
+// Options.Allow: the guard's default ([authctx.Guard] with no arguments),
+// signed-in users only. Callers must not modify it.
+var DefaultAllow = []authctx.Allow{authctx.AllowUser}
+
+// Names of the security schemes in components.securitySchemes.
+const (
+	SchemeBearer = "bearerAuth"
+	SchemeCookie = "sessionCookie"
+	SchemeAPIKey = "apikey"
+)
+
+// Paths of the meta routes, relative to the base path.
+const (
+	PathJSON = "/openapi.json"
+	PathYAML = "/openapi.yaml"
+	PathDocs = "/docs"
+)
+
+// ErrDefine wraps every error DefineAPI returns for invalid options.
+var ErrDefine = errors.New("spec: invalid API definition")
+
+// Info is the document's info object.
+type Info struct {
+	// Title and Version are required; Version is the API's version
+	// chosen by the integrator (seed 9), not the OpenAPI version.
+	Title, Version string
+	// Description is optional CommonMark text.
+	Description string
+}
+
+// PermissionDescriber is implemented by authorizers that can explain their
+// permission keys. When Options.Authorizer implements it, every permission
+// key used by an operation is listed with its text in the document's
+// x-service-permissions object.
+type PermissionDescriber interface {
+	DescribePermission(key string) string
+}
+
+// Options configures DefineAPI (the seed's defineApi options).
+type Options struct {
+	// Info is the document's title and version.
+	Info Info
+
+	// BasePath is where the API is mounted ("/api"); "" or "/" for the
+	// root. It is the document's server URL and the prefix of every route
+	// the handler serves.
+	BasePath string
+
+	// Authorizer is the authorizer the resources were built with. The
+	// resources already resolved their permission keys when they were
+	// built (including rest.Options.PermissionsFromAuthorizer), so the
+	// document reads the keys from them; an authorizer implementing
+	// [PermissionDescriber] adds a text to each key.
+	Authorizer rest.Authorizer
+
+	// Resources maps a path segment (usually the table name) to the
+	// resource served under BasePath/<segment>. The handler serves exactly
+	// these resources and the document describes exactly their routes.
+	Resources map[string]*rest.Resource
+
+	// Allow maps a path segment to the allow list of the guard in front
+	// of that resource. Segments without an entry use DefaultAllow. The
+	// lists decide each operation's security requirements (user or
+	// anonymous → bearerAuth or sessionCookie; service → apikey; anon →
+	// none); the handler enforces them when Guard is set.
+	Allow map[string][]authctx.Allow
+
+	// Guard, when set, is the guard middleware constructor — normally
+	// [authctx.Guard]. The handler wraps every resource with
+	// Guard(its allow list...), so the guard and the document read the
+	// same list. Nil leaves admission to the integrator's own middleware
+	// (which should then use the same lists). The guard reads the caller
+	// stored by the authctx resolver middleware, so mount the handler
+	// behind it.
+	Guard func(allow ...authctx.Allow) func(http.Handler) http.Handler
+
+	// CookieName is the session cookie's name in the sessionCookie
+	// security scheme. Empty derives it from ProjectURL with
+	// [authctx.CookieNameFor] (sb-<first label of the host>-auth-token),
+	// or writes the placeholder "sb-<ref>-auth-token" without one.
+	CookieName string
+
+	// ProjectURL is the project URL (SUPABASE_URL), for CookieName.
+	ProjectURL string
+
+	// ProblemBaseURL is the base of problem type URLs (as
+	// problem.Writer.BaseURL); default problem.DefaultBaseURL.
+	ProblemBaseURL string
+}
+
+// API is a generated OpenAPI 3.1 document with the handler that serves it
+// and the resources it describes. Build it with DefineAPI. An API is
+// immutable and safe for concurrent use.
+type API struct {
+	base      string
+	jsonDoc   []byte
+	yamlDoc   []byte
+	html      []byte
+	ops       []Route
+	handler   http.Handler
+	problems  problem.Writer
+	resources map[string]*rest.Resource
+}
+
+// Route is one documented operation: method, path (the full path below
+// the server, i.e. starting with BasePath) and operation id.
+type Route struct {
+	Method      string
+	Path        string
+	OperationID string
+}
+
+// DefineAPI builds the OpenAPI 3.1 description of opts.Resources and the
+// handler serving both the resources and the description. Routes and
+// description are derived from the same rest.Resource objects, so they
+// cannot differ. It fails, with an error wrapping ErrDefine, for a
+// missing title or version, an invalid base path or segment, an unknown
+// allow value, or two operations with the same id.
+func DefineAPI(opts *Options) (*API, error) {
+	if opts == nil {
+		return nil, fmt.Errorf("%w: nil options", ErrDefine)
+	}
+	base, err := cleanBase(opts.BasePath)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Info.Title == "" || opts.Info.Version == "" {
+		return nil, fmt.Errorf("%w: Info.Title and Info.Version are required", ErrDefine)
+	}
+	if len(opts.Resources) == 0 {
+		return nil, fmt.Errorf("%w: no resources", ErrDefine)
+	}
+	for name, r := range opts.Resources {
+		switch {
+		case r == nil:
+			return nil, fmt.Errorf("%w: resource %q is nil", ErrDefine, name)
+		case name == "" || strings.ContainsAny(name, "/{}?#%") || name == "." || name == "..":
+			return nil, fmt.Errorf("%w: resource segment %q", ErrDefine, name)
+		case "/"+name == PathJSON || "/"+name == PathYAML || "/"+name == PathDocs:
+			return nil, fmt.Errorf("%w: resource segment %q is reserved for the description", ErrDefine, name)
+		}
+	}
+	for name, allow := range opts.Allow {
+		if _, ok := opts.Resources[name]; !ok {
+			return nil, fmt.Errorf("%w: Allow names %q, which is not a resource", ErrDefine, name)
+		}
+		if err := checkAllow(allow); err != nil {
+			return nil, fmt.Errorf("%w: Allow[%q]: %v", ErrDefine, name, err)
+		}
+	}
+	b := newBuilder(opts, base)
+	doc, err := b.document()
+	if err != nil {
+		return nil, err
+	}
+	a := &API{base: base, ops: b.routes, problems: b.problems, resources: opts.Resources}
+	var jb bytes.Buffer
+	if err := writeJSON(&jb, doc, "", "  "); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDefine, err)
+	}
+	jb.WriteByte('\n')
+	a.jsonDoc = jb.Bytes()
+	if a.yamlDoc, err = toYAML(doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDefine, err)
+	}
+	if a.html, err = renderHTML(doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDefine, err)
+	}
+	a.handler = a.newHandler(opts)
+	return a, nil
+}
+
+func cleanBase(p string) (string, error) {
+	p = strings.TrimSuffix(p, "/")
+	if p == "" {
+		return "", nil
+	}
+	if !strings.HasPrefix(p, "/") || strings.Contains(p, "//") || strings.ContainsAny(p, "{}?#% ") {
+		return "", fmt.Errorf("%w: BasePath %q must start with / and hold plain path segments", ErrDefine, p)
+	}
+	return p, nil
+}
+
+func checkAllow(allow []authctx.Allow) error {
+	if len(allow) == 0 {
+		return errors.New("empty allow list")
+	}
+	for _, a := range allow {
+		switch a {
+		case authctx.AllowUser, authctx.AllowAnon, authctx.AllowAnonymous, authctx.AllowService:
+		default:
+			return fmt.Errorf("unknown allow value %q (want user, anon, anonymous or service)", a)
+		}
+	}
+	return nil
+}
+
+// JSON returns the document as indented JSON. The slice is shared: do not
+// modify it.
+func (a *API) JSON() []byte { return a.jsonDoc }
+
+// YAML returns the same document as YAML. The slice is shared: do not
+// modify it.
+func (a *API) YAML() []byte { return a.yamlDoc }
+
+// HTML returns the self-contained API reference page (no scripts, no
+// external resources). The slice is shared: do not modify it.
+func (a *API) HTML() []byte { return a.html }
+
+// Routes returns every documented operation (meta routes included),
+// sorted by path, then method.
+func (a *API) Routes() []Route { return slices.Clone(a.ops) }
+
+// Handler returns the handler serving, below BasePath, every resource
+// (BasePath/<segment>/...), the document (BasePath/openapi.json and
+// BasePath/openapi.yaml) and the reference page (BasePath/docs).
+func (a *API) Handler() http.Handler { return a.handler }
+
+func (a *API) newHandler(opts *Options) http.Handler {
+	mux := http.NewServeMux()
+	names := make([]string, 0, len(opts.Resources))
+	for n := range opts.Resources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		var h http.Handler = http.StripPrefix(a.base+"/"+n, opts.Resources[n])
+		if opts.Guard != nil {
+			h = opts.Guard(allowOf(opts, n)...)(h)
+		}
+		mux.Handle(a.base+"/"+n, h)
+		mux.Handle(a.base+"/"+n+"/", h)
+	}
+	mux.Handle(a.base+PathJSON, a.meta("application/json", a.jsonDoc))
+	mux.Handle(a.base+PathYAML, a.meta("application/yaml", a.yamlDoc))
+	mux.Handle(a.base+PathDocs, a.meta("text/html; charset=utf-8", a.html))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.problems.Write(w, problem.New(problem.KindNotFound, "No such route."))
+	}))
+	return mux
+}
+
+func (a *API) meta(contentType string, body []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			a.problems.Write(w, problem.New(problem.KindMethodNotAllowed, "The method is not served here.").WithHeader("Allow", "GET, HEAD"))
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", contentType)
+		h.Set("X-Content-Type-Options", "nosniff")
+		if strings.HasPrefix(contentType, "text/html") {
+			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		}
+		h.Set("Content-Length", fmt.Sprint(len(body)))
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(body)
+		}
+	})
+}
+
+func allowOf(opts *Options, name string) []authctx.Allow {
+	if a, ok := opts.Allow[name]; ok {
+		return a
+	}
+	return DefaultAllow
+}
