@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/tablegate/tablegate/db"
 )
 
@@ -98,16 +99,27 @@ func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, tr.keyError(err)
 	}
 	return raw, nil
+}
+
+// keyError turns a data exception (class 22) of a statement whose only
+// input is the key into the 400 of a malformed key: the key text is not a
+// value of the key column's type (a bad date, an out-of-range number).
+func (tr *tableRepository) keyError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") {
+		return badKey(tr.key.Name, "a valid "+tr.key.Type).WithCause(err)
+	}
+	return err
 }
 
 // Delete deletes one row by key; ErrNotFound when no row was deleted.
 func (tr *tableRepository) Delete(ctx context.Context, q db.Querier, key any) error {
 	tag, err := q.Exec(ctx, tr.deleteSQL, keyText(key))
 	if err != nil {
-		return err
+		return tr.keyError(err)
 	}
 	if tag.RowsAffected() == 0 {
 		return ErrNotFound
