@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -137,7 +138,10 @@ func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *approvalHandler) list(r *http.Request, caller authctx.Context) (any, error) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery) // URL.Query() would drop bad pairs silently
+	if err != nil {
+		return nil, problem.New(problem.KindBadRequest, "The query string is malformed.")
+	}
 	o := &ListOptions{State: State(q.Get("state")), Actor: q.Get("actor"), Limit: 50}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)

@@ -217,7 +217,37 @@ func (a *Authorizer) input(req *rest.AuthzRequest, row rest.Row) input {
 	return input{req: req, row: row, claims: req.Caller.Claims, tenant: a.tenant}
 }
 
-// Authorize decides one request (rest.Authorizer).
+func ptr(in input) *input { return &in }
+
+// nextRow returns the row as an update will leave it (the current row with
+// the body's values over it), or nil when the request has no current row
+// or no body.
+func nextRow(req *rest.AuthzRequest) rest.Row {
+	if req.Row == nil || len(req.Data) == 0 || req.Operation != rest.OpUpdate {
+		return nil
+	}
+	next := make(rest.Row, len(req.Row)+len(req.Data))
+	for k, v := range req.Row {
+		next[k] = v
+	}
+	for k, v := range req.Data {
+		next[k] = v
+	}
+	return next
+}
+
+func evalAll(r Rule, ins []*input, m memberFunc) bool {
+	for _, in := range ins {
+		if !r.eval(in, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// Authorize decides one request (rest.Authorizer). For update, the rule
+// must grant the permission for the current row and for the row with the
+// body applied, so a write cannot move a row out of the caller's reach.
 func (a *Authorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
 	if req.Caller.Actor.Type == authctx.ActorService && !a.opts.DenyServices {
 		return rest.Decision{Effect: rest.Allow, Reason: "service caller"}, nil
@@ -231,18 +261,25 @@ func (a *Authorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (res
 	if gated && a.appr.Exempt != nil {
 		asked = allRule{rule, a.appr.Exempt} // one query for both
 	}
-	in := a.input(req, req.Row)
-	m, err := a.members(ctx, req, []*input{&in}, asked)
+	ins := []*input{ptr(a.input(req, req.Row))}
+	if next := nextRow(req); next != nil {
+		// An update must be granted for the row as it is AND as it will
+		// be: else an editor of tenant A moves a row into tenant B.
+		ins = append(ins, ptr(a.input(req, next)))
+	}
+	m, err := a.members(ctx, req, ins, asked)
 	if err != nil {
 		return rest.Decision{}, err
 	}
-	if !rule.eval(&in, m) {
-		return deny("rule refused " + req.Permission), nil
+	for _, in := range ins {
+		if !rule.eval(in, m) {
+			return deny("rule refused " + req.Permission), nil
+		}
 	}
 	if !gated {
 		return rest.Allowed, nil
 	}
-	if a.appr.Exempt != nil && a.appr.Exempt.eval(&in, m) {
+	if a.appr.Exempt != nil && evalAll(a.appr.Exempt, ins, m) {
 		return rest.Decision{Effect: rest.Allow, Reason: "exempt from approval"}, nil
 	}
 	return a.approval(ctx, req)

@@ -57,7 +57,10 @@ func (f idFunc) id(in *input) (string, bool) { return f(in) }
 // RowColumn reads the id from a column of the row being decided: the
 // current row of get, update, delete and item actions, each row of a list
 // page; for create and collection actions, which have no row, the request
-// body. The column should be among the resource's select columns.
+// body. For update the rule is asked twice, for the current row and for
+// the row with the body applied, and must grant both (a body cannot move
+// a row into a scope the caller does not hold). The column should be
+// among the resource's select columns.
 func RowColumn(column string) ID {
 	return idFunc(func(in *input) (string, bool) {
 		src := in.row

@@ -73,7 +73,7 @@ var (
 // settings are the resolved role and claims of one caller.
 type settings struct {
 	role   string
-	claims string
+	claims []byte // sent as text; pgx encodes []byte without a copy
 }
 
 // settingsFor resolves the database role and claims JSON of a caller.
@@ -96,11 +96,11 @@ func (d *DB) settingsFor(c authctx.Context) (settings, error) {
 			}
 			raw = b
 		}
-		return settings{role: role, claims: string(raw)}, nil
+		return settings{role: role, claims: raw}, nil
 	case authctx.ActorService:
-		return settings{role: RoleServiceRole, claims: string(serviceClaims)}, nil
+		return settings{role: RoleServiceRole, claims: serviceClaims}, nil
 	default:
-		return settings{role: RoleAnon, claims: string(anonClaims)}, nil
+		return settings{role: RoleAnon, claims: anonClaims}, nil
 	}
 }
 

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"errors"
 	"net"
 
@@ -19,6 +20,7 @@ import (
 //	23502 not null, 23514 check, 22xxx    → 422 unprocessable (22P02 → 400)
 //	40001 serialization, 40P01 deadlock   → 409 conflict with Retry-After
 //	connection failures, 57P0x, 53xxx     → 503 unavailable with Retry-After
+//	a cancelled or expired context        → 503 unavailable with Retry-After
 //	anything else                         → 500 unexpected
 func Problem(err error) error {
 	if err == nil {
@@ -33,6 +35,12 @@ func Problem(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return fromPgError(pgErr).WithCause(err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The request ran out of time or its client went away: not a
+		// failure of the database nor of the server.
+		return problem.New(problem.KindUnavailable, "The request was cancelled or ran out of time; try again.").
+			WithHeader("Retry-After", "1").WithCause(err)
 	}
 	if isConnError(err) {
 		return problem.New(problem.KindUnavailable, "The database is unavailable; try again shortly.").

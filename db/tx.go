@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,7 +20,9 @@ import (
 // is re-raised after the rollback). A fn that sends no statement costs no
 // round trip at all.
 //
-// The Querier must not be used after fn returns.
+// The Querier must not be used after fn returns (it then only returns an
+// error) nor from several goroutines at once: a transaction is one
+// connection, and statements on it run one after the other.
 func (d *DB) Tx(ctx context.Context, c authctx.Context, fn func(q Querier) error) (err error) {
 	s, err := d.settingsFor(c)
 	if err != nil {
@@ -43,8 +46,13 @@ func (d *DB) Tx(ctx context.Context, c authctx.Context, fn func(q Querier) error
 	return err
 }
 
-// txQuerier begins its transaction lazily with the first statement.
+// txQuerier begins its transaction lazily with the first statement. mu
+// orders statements against finish: once finish has run, a Querier that
+// escaped fn (a goroutine that outlives a hook) only ever gets errTxDone
+// and never reaches the connection, which by then may serve another
+// caller.
 type txQuerier struct {
+	mu      sync.Mutex
 	conn    *pgxpool.Conn
 	s       settings
 	started bool
@@ -54,6 +62,8 @@ type txQuerier struct {
 var errTxDone = errors.New("db: transaction already finished")
 
 func (q *txQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.done {
 		return pgconn.CommandTag{}, errTxDone
 	}
@@ -65,6 +75,8 @@ func (q *txQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.C
 }
 
 func (q *txQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.done {
 		return nil, errTxDone
 	}
@@ -83,6 +95,8 @@ func (q *txQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 // finish commits or rolls back and releases the connection. A connection
 // whose transaction state is unknown is destroyed, never reused.
 func (q *txQuerier) finish(ctx context.Context, commit bool) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.done {
 		return nil
 	}

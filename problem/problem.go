@@ -199,10 +199,15 @@ type Writer struct {
 }
 
 // Write sends p as application/problem+json with its status and headers.
+// It fills the defaults (type, title, status) in the response only; p is
+// not modified, so one problem value may be written by many requests.
 func (pw Writer) Write(w http.ResponseWriter, p *Problem) {
 	if p == nil {
 		p = New(KindUnexpected, "")
 	}
+	// Fill the defaults in a copy: p may be shared by concurrent requests.
+	cp := *p
+	p = &cp
 	if p.Kind == "" {
 		p.Kind = KindUnexpected
 	}

@@ -2,32 +2,50 @@ package rest
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
-// A cursor is base64url(JSON array of the last row's order values) "."
-// base64url(HMAC-SHA256(key, table, canonical filters and order, payload)
-// truncated to 128 bits). It is opaque to clients, tamper-evident, and
-// valid only for the query (filters and order) that produced it; a
-// different limit is fine. Keyset pagination keeps it stable under inserts.
+// A cursor is base64url(nonce) "." base64url(AES-256-GCM sealed JSON array
+// of the last row's order values), with the table and the canonical
+// filters and order as additional data. It is opaque to clients (the
+// values are encrypted: the last row of a page may be one the authorizer
+// dropped, and the key is in the cursor even when it is not selected),
+// tamper-evident, and valid only for the query (filters and order) that
+// produced it; a different limit is fine. Keyset pagination keeps it
+// stable under inserts.
 
-const cursorMACLen = 16
-
-func (r *Resource) cursorMAC(lq *ListQuery, payload []byte) []byte {
-	m := hmac.New(sha256.New, r.cursorKey)
-	m.Write([]byte(r.table))
-	m.Write([]byte{0})
-	m.Write([]byte(lq.canon))
-	m.Write([]byte{0})
-	m.Write(payload)
-	return m.Sum(nil)[:cursorMACLen]
+// newCursorAEAD derives the cursor cipher from Options.CursorKey.
+func newCursorAEAD(key []byte) cipher.AEAD {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("tablegate list cursor v2"))
+	block, err := aes.NewCipher(m.Sum(nil)) // 32 bytes: AES-256
+	if err != nil {
+		panic("rest: cursor cipher: " + err.Error()) // cannot happen with a 32-byte key
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic("rest: cursor cipher: " + err.Error())
+	}
+	return aead
 }
 
-// signCursor encodes the order values of the last row.
+// cursorAD is the additional data that binds a cursor to its query.
+func (r *Resource) cursorAD(lq *ListQuery) []byte {
+	ad := make([]byte, 0, len(r.table)+1+len(lq.canon))
+	ad = append(ad, r.table...)
+	ad = append(ad, 0)
+	return append(ad, lq.canon...)
+}
+
+// signCursor seals the order values of the last row.
 func (r *Resource) signCursor(lq *ListQuery, next []any) (string, error) {
 	if len(next) != len(lq.Order) {
 		return "", fmt.Errorf("repository returned %d cursor values for %d order terms", len(next), len(lq.Order))
@@ -36,21 +54,30 @@ func (r *Resource) signCursor(lq *ListQuery, next []any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode cursor: %w", err)
 	}
+	nonce := make([]byte, r.cursorAEAD.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", fmt.Errorf("cursor nonce: %w", err)
+	}
+	sealed := r.cursorAEAD.Seal(nil, nonce, payload, r.cursorAD(lq))
 	enc := base64.RawURLEncoding
-	return enc.EncodeToString(payload) + "." + enc.EncodeToString(r.cursorMAC(lq, payload)), nil
+	return enc.EncodeToString(nonce) + "." + enc.EncodeToString(sealed), nil
 }
 
 // openCursor verifies a cursor against the query and returns its values.
 func (r *Resource) openCursor(lq *ListQuery, s string) ([]any, error) {
 	bad := badParam(paramCursor, "is not a valid cursor for this query")
-	i := bytes.IndexByte([]byte(s), '.')
-	if i < 0 || len(s) > 16<<10 {
+	n, c, ok := strings.Cut(s, ".")
+	if !ok || len(s) > 16<<10 {
 		return nil, bad
 	}
 	enc := base64.RawURLEncoding
-	payload, err1 := enc.DecodeString(s[:i])
-	mac, err2 := enc.DecodeString(s[i+1:])
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, r.cursorMAC(lq, payload)) {
+	nonce, err1 := enc.DecodeString(n)
+	sealed, err2 := enc.DecodeString(c)
+	if err1 != nil || err2 != nil || len(nonce) != r.cursorAEAD.NonceSize() {
+		return nil, bad
+	}
+	payload, err := r.cursorAEAD.Open(nil, nonce, sealed, r.cursorAD(lq))
+	if err != nil {
 		return nil, bad
 	}
 	dec := json.NewDecoder(bytes.NewReader(payload))

@@ -33,7 +33,8 @@
 // (col=eq.v, neq, gt, gte, lt, lte, in.(a,b), is.null|true|false|unknown,
 // like, ilike, each negatable with not.), order=col.asc|desc[.nullsfirst|
 // .nullslast] (comma separated), limit (default 50, capped by
-// [Options.MaxLimit]), an opaque HMAC-signed keyset cursor, and count=exact.
+// [Options.MaxLimit]), an opaque keyset cursor (sealed with AES-GCM: clients can neither read
+// nor alter it), and count=exact.
 // Unknown columns or operators answer 400 naming the parameter.
 //
 // # Repositories

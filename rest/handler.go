@@ -2,10 +2,12 @@ package rest
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 
 	"github.com/tablegate/tablegate/authctx"
@@ -30,6 +32,16 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if len(call.RequestID) > 64 {
 		call.RequestID = ""
 	}
+	// Do recovers the pipeline's panics; this covers what runs before it
+	// (Options.Caller, reading the body).
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			r.opts.Problems.Write(w, r.unexpected(call, fmt.Errorf("panic: %v\n%s", p, debug.Stack())))
+		}
+	}()
 	ba, key, actionAllow := r.matchAction(method, segs)
 	takesBody := false
 	switch {
@@ -71,7 +83,14 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	// Parse the query only where it is read: list, actions, and hooks
 	// (Target.Query).
 	if call.Operation == OpList || ba != nil || r.hasHooks {
-		call.Query = req.URL.Query()
+		// Not URL.Query(): it drops pairs it cannot decode (and every pair
+		// past Go's parameter limit), which would silently ignore filters.
+		q, err := url.ParseQuery(req.URL.RawQuery)
+		if err != nil {
+			r.opts.Problems.Write(w, badQuery("The query string is malformed (bad escape, ';' separator or too many parameters)."))
+			return
+		}
+		call.Query = q
 	}
 	if takesBody {
 		body, p := r.readBody(w, req)

@@ -16,9 +16,16 @@ func (r *Resource) parseKey(s string) (any, error) {
 	}
 	switch r.keyKind {
 	case keyInt:
-		n, err := strconv.ParseInt(s, 10, 64)
+		bits := 64
+		switch r.key.TypeName {
+		case "int2":
+			bits = 16
+		case "int4":
+			bits = 32
+		}
+		n, err := strconv.ParseInt(s, 10, bits)
 		if err != nil {
-			return nil, badKey(r.key.Name, "an integer")
+			return nil, badKey(r.key.Name, "an integer of "+strconv.Itoa(bits)+" bits")
 		}
 		return n, nil
 	case keyUUID:

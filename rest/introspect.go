@@ -11,7 +11,7 @@ import (
 )
 
 const introspectSQL = `
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typname,
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, -1), t.typname,
        a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '',
        a.attidentity = 'a' OR a.attgenerated <> '',
        coalesce(a.attnum = ANY (i.indkey), false)
@@ -33,12 +33,16 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 	for rows.Next() {
 		c := &column{}
 		var isPK bool
-		if err := rows.Scan(&c.Name, &c.Type, &c.TypeName, &c.NotNull, &c.HasDefault, &c.ReadOnly, &isPK); err != nil {
+		var castType string
+		if err := rows.Scan(&c.Name, &c.Type, &castType, &c.TypeName, &c.NotNull, &c.HasDefault, &c.ReadOnly, &isPK); err != nil {
 			rows.Close()
 			return nil, nil, fmt.Errorf("introspect: %w", err)
 		}
 		c.ident = pgx.Identifier{c.Name}.Sanitize()
-		c.cast = "::text::" + c.Type
+		// Parameters are cast to the type WITHOUT its modifier: an explicit
+		// cast to varchar(5) or numeric(5,1) truncates or rounds, so a key
+		// or filter value that cannot be stored would match another row.
+		c.cast = "::text::" + castType
 		c.expr = "t." + c.ident
 		if c.TypeName == "json" { // json has no operators: compare as jsonb
 			c.cast = "::text::jsonb"

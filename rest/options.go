@@ -96,7 +96,8 @@ type Options struct {
 	// MaxBodyBytes caps request bodies (default [DefaultMaxBodyBytes]).
 	MaxBodyBytes int64
 
-	// CursorKey signs list cursors (HMAC-SHA256). Empty uses a random key
+	// CursorKey seals list cursors (AES-256-GCM under a key derived from
+	// it, so clients can neither read nor alter them). Empty uses a random key
 	// drawn when the resource is built: cursors then stay valid only on
 	// this instance until it restarts. Set the same key on every instance
 	// behind a load balancer.

@@ -63,7 +63,7 @@ func (r *Resource) parseList(q url.Values) (*ListQuery, error) {
 				if err != nil {
 					return nil, err
 				}
-				if err := checkFilterType(param, c, f.Op); err != nil {
+				if err := checkFilterType(param, c, f); err != nil {
 					return nil, err
 				}
 				f.Column = c.Name
@@ -262,9 +262,14 @@ func orderable(c *column) bool { return !incomparable[c.TypeName] }
 
 // checkFilterType refuses operators the column's type cannot take, so the
 // caller gets a 400 instead of a database error.
-func checkFilterType(param string, c *column, op FilterOp) error {
-	switch op {
-	case FilterIs, FilterLike, FilterIlike:
+func checkFilterType(param string, c *column, f Filter) error {
+	switch f.Op {
+	case FilterIs:
+		if f.Value != "null" && c.TypeName != "bool" {
+			return badParam(param, "is.true, is.false and is.unknown apply to boolean columns only; use is.null")
+		}
+		return nil
+	case FilterLike, FilterIlike:
 		return nil
 	case FilterIn:
 		if len(c.TypeName) > 0 && c.TypeName[0] == '_' {

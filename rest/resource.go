@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ const (
 type column struct {
 	Column
 	ident string // quoted identifier
-	cast  string // "::text::<type>" applied to text parameters
+	cast  string // "::text::<type without typmod>" applied to text parameters
 	expr  string // the column in comparisons and order: t."col" (json: ::jsonb)
 }
 
@@ -66,7 +67,7 @@ type Resource struct {
 
 	defaultLimit, maxLimit int
 	maxBody                int64
-	cursorKey              []byte
+	cursorAEAD             cipher.AEAD // seals list cursors (cursor.go)
 	log                    *slog.Logger
 	opts                   Options
 
@@ -216,11 +217,12 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 	if r.maxBody <= 0 {
 		r.maxBody = DefaultMaxBodyBytes
 	}
-	r.cursorKey = o.CursorKey
-	if len(r.cursorKey) == 0 {
-		r.cursorKey = make([]byte, 32)
-		_, _ = rand.Read(r.cursorKey)
+	key := o.CursorKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
 	}
+	r.cursorAEAD = newCursorAEAD(key)
 	r.log = o.Logger
 	if r.log == nil {
 		r.log = slog.Default()

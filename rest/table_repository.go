@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/tablegate/tablegate/db"
 )
 
@@ -98,16 +99,27 @@ func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, tr.keyError(err)
 	}
 	return raw, nil
+}
+
+// keyError turns a data exception (class 22) of a statement whose only
+// input is the key into the 400 of a malformed key: the key text is not a
+// value of the key column's type (a bad date, an out-of-range number).
+func (tr *tableRepository) keyError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") {
+		return badKey(tr.key.Name, "a valid "+tr.key.Type).WithCause(err)
+	}
+	return err
 }
 
 // Delete deletes one row by key; ErrNotFound when no row was deleted.
 func (tr *tableRepository) Delete(ctx context.Context, q db.Querier, key any) error {
 	tag, err := q.Exec(ctx, tr.deleteSQL, keyText(key))
 	if err != nil {
-		return err
+		return tr.keyError(err)
 	}
 	if tag.RowsAffected() == 0 {
 		return ErrNotFound
@@ -456,10 +468,16 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	if err := tr.orderBy(&order, lq); err != nil {
 		return nil, err
 	}
-	// The limit is a parameter, so one statement text (prepared once per
-	// connection) serves every page size.
+	// The page size is written into the statement as an integer literal
+	// (validated: 1..MaxLimit). As a parameter it made Postgres re-plan the
+	// statement on every request (custom plans only; ~40% of the list's
+	// database time); as a literal the cached generic plan is reused. The
+	// price is one prepared statement per distinct page size and connection.
 	args := &sqlArgs{}
-	limit := args.add(int64(lq.Limit))
+	if lq.Limit < 1 {
+		return nil, fmt.Errorf("rest: list limit %d out of range", lq.Limit)
+	}
+	limit := strconv.Itoa(lq.Limit)
 	var b strings.Builder
 	b.Grow(512)
 	b.WriteString("SELECT coalesce(json_agg(_tg_p._tg_json ORDER BY _tg_p._tg_rn) FILTER (WHERE _tg_p._tg_rn <= ")
@@ -516,8 +534,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	}
 	b.WriteString(order.String())
 	b.WriteString(" LIMIT ")
-	b.WriteString(limit)
-	b.WriteString(" + 1")
+	b.WriteString(strconv.Itoa(lq.Limit + 1))
 	b.WriteString(") t, LATERAL (SELECT ")
 	for i, c := range tr.sel {
 		if i > 0 {
