@@ -20,7 +20,8 @@ type serveConfig struct {
 	// DatabaseURL is the Postgres URL; DATABASE_URL and --database-url win.
 	// Prefer the environment: a config file is often committed.
 	DatabaseURL string `json:"database_url,omitempty"`
-	// BasePath prefixes every resource route (default /api).
+	// BasePath prefixes every resource route (default /api; "/" for the
+	// root). Read it with base().
 	BasePath string `json:"base_path,omitempty"`
 	// Title and Version describe the API in its OpenAPI document.
 	Title   string `json:"title,omitempty"`
@@ -106,7 +107,6 @@ func (c *serveConfig) validate() error {
 	if !strings.HasPrefix(c.BasePath, "/") {
 		return fmt.Errorf("base_path must start with /, got %q", c.BasePath)
 	}
-	c.BasePath = strings.TrimRight(c.BasePath, "/")
 	if c.Title == "" {
 		c.Title = "tablegate API"
 	}
@@ -160,6 +160,9 @@ func (c *serveConfig) validate() error {
 	}
 	return nil
 }
+
+// base returns the base path without a trailing slash ("" for the root).
+func (c *serveConfig) base() string { return strings.TrimRight(c.BasePath, "/") }
 
 // tableNames returns the route names in a stable order.
 func (c *serveConfig) tableNames() []string {

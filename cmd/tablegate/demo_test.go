@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -858,4 +859,32 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestDemoPortInUseCleansUp: a failure after Postgres started (the port is
+// taken) still stops the cluster and removes its files, and says what to do.
+func TestDemoPortInUseCleansUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Postgres cluster")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := runCLI(t, nil, "demo", "--addr", ln.Addr().String())
+	if r.code != exitFailure || !strings.Contains(r.stderr, "try --addr 127.0.0.1:0") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	_, after, ok := strings.Cut(r.stderr, "data and socket in ")
+	if !ok {
+		t.Fatalf("no cluster directory in the progress:\n%s", r.stderr)
+	}
+	dir := strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s survived the failure (%v)", dir, err)
+	}
+	if postgresRunningIn(dir) {
+		t.Errorf("postgres still runs for %s", dir)
+	}
 }

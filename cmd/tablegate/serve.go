@@ -115,10 +115,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("listen on %s: %w (is the port in use?)", *addr, err)
 	}
 	base := "http://" + hostPort(ln.Addr())
-	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (description %s%s/openapi.json, docs %s%s/docs)\n", len(cfg.Tables), base, cfg.BasePath, base, cfg.BasePath, base, cfg.BasePath)
+	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (description %s%s/openapi.json, docs %s%s/docs)\n", len(cfg.Tables), base, cfg.base(), base, cfg.base(), base, cfg.base())
 	for _, n := range cfg.tableNames() {
 		t := cfg.Tables[n]
-		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, cfg.BasePath, n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))
+		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, cfg.base(), n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))
 	}
 	return serveUntilDone(ctx, out, ln, problemFallback(mux))
 }
@@ -283,7 +283,7 @@ func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, cookieName strin
 	}
 	api, err := spec.DefineAPI(&spec.Options{
 		Info:       spec.Info{Title: cfg.Title, Version: cfg.Version},
-		BasePath:   cfg.BasePath,
+		BasePath:   cfg.base(),
 		Authorizer: roleAuthorizer(cfg.Permissions),
 		Resources:  resources,
 		Allow:      allow,
