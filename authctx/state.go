@@ -101,7 +101,11 @@ func Invalid(reason Reason, err error) Auth {
 func Service(keyName string) Auth { return Auth{Kind: KindService, KeyName: keyName} }
 
 // NewUser returns the user state for verified claims and their token.
-// claimsJSON may be nil; when given it must be the JSON of claims.
+// claimsJSON may be nil; when given it must be exactly the JSON of claims:
+// the db package picks the database role from claims but sends claimsJSON
+// to Postgres as request.jwt.claims (what auth.jwt() and auth.role() read),
+// so JSON that disagrees with claims makes policies see another caller.
+// Pass nil unless the bytes come from the same verified payload.
 func NewUser(claims Claims, token string, claimsJSON json.RawMessage) Auth {
 	id, _ := claims["sub"].(string)
 	return Auth{Kind: KindUser, User: &User{ID: id, Claims: claims, Token: token, claimsJSON: claimsJSON}}

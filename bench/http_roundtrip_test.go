@@ -164,7 +164,7 @@ func TestHTTPServersAgree(t *testing.T) {
 	for name, h := range fx.protos {
 		servers[name] = h
 	}
-	decode := func(t *testing.T, rec *httptest.ResponseRecorder) any {
+	raw := func(t *testing.T, rec *httptest.ResponseRecorder) any {
 		t.Helper()
 		var v any
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
@@ -172,8 +172,20 @@ func TestHTTPServersAgree(t *testing.T) {
 		}
 		return v
 	}
-	next := decode(t, serve(t, fx.tablegate, fx.token, "/items/?limit=3")).(map[string]any)["next_cursor"].(string)
-	last := decode(t, serve(t, fx.tablegate, fx.token, "/items/?limit=20&cursor="+next)).(map[string]any)["next_cursor"].(string)
+	// decode compares cursors by presence: tablegate's are encrypted with
+	// a random nonce, so two servers (or two calls) never agree on bytes.
+	decode := func(t *testing.T, rec *httptest.ResponseRecorder) any {
+		t.Helper()
+		v := raw(t, rec)
+		if m, ok := v.(map[string]any); ok {
+			if c, ok := m["next_cursor"].(string); ok && c != "" {
+				m["next_cursor"] = "<cursor>"
+			}
+		}
+		return v
+	}
+	next := raw(t, serve(t, fx.tablegate, fx.token, "/items/?limit=3")).(map[string]any)["next_cursor"].(string)
+	last := raw(t, serve(t, fx.tablegate, fx.token, "/items/?limit=20&cursor="+next)).(map[string]any)["next_cursor"].(string)
 	for _, target := range []string{"/items/42", "/items/101", "/items/", "/items/?limit=3",
 		"/items/?limit=20&cursor=" + next, "/items/?limit=1000&cursor=" + last} {
 		if strings.Contains(target, "cursor") {
