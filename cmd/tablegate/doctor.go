@@ -145,6 +145,18 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 		} else {
 			cfg = c
 			add(check{statusOK, "config", fmt.Sprintf("%s: %d table(s)", o.configPath, len(c.Tables)), ""})
+			var orphans []string
+			for _, n := range c.tableNames() {
+				for _, op := range crudOps {
+					if key, ok := c.Tables[n].Permissions[op]; ok && len(c.Permissions[key]) == 0 {
+						orphans = append(orphans, fmt.Sprintf("tables.%s.permissions.%s = %q", n, op, key))
+					}
+				}
+			}
+			if len(orphans) > 0 {
+				add(check{statusWarn, "permissions", "granted to nobody: " + strings.Join(orphans, "; "),
+					`list the roles that hold each key in "permissions" ({"todos.delete": ["admin"]}); until then every caller gets 403 PERMISSION_DENIED`})
+			}
 			for _, n := range c.tableNames() {
 				if !slices.Contains(o.tables, c.Tables[n].Table) {
 					o.tables = append(o.tables, c.Tables[n].Table)

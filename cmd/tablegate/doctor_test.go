@@ -91,6 +91,27 @@ func TestDoctorDetectsTableWithoutRLS(t *testing.T) {
 	if !strings.Contains(r.stdout, "→ alter table public.norls enable row level security") {
 		t.Errorf("no fix for norls:\n%s", r.stdout)
 	}
+
+	// Tables come from a serve config too; a permission nobody holds warns.
+	cfg := filepath.Join(t.TempDir(), "tablegate.json")
+	body := `{"permissions":{"todos.delete":["admin"]},"tables":{"todos":{"permissions":{"delete":"todos.delete","update":"todos.update"}},"norls":{}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, nil, "doctor", "--database-url", url, "--signing-keys", keys, "--supabase-config", keys, "--config", cfg)
+	if r.code != exitFailure {
+		t.Fatalf("exit %d with public.norls in the config\n%s", r.code, r.stdout)
+	}
+	for prefix, want := range map[string]string{
+		"✓ config":           "2 table(s)",
+		"! permissions":      `tables.todos.permissions.update = "todos.update"`,
+		"✓ RLS public.todos": "enabled and forced",
+		"✗ RLS public.norls": "DISABLED",
+	} {
+		if l := lineOf(r.stdout, prefix); !strings.Contains(l, want) {
+			t.Errorf("line %q: got %q, want %q\n%s", prefix, l, want, r.stdout)
+		}
+	}
 }
 
 func TestDoctorJWKSAndKeys(t *testing.T) {
