@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"fmt"
 	"net/http"
 	"regexp"
@@ -100,13 +102,10 @@ func (r *Resource) bindAction(name string, a *Action) (*boundAction, error) {
 		ba.query = v
 		ba.qtypes = map[string]string{}
 		for p, s := range a.Query.Properties {
-			t := s.Type
-			if t == "" && len(s.Types) > 0 {
-				t = s.Types[0]
-			}
+			t := schemaType(s)
 			ba.qtypes[p] = t
 			if t == "array" && s.Items != nil {
-				ba.qtypes[p] = "array:" + s.Items.Type
+				ba.qtypes[p] = "array:" + schemaType(s.Items)
 			}
 		}
 	}
@@ -181,4 +180,19 @@ func (r *Resource) matchAction(method string, segs []string) (ba *boundAction, k
 		}
 	}
 	return ba, key, allow
+}
+
+// schemaType returns the JSON type a query value is decoded as: Type, or
+// the first non-null entry of Types (a Go pointer field infers
+// ["null", "boolean"]; the value of ?done=true is then a boolean).
+func schemaType(s *jsonschema.Schema) string {
+	if s.Type != "" {
+		return s.Type
+	}
+	for _, t := range s.Types {
+		if t != "null" {
+			return t
+		}
+	}
+	return ""
 }
