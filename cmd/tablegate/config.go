@@ -33,6 +33,9 @@ type serveConfig struct {
 	Permissions map[string][]string `json:"permissions,omitempty"`
 	// Tables maps a route name (/api/<name>) to a table.
 	Tables map[string]*tableConfig `json:"tables"`
+	// MCP serves the same operations as MCP tools at /mcp (Streamable
+	// HTTP), each table's tools behind that table's guard.
+	MCP bool `json:"mcp,omitempty"`
 }
 
 // authConfig locates the JWKS.

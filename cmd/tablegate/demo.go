@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgcluster"
 )
@@ -52,14 +53,15 @@ Runs the whole stack on your machine in one command:
      Ctrl-C or SIGTERM; then stops Postgres and removes its files.
 
 Routes: /api/todos (list, get, create, update, delete, actions complete,
-export, purge), /whoami, /guard/{user,
+export, purge), /api/approvals (purge needs another user's approval),
+/mcp (the same operations as MCP tools, Streamable HTTP), /whoami, /guard/{user,
 user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
 /readyz.
 
 --print-env FILE writes KEY=VALUE lines once the server answers (atomically):
 BASE_URL JWKS_URL SIGNING_KEYS_PATH DATABASE_URL COOKIE_NAME TENANT_A TENANT_B
 USER_ID USER_TOKEN ADMIN_TOKEN APPROVER_TOKEN ANON_USER_TOKEN
-OTHER_TENANT_TOKEN SERVICE_KEY, and USER_REFRESH_TOKEN when the demo is its
+OTHER_TENANT_TOKEN SERVICE_KEY PUBLISHABLE_KEY, and USER_REFRESH_TOKEN when the demo is its
 own auth server (no --auth-url): it then also answers GoTrue's refresh grant,
 POST /auth/v1/token?grant_type=refresh_token, rotating refresh tokens with a
 10 s reuse interval. Use --addr 127.0.0.1:0 for a free port; the file and the
@@ -72,7 +74,10 @@ type demoOptions struct {
 	signingKeys string
 	authURL     string
 	refresh     bool
-	printEnv    string
+	tokenTTL    time.Duration
+	// publishableKey is sent as apikey on refresh; default a demo key.
+	publishableKey string
+	printEnv       string
 }
 
 func runDemo(ctx context.Context, e *env, args []string) error {
@@ -82,7 +87,8 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.databaseURL, "database-url", "", "use this Postgres `URL` instead of a throwaway cluster (default $DATABASE_URL)")
 	fs.StringVar(&o.signingKeys, "signing-keys", "", "signing keys `file` (Supabase signing_keys_path format); default a temporary key")
 	fs.StringVar(&o.authURL, "auth-url", "", "Supabase/GoTrue `URL`: verify tokens with {URL}/auth/v1/.well-known/jwks.json and refresh there instead of the demo's own JWKS")
-	fs.BoolVar(&o.refresh, "refresh", false, "refresh expiring cookie sessions (needs --auth-url for a real auth server)")
+	fs.BoolVar(&o.refresh, "refresh", false, "refresh expiring cookie sessions (against the demo's own refresh grant, or --auth-url)")
+	fs.DurationVar(&o.tokenTTL, "token-ttl", demoTokenTTL, "lifetime of the minted tokens (a short one shows cookie refresh at work)")
 	fs.StringVar(&o.printEnv, "print-env", "", "once serving, write KEY=VALUE lines (URLs, tokens, ids) to `FILE`")
 	if err := parse(e, fs, args); err != nil {
 		return err
@@ -92,6 +98,13 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	}
 	if o.databaseURL == "" {
 		o.databaseURL = e.getenv("DATABASE_URL")
+	}
+	if o.tokenTTL <= 0 {
+		return usagef("--token-ttl must be positive")
+	}
+	o.publishableKey = e.getenv("SUPABASE_PUBLISHABLE_KEY")
+	if o.publishableKey == "" {
+		o.publishableKey = e.getenv("SUPABASE_ANON_KEY")
 	}
 	if o.authURL != "" {
 		u, err := url.Parse(o.authURL)
@@ -216,28 +229,34 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		issuer = o.authURL + "/auth/v1"
 	}
 	secretKey := "sb_secret_" + strings.ReplaceAll(newUUID(), "-", "")
+	publishableKey := o.publishableKey
+	if publishableKey == "" {
+		publishableKey = "sb_publishable_" + strings.ReplaceAll(newUUID(), "-", "")
+	}
 
 	srv := &demoServer{pool: pool, jwks: ks.publicJWKS()}
 	if o.authURL == "" {
-		srv.gotrue = newDemoAuthServer(ks, issuer)
+		srv.gotrue = newDemoAuthServer(ks, issuer, publishableKey)
 	}
 	httpSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
-	// The resolver fetches the JWKS over HTTP, possibly from this very
-	// server: start serving before the resolver exists.
-	var handler http.Handler = http.NotFoundHandler()
+	// The resolver fetches the JWKS when it is built, possibly from this
+	// very server: serve the JWKS before everything else is ready.
+	var handler http.Handler
 	ready := make(chan struct{})
 	httpSrv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ready:
 			handler.ServeHTTP(w, r)
+			return
 		default:
-			if r.URL.Path == "/auth/v1/.well-known/jwks.json" || r.URL.Path == "/livez" {
-				srv.handler().ServeHTTP(w, r)
-				return
-			}
-			http.Error(w, "starting", http.StatusServiceUnavailable)
 		}
+		if r.Method == http.MethodGet && r.URL.Path == "/auth/v1/.well-known/jwks.json" {
+			srv.jwksHandler(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "starting", http.StatusServiceUnavailable)
 	})
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	cleanups = append(cleanups, func() {
@@ -248,18 +267,35 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	})
 
 	done = step(out, "starting the API on %s (JWKS from %s)", baseURL, jwksURL)
-	res, err := newLocalResolver(ctx, jwksURL, secretKey, demoKeyName)
+	projectURL := baseURL
+	if o.authURL != "" {
+		projectURL = o.authURL
+	}
+	rv, err := authctx.New(authctx.Config{
+		ProjectURL: projectURL,
+		JWKSURL:    jwksURL,
+		Secret:     true,
+		SecretKeys: map[string]string{demoKeyName: secretKey},
+		// A Bearer equal to the publishable key counts as no credential
+		// (supabase-js sends it when signed out); refresh sends it as apikey.
+		PublishableKeys: []string{publishableKey},
+		Refresh:         o.refresh,
+	})
 	if err != nil {
 		done(err, "")
-		return fmt.Errorf("JWKS at %s: %w", jwksURL, err)
+		if errors.Is(err, authctx.ErrRefreshUnavailable) {
+			return fmt.Errorf("--refresh: %w", err)
+		}
+		return fmt.Errorf("auth (JWKS %s): %w", jwksURL, err)
 	}
-	api, err := demoAPI(ctx, db.New(pool, nil))
+	cleanups = append(cleanups, rv.Close)
+	parts, err := buildDemoAPI(ctx, db.New(pool, nil), rv)
 	if err != nil {
 		done(err, "")
 		return err
 	}
-	srv.api = api
-	handler = res.middleware(srv.handler())
+	srv.parts = parts
+	handler = rv.Middleware(rv.CrossSite(srv.handler()))
 	close(ready)
 	done(nil, "")
 
@@ -270,10 +306,10 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 			return ""
 		}
 		var t string
-		t, err = mintToken(ks, tokenSpec{Sub: sub, Anonymous: anonymous, Tenant: tenant, Roles: roles, TTL: demoTokenTTL, Issuer: issuer}, now)
+		t, err = mintToken(ks, tokenSpec{Sub: sub, Anonymous: anonymous, Tenant: tenant, Roles: roles, TTL: o.tokenTTL, Issuer: issuer}, now)
 		return t
 	}
-	userSpec := tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: demoTokenTTL, Issuer: issuer}
+	userSpec := tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: o.tokenTTL, Issuer: issuer}
 	var userToken, userRefresh string
 	if srv.gotrue != nil {
 		userToken, userRefresh, err = srv.gotrue.signIn(userSpec)
@@ -288,7 +324,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		{"JWKS_URL", jwksURL},
 		{"SIGNING_KEYS_PATH", keysPath},
 		{"DATABASE_URL", dbURL},
-		{"COOKIE_NAME", cookieName(baseURL)},
+		{"COOKIE_NAME", rv.CookieName()},
 		{"TENANT_A", demoTenantA},
 		{"TENANT_B", demoTenantB},
 		{"USER_ID", demoUserID},
@@ -298,6 +334,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		{"ANON_USER_TOKEN", mint(demoAnonUserID, true, demoTenantA)},
 		{"OTHER_TENANT_TOKEN", mint(demoOtherUserID, false, demoTenantB)},
 		{"SERVICE_KEY", secretKey},
+		{"PUBLISHABLE_KEY", publishableKey},
 	}
 	if userRefresh != "" {
 		vars = append(vars, envVar{"USER_REFRESH_TOKEN", userRefresh})
@@ -333,16 +370,6 @@ func hostPort(a net.Addr) string {
 		ip = net.IPv4(127, 0, 0, 1)
 	}
 	return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
-}
-
-// cookieName is the @supabase/ssr cookie name for a project URL:
-// sb-<first label of the host>-auth-token.
-func cookieName(projectURL string) string {
-	u, err := url.Parse(projectURL)
-	if err != nil {
-		return "sb-auth-token"
-	}
-	return "sb-" + strings.Split(u.Hostname(), ".")[0] + "-auth-token"
 }
 
 type envVar struct{ key, value string }
@@ -386,8 +413,9 @@ tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
   curl -s -X POST $BASE_URL/api/todos/1/complete -H "Authorization: Bearer $USER_TOKEN"
   curl -s "$BASE_URL/api/todos/export?done=true" -H "Authorization: Bearer $USER_TOKEN"
   curl -s -X DELETE $BASE_URL/api/todos/1 -H "Authorization: Bearer $USER_TOKEN"   # 403 PERMISSION_DENIED
-  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED
-  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $APPROVER_TOKEN"
+  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED, approval.id
+  curl -s -X POST $BASE_URL/api/approvals/<approval.id>/approve -H "Authorization: Bearer $APPROVER_TOKEN"
+  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # now 200 {"deleted": n}
 
 Ctrl-C stops the server and removes Postgres and the temporary files.
 `, base, kid, get("USER_TOKEN"), get("ADMIN_TOKEN"), get("APPROVER_TOKEN"), get("ANON_USER_TOKEN"), get("OTHER_TENANT_TOKEN"), get("SERVICE_KEY"))

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -21,6 +23,7 @@ const refreshReuseInterval = 10 * time.Second
 type demoAuthServer struct {
 	ks     *keySet
 	issuer string
+	apikey string // the publishable key the gateway requires
 	now    func() time.Time
 
 	mu       sync.Mutex
@@ -36,8 +39,8 @@ type demoSession struct {
 	revoked bool
 }
 
-func newDemoAuthServer(ks *keySet, issuer string) *demoAuthServer {
-	return &demoAuthServer{ks: ks, issuer: issuer, now: time.Now, sessions: map[string]*demoSession{}}
+func newDemoAuthServer(ks *keySet, issuer, apikey string) *demoAuthServer {
+	return &demoAuthServer{ks: ks, issuer: issuer, apikey: apikey, now: time.Now, sessions: map[string]*demoSession{}}
 }
 
 // newRefreshToken returns a GoTrue v1-style refresh token: 12 characters
@@ -81,6 +84,18 @@ func gotrueError(w http.ResponseWriter, status int, code, msg string) {
 
 // ServeHTTP answers POST /auth/v1/token?grant_type=refresh_token.
 func (s *demoAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Like the Supabase gateway: an apikey (header or query) is required.
+	if k := r.Header.Get("apikey"); k == "" && r.URL.Query().Get("apikey") == "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = json.NewEncoder(w).Encode(map[string]string{"message": "No API key found in request", "hint": "No `apikey` request header or url param was found."})
+		return
+	} else if k != "" && !equalKeys(k, s.apikey) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = json.NewEncoder(w).Encode(map[string]string{"message": "Invalid API key"})
+		return
+	}
 	if r.FormValue("grant_type") != "refresh_token" {
 		gotrueError(w, http.StatusBadRequest, "validation_failed", "The demo supports only grant_type=refresh_token")
 		return
@@ -153,4 +168,11 @@ func (s *demoAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"user_metadata": map[string]any{}, "is_anonymous": spec.Anonymous,
 		},
 	})
+}
+
+// equalKeys compares two secrets in constant time over their hashes.
+func equalKeys(a, b string) bool {
+	ha := sha256.Sum256([]byte(a))
+	hb := sha256.Sum256([]byte(b))
+	return hmac.Equal(ha[:], hb[:])
 }

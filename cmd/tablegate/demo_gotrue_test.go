@@ -18,7 +18,7 @@ func TestDemoAuthServerRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_800_000_000, 0)
-	s := newDemoAuthServer(ks, "http://demo/auth/v1")
+	s := newDemoAuthServer(ks, "http://demo/auth/v1", "sb_publishable_test")
 	s.now = func() time.Time { return now }
 	_, rt1, err := s.signIn(tokenSpec{Sub: demoUserID, TTL: time.Minute})
 	if err != nil {
@@ -26,6 +26,7 @@ func TestDemoAuthServerRotation(t *testing.T) {
 	}
 	call := func(tok string) (int, map[string]any) {
 		req := httptest.NewRequest("POST", "/auth/v1/token?grant_type=refresh_token", strings.NewReader(`{"refresh_token":"`+tok+`"}`))
+		req.Header.Set("apikey", "sb_publishable_test")
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, req)
 		var m map[string]any
@@ -51,5 +52,16 @@ func TestDemoAuthServerRotation(t *testing.T) {
 	}
 	if code, _ := call(""); code != 400 {
 		t.Fatalf("empty token: %d", code)
+	}
+	for key, want := range map[string]int{"": 401, "sb_publishable_wrong": 401} {
+		req := httptest.NewRequest("POST", "/auth/v1/token?grant_type=refresh_token", strings.NewReader(`{"refresh_token":"x"}`))
+		if key != "" {
+			req.Header.Set("apikey", key)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != want {
+			t.Errorf("apikey %q: %d", key, w.Code)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,86 +28,50 @@ func whoamiOf(a authctx.Auth) whoami {
 }
 
 // guardRoutes maps the /guard/{name} names to allow lists (seed 5.3).
-var guardRoutes = map[string][]string{
-	"user":           {"user"},
-	"user-anon":      {"user", "anon"},
-	"user-anonymous": {"user", "anonymous"},
-	"anonymous":      {"anonymous"},
-}
-
-// admit applies an allow list to a caller: nil when admitted, else the
-// problem to answer with.
-func admit(a authctx.Auth, allow []string) *problem.Problem {
-	switch a.Kind {
-	case authctx.KindInvalid:
-		switch a.Reason {
-		case authctx.ReasonClaims:
-			return problem.WithCode(problem.CodeClaimsInvalid, "The token's claims failed the claims schema.")
-		case authctx.ReasonActor:
-			return problem.WithCode(problem.CodeActorInvalid, "The token's act chain is malformed.")
-		}
-		return problem.WithCode(problem.CodeTokenInvalid, "The credential did not verify.")
-	case authctx.KindUser:
-		if a.User != nil && a.User.Claims.Anonymous() {
-			if slices.Contains(allow, "anonymous") {
-				return nil
-			}
-			return problem.WithCode(problem.CodeAnonymousUser, "Anonymous sign-ins are not admitted here; sign in with a full account.")
-		}
-		if slices.Contains(allow, "user") {
-			return nil
-		}
-		return problem.WithCode(problem.CodeCallerNotAllowed, "Signed-in users are not admitted here.")
-	case authctx.KindService:
-		if slices.Contains(allow, "service") {
-			return nil
-		}
-		return problem.WithCode(problem.CodeCallerNotAllowed, "Service callers are not admitted here.")
-	}
-	if slices.Contains(allow, "anon") {
-		return nil
-	}
-	return problem.WithCode(problem.CodeAuthRequired, "Sign in first: send Authorization: Bearer <access token>.")
+var guardRoutes = map[string][]authctx.Allow{
+	"user":           {authctx.AllowUser},
+	"user-anon":      {authctx.AllowUser, authctx.AllowAnon},
+	"user-anonymous": {authctx.AllowUser, authctx.AllowAnonymous},
+	"anonymous":      {authctx.AllowAnonymous},
 }
 
 // demoServer holds what the demo's routes need.
 type demoServer struct {
 	pool *pgxpool.Pool
 	jwks []byte
-	// api serves /api/ (the todos resource, the description).
-	api http.Handler
+	// parts serve /api/ (todos, approvals) and /mcp.
+	parts *demoAPIParts
 	// gotrue answers the refresh grant when the demo is its own auth server.
 	gotrue *demoAuthServer
 }
 
+// jwksHandler serves the public signing keys as GoTrue does.
+func (s *demoServer) jwksHandler(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=600")
+	_, _ = w.Write(s.jwks)
+}
+
+// handler returns the demo's routes. Callers are resolved by the
+// resolver's middleware around it.
 func (s *demoServer) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /auth/v1/.well-known/jwks.json", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "public, max-age=600")
-		_, _ = w.Write(s.jwks)
+	mux.HandleFunc("GET /auth/v1/.well-known/jwks.json", s.jwksHandler)
+	whoamiHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, whoamiOf(authctx.AuthFrom(r.Context())))
 	})
-	mux.HandleFunc("GET /whoami", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, whoamiOf(authOf(r)))
-	})
-	mux.HandleFunc("GET /guard/{name}", func(w http.ResponseWriter, r *http.Request) {
-		allow, ok := guardRoutes[r.PathValue("name")]
-		if !ok {
-			writeProblem(w, r, problem.New(problem.KindNotFound, "Unknown guard; try /guard/user, /guard/user-anon, /guard/user-anonymous or /guard/anonymous."))
-			return
-		}
-		a := authOf(r)
-		if p := admit(a, allow); p != nil {
-			writeProblem(w, r, p)
-			return
-		}
-		writeJSON(w, http.StatusOK, whoamiOf(a))
-	})
+	mux.Handle("GET /whoami", whoamiHandler)
+	for name, allow := range guardRoutes {
+		mux.Handle("GET /guard/"+name, authctx.Guard(allow...)(whoamiHandler))
+	}
 	if s.gotrue != nil {
 		mux.Handle("POST /auth/v1/token", s.gotrue)
 	}
-	if s.api != nil {
-		mux.Handle("/api/", s.api)
+	if s.parts != nil {
+		mux.Handle("/api/", s.parts.api)
+		mux.Handle("/api/approvals", s.parts.approvals)
+		mux.Handle("/api/approvals/", s.parts.approvals)
+		mux.Handle("/mcp", s.parts.mcp)
 	}
 	health(mux, s.pool)
 	return problemFallback(mux)

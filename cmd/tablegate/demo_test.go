@@ -3,20 +3,29 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
+	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the subprocess's writers.
@@ -115,7 +124,7 @@ func parseEnvFile(t *testing.T, data []byte) map[string]string {
 		vars[k] = v
 	}
 	for _, k := range []string{"BASE_URL", "JWKS_URL", "SIGNING_KEYS_PATH", "DATABASE_URL", "COOKIE_NAME", "TENANT_A", "TENANT_B",
-		"USER_ID", "USER_TOKEN", "ADMIN_TOKEN", "APPROVER_TOKEN", "ANON_USER_TOKEN", "OTHER_TENANT_TOKEN", "SERVICE_KEY"} {
+		"USER_ID", "USER_TOKEN", "ADMIN_TOKEN", "APPROVER_TOKEN", "ANON_USER_TOKEN", "OTHER_TENANT_TOKEN", "SERVICE_KEY", "PUBLISHABLE_KEY"} {
 		if vars[k] == "" {
 			t.Fatalf("env file lacks %s:\n%s", k, data)
 		}
@@ -303,6 +312,16 @@ func TestDemoEndToEnd(t *testing.T) {
 		if m["kind"] != "service" {
 			t.Errorf("service: %v", m)
 		}
+		// The browser session cookie (@supabase/ssr format) under COOKIE_NAME.
+		jar := cookieCaller("cookie", sessionCookies(t, v["COOKIE_NAME"], v["USER_TOKEN"], v["USER_REFRESH_TOKEN"], v["USER_ID"], time.Hour), nil)
+		r := do(t, jar, "GET", base+"/whoami", nil)
+		if m := r.json(t); m["kind"] != "user" || m["user_id"] != v["USER_ID"] || len(r.header["Set-Cookie"]) != 0 {
+			t.Errorf("cookie session without refresh: %v, Set-Cookie %v", m, r.header["Set-Cookie"])
+		}
+		m = do(t, bearer("publishable", v["PUBLISHABLE_KEY"]), "GET", base+"/whoami", nil).json(t)
+		if m["kind"] != "anon" {
+			t.Errorf("the publishable key as Bearer (supabase-js signed out) should be anon: %v", m)
+		}
 		m = do(t, caller{"wrong key", map[string]string{"apikey": "sb_secret_wrong"}}, "GET", base+"/whoami", nil).json(t)
 		if m["kind"] == "service" {
 			t.Errorf("a wrong secret key resolved as service: %v", m)
@@ -469,22 +488,40 @@ func TestDemoEndToEnd(t *testing.T) {
 		wantProblem(t, "get deleted row", do(t, admin, "GET", api+"/"+adminID, nil), 404, "")
 		wantProblem(t, "admin deletes another user's row", do(t, admin, "DELETE", api+"/"+id, nil), 404, "")
 
-		// purge needs an approval unless the caller is an approver.
+		// purge needs an approval by another user holding the approver role.
 		r = do(t, user, "POST", api+"/purge", nil)
 		wantProblem(t, "purge without approval", r, 403, "APPROVAL_REQUIRED")
+		var approvalID string
 		if r.status == 403 {
 			m := r.json(t)
 			appr, _ := m["approval"].(map[string]any)
-			if m["permission"] != "todos.purge" || appr == nil || appr["id"] == "" {
-				t.Errorf("approval body: %s", r.body)
+			approvalID, _ = appr["id"].(string)
+			if m["permission"] != "todos.purge" || approvalID == "" {
+				t.Fatalf("approval body: %s", r.body)
 			}
 		}
-		r = do(t, approver, "POST", api+"/purge", nil)
-		if r.status != 200 {
-			t.Errorf("purge as approver: %d %s", r.status, r.body)
-		} else if _, ok := r.json(t)["deleted"]; !ok {
-			t.Errorf("purge body %s", r.body)
+		approvals := base + "/api/approvals/" + approvalID
+		wantProblem(t, "requester approves own request", do(t, user, "POST", approvals+"/approve", nil), 403, "")
+		wantProblem(t, "approvals without session", do(t, none, "GET", approvals, nil), 401, "")
+		if r := do(t, user, "GET", approvals, nil); r.status != 200 || r.json(t)["state"] != "pending" {
+			t.Errorf("requester reads the pending approval: %d %s", r.status, r.body)
 		}
+		if r := do(t, approver, "POST", approvals+"/approve", nil); r.status != 200 || r.json(t)["state"] != "approved" {
+			t.Fatalf("approver approves: %d %s", r.status, r.body)
+		}
+		r = do(t, user, "POST", api+"/purge", nil)
+		if r.status != 200 {
+			t.Fatalf("purge after approval: %d %s", r.status, r.body)
+		}
+		if n, ok := r.json(t)["deleted"].(float64); !ok || n < 1 {
+			t.Errorf("purge deleted %s (the user has done todos)", r.body)
+		}
+		for _, row := range items(user, api) {
+			if row["owner_id"] == v["USER_ID"] && row["done"] == true {
+				t.Errorf("done todo of the user survived the purge: %v", row)
+			}
+		}
+		wantProblem(t, "the approval admits one request", do(t, user, "POST", api+"/purge", nil), 403, "APPROVAL_REQUIRED")
 		wantProblem(t, "unknown resource", do(t, user, "GET", base+"/api/nope", nil), 404, "")
 	})
 
@@ -500,8 +537,9 @@ func TestDemoEndToEnd(t *testing.T) {
 			ExpiresAt    int64  `json:"expires_at"`
 			User         struct{ ID string }
 		}
+		withKey := caller{"apikey", map[string]string{"apikey": v["PUBLISHABLE_KEY"]}}
 		refresh := func(tok string) (response, grant) {
-			r := do(t, none, "POST", tokenURL, map[string]string{"refresh_token": tok})
+			r := do(t, withKey, "POST", tokenURL, map[string]string{"refresh_token": tok})
 			var g grant
 			if r.status == 200 {
 				_ = json.Unmarshal(r.body, &g)
@@ -526,9 +564,60 @@ func TestDemoEndToEnd(t *testing.T) {
 		if r.status != 400 || !strings.Contains(string(r.body), `"code":"refresh_token_not_found"`) {
 			t.Errorf("unknown refresh token: %d %s", r.status, r.body)
 		}
-		r = do(t, none, "POST", base+"/auth/v1/token?grant_type=password", map[string]string{"email": "a@b.c"})
+		if r := do(t, none, "POST", tokenURL, map[string]string{"refresh_token": rt}); r.status != 401 {
+			t.Errorf("refresh without apikey: %d %s", r.status, r.body)
+		}
+		r = do(t, withKey, "POST", base+"/auth/v1/token?grant_type=password", map[string]string{"email": "a@b.c"})
 		if r.status != 400 {
 			t.Errorf("password grant: %d %s", r.status, r.body)
+		}
+	})
+
+	t.Run("mcp", func(t *testing.T) {
+		ctx := context.Background()
+		connect := func(tok string) (*mcp.ClientSession, error) {
+			tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true,
+				HTTPClient: &http.Client{Transport: headerTransport{"Authorization": "Bearer " + tok}}}
+			return mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "v0"}, nil).Connect(ctx, tr, nil)
+		}
+		cs, err := connect(v["USER_TOKEN"])
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		defer cs.Close()
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range tools.Tools {
+			names = append(names, tl.Name)
+		}
+		for _, want := range []string{"listTodos", "createTodo", "deleteTodo", "completeTodos", "exportTodos", "purgeTodos"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("tool %s missing from %v", want, names)
+			}
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "listTodos", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("listTodos: %v %v", err, res)
+		}
+		var page struct{ Items []map[string]any }
+		b, _ := json.Marshal(res.StructuredContent)
+		if json.Unmarshal(b, &page) != nil || len(page.Items) == 0 {
+			t.Errorf("listTodos content: %s", b)
+		}
+		for _, it := range page.Items {
+			if it["tenant_id"] != v["TENANT_A"] {
+				t.Errorf("MCP list crosses tenants: %v", it)
+			}
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "deleteTodo", Arguments: map[string]any{"id": 1}})
+		if err != nil || !res.IsError {
+			t.Errorf("deleteTodo without todos.delete should be a tool error: %v %v", err, res)
+		}
+		if _, err := connect("not-a-token"); err == nil {
+			t.Error("MCP connect with an invalid token succeeded")
 		}
 	})
 
@@ -564,4 +653,161 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Errorf("no shutdown progress:\n%s", p.err.String())
 	}
 	t.Logf("whole demo test %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestDemoWithOwnDatabaseKeysAndAuthURL runs the demo against a given
+// database, a kept signing keys file and an external auth URL.
+func TestDemoWithOwnDatabaseKeysAndAuthURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	dbURL := pgtest.URL(t)
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "signing_keys.json")
+	if r := runCLI(t, nil, "keys", "new", "--path", keys); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	ks, err := loadKeyFile(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jwksHits atomic.Int32
+	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/auth/v1/.well-known/jwks.json" {
+			jwksHits.Add(1)
+			_, _ = w.Write(ks.publicJWKS())
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer auth.Close()
+
+	p := startDemo(t, buildCLI(t), "--database-url", dbURL, "--signing-keys", keys, "--auth-url", auth.URL+"/")
+	v := p.vars
+	if v["JWKS_URL"] != auth.URL+"/auth/v1/.well-known/jwks.json" || v["SIGNING_KEYS_PATH"] != keys || v["DATABASE_URL"] != dbURL {
+		t.Errorf("env: %v", v)
+	}
+	if _, ok := v["USER_REFRESH_TOKEN"]; ok {
+		t.Error("USER_REFRESH_TOKEN with an external auth server")
+	}
+	if jwksHits.Load() == 0 {
+		t.Error("the JWKS of --auth-url was never fetched")
+	}
+	if !strings.Contains(p.err.String(), "loading signing keys from "+keys) || strings.Contains(p.err.String(), "throwaway") {
+		t.Errorf("progress:\n%s", p.err.String())
+	}
+	base := v["BASE_URL"]
+	m := do(t, bearer("user", v["USER_TOKEN"]), "GET", base+"/whoami", nil).json(t)
+	claims, _ := m["claims"].(map[string]any)
+	if m["kind"] != "user" || claims["iss"] != auth.URL+"/auth/v1" {
+		t.Errorf("whoami: %v", m)
+	}
+	r := do(t, bearer("user", v["USER_TOKEN"]), "GET", base+"/api/todos", nil)
+	if r.status != 200 {
+		t.Errorf("todos on the given database: %d %s", r.status, r.body)
+	}
+	wantProblem(t, "refresh grant with an external auth server", do(t, caller{}, "POST", base+"/auth/v1/token?grant_type=refresh_token", map[string]string{"refresh_token": "x"}), 404, "")
+	p.stop(t)
+	if _, err := os.Stat(keys); err != nil {
+		t.Errorf("the given signing keys file must stay: %v", err)
+	}
+	pool := pgtest.Pool(t, dbURL)
+	var n int
+	if err := pool.QueryRow(context.Background(), "select count(*) from public.todos").Scan(&n); err != nil || n == 0 {
+		t.Errorf("the given database must keep the demo rows: %d %v", n, err)
+	}
+}
+
+// sessionCookies returns the @supabase/ssr cookies of a session holding
+// the given tokens.
+func sessionCookies(t *testing.T, name, access, refresh, userID string, ttl time.Duration) []*http.Cookie {
+	t.Helper()
+	session, _ := json.Marshal(map[string]any{
+		"access_token": access, "token_type": "bearer", "expires_in": int(ttl.Seconds()),
+		"expires_at": time.Now().Add(ttl).Unix(), "refresh_token": refresh,
+		"user": map[string]any{"id": userID, "aud": "authenticated"},
+	})
+	set, _ := ssrcookie.Write(name, session, nil, ssrcookie.Options{})
+	return set
+}
+
+func cookieCaller(name string, cookies []*http.Cookie, extra map[string]string) caller {
+	var parts []string
+	for _, c := range cookies {
+		parts = append(parts, c.Name+"="+c.Value)
+	}
+	h := map[string]string{"Cookie": strings.Join(parts, "; ")}
+	for k, v := range extra {
+		h[k] = v
+	}
+	return caller{name, h}
+}
+
+// TestDemoCookieRefresh drives a browser-style session cookie through the
+// demo with --refresh: the token expires within the leeway, so the server
+// refreshes it against the demo's own refresh grant and writes the new
+// session back in the @supabase/ssr format.
+func TestDemoCookieRefresh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	start := time.Now()
+	p := startDemo(t, buildCLI(t), "--refresh", "--token-ttl", "45s")
+	t.Logf("ready after %s", time.Since(start))
+	defer func() { t.Logf("done after %s", time.Since(start)) }()
+	v := p.vars
+	base := v["BASE_URL"]
+	name := v["COOKIE_NAME"]
+	cookies := sessionCookies(t, name, v["USER_TOKEN"], v["USER_REFRESH_TOKEN"], v["USER_ID"], 45*time.Second)
+	browser := cookieCaller("browser", cookies, nil)
+
+	r := do(t, browser, "GET", base+"/api/todos", nil)
+	if r.status != 200 {
+		t.Fatalf("list with the session cookie: %d %s", r.status, r.body)
+	}
+	if cc := r.header.Get("Cache-Control"); !strings.Contains(cc, "no-store") {
+		t.Errorf("Cache-Control %q after a refresh", cc)
+	}
+	resp := &http.Response{Header: r.header}
+	var fresh []*http.Cookie
+	for _, c := range resp.Cookies() {
+		if strings.HasPrefix(c.Name, name) && c.MaxAge >= 0 {
+			fresh = append(fresh, c)
+		}
+	}
+	raw, err := ssrcookie.Read(fresh, name)
+	if err != nil {
+		t.Fatalf("no refreshed session in Set-Cookie %v: %v", r.header["Set-Cookie"], err)
+	}
+	sess, err := ssrcookie.ParseSession(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.RefreshToken == v["USER_REFRESH_TOKEN"] || sess.AccessToken == v["USER_TOKEN"] {
+		t.Errorf("session not rotated: %s", raw)
+	}
+	m := do(t, bearer("refreshed", sess.AccessToken), "GET", base+"/whoami", nil).json(t)
+	if m["kind"] != "user" || m["user_id"] != v["USER_ID"] {
+		t.Errorf("refreshed access token: %v", m)
+	}
+	// The refreshed cookie resolves as the same user.
+	m = do(t, cookieCaller("browser", fresh, nil), "GET", base+"/whoami", nil).json(t)
+	if m["kind"] != "user" || m["user_id"] != v["USER_ID"] {
+		t.Errorf("refreshed cookie: %v", m)
+	}
+	// A cross-site write relying on the cookie is refused.
+	cross := cookieCaller("cross-site", fresh, map[string]string{"Sec-Fetch-Site": "cross-site"})
+	wantProblem(t, "cross-site POST with the cookie", do(t, cross, "POST", base+"/api/todos", map[string]any{"title": "csrf"}), 403, "CROSS_SITE_REQUEST")
+	p.stop(t)
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport map[string]string
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"net/http"
-
-	"encoding/hex"
 	"fmt"
-	"slices"
+	"net/http"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/authz"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
@@ -54,26 +53,6 @@ func withTitleLimits(s *jsonschema.Schema) *jsonschema.Schema {
 	}
 	return s
 }
-
-// demoAuthorizer grants todos.delete to claim role admin and todos.purge to
-// claim role approver; everyone else needs an approval for purge.
-var demoAuthorizer = rest.AuthorizerFunc(func(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
-	roles := claimRoles(req.Caller.Claims)
-	switch req.Permission {
-	case "todos.delete":
-		if slices.Contains(roles, "admin") {
-			return rest.Allowed, nil
-		}
-	case "todos.purge":
-		if slices.Contains(roles, "approver") {
-			return rest.Allowed, nil
-		}
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		return rest.ApprovalRequired("apr_" + hex.EncodeToString(b[:])), nil
-	}
-	return rest.Denied, nil
-})
 
 func claimRoles(c map[string]any) []string {
 	list, _ := c["roles"].([]any)
@@ -162,23 +141,70 @@ func demoTodoOptions() *rest.Options {
 			rest.OpUpdate: withTitleLimits(rest.SchemaFor[todoUpdate]()),
 		},
 		Permissions: map[rest.Operation]string{rest.OpDelete: "todos.delete"},
-		Authorizer:  demoAuthorizer,
 		Caller:      callerOf,
 		Actions:     map[string]*rest.Action{"complete": complete, "export": export, "purge": purge},
 	}
 }
 
-// demoAPI returns the handler of /api/: the todos resource behind a guard
-// that admits full users and anonymous sign-ins.
-func demoAPI(ctx context.Context, d *db.DB) (http.Handler, error) {
-	todos, err := rest.NewResource(ctx, d, "public.todos", demoTodoOptions())
+// demoAuthorizer grants todos.delete to claim role admin; todos.purge may
+// be asked by any signed-in user and needs an approval by another user
+// holding the approver role (tablegate.approvals).
+func demoAuthorizer(d *db.DB) (*authz.Authorizer, error) {
+	return authz.Claims(authz.Rules{
+		"todos.delete": authz.Role("admin"),
+		"todos.purge":  authz.SignedIn(),
+	}, &authz.Options{
+		DenyServices: true,
+		Approvals:    &authz.ApprovalOptions{DB: d, Permissions: []string{"todos.purge"}},
+	})
+}
+
+// demoAPIParts are what the demo serves under /api.
+type demoAPIParts struct {
+	// api serves /api/todos.
+	api http.Handler
+	// approvals serves /api/approvals (list, get, approve, deny).
+	approvals http.Handler
+	// mcp serves the same operations as MCP tools (Streamable HTTP).
+	mcp http.Handler
+}
+
+// demoAllow is the allow list of /api/todos and /mcp.
+var demoAllow = []authctx.Allow{authctx.AllowUser, authctx.AllowAnonymous}
+
+// buildDemoAPI builds the todos resource, the approvals endpoint and the
+// MCP tools of the same resource.
+func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver) (*demoAPIParts, error) {
+	authorizer, err := demoAuthorizer(d)
+	if err != nil {
+		return nil, err
+	}
+	opts := demoTodoOptions()
+	opts.Authorizer = authorizer
+	todos, err := rest.NewResource(ctx, d, "public.todos", opts)
 	if err != nil {
 		return nil, fmt.Errorf("todos resource: %w", err)
 	}
 	mux := http.NewServeMux()
-	guard := guardWith("user", "anonymous")
-	h := guard(http.StripPrefix("/api/todos", todos))
+	h := authctx.Guard(demoAllow...)(http.StripPrefix("/api/todos", todos))
 	mux.Handle("/api/todos", h)
 	mux.Handle("/api/todos/", h)
-	return problemFallback(mux), nil
+	tools, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{todos}, Title: "tablegate demo", Version: "1.0.0"})
+	if err != nil {
+		return nil, fmt.Errorf("MCP tools: %w", err)
+	}
+	mcpHandler, err := tools.Handler(mcptools.HTTPOptions{Resolver: rv, Allow: demoAllow})
+	if err != nil {
+		return nil, fmt.Errorf("MCP handler: %w", err)
+	}
+	approvals := authz.NewApprovals(d).Handler(nil)
+	return &demoAPIParts{
+		api:       problemFallback(mux),
+		approvals: authctx.Guard(authctx.AllowUser)(http.StripPrefix("/api/approvals", approvals)),
+		mcp:       mcpHandler,
+	}, nil
 }
+
+// callerOf is the rest resources' caller: the state the resolver
+// middleware stored in the request context.
+func callerOf(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom(r.Context()), nil }

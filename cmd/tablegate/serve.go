@@ -14,6 +14,8 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/mcptools"
+	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
 
@@ -36,8 +38,9 @@ Go. See docs/cli.md for the file format; in short:
   }
 
 Routes: {base_path}/{name}[/{key}], {base_path}/openapi.json, {base_path}/docs,
-/livez (process) and /readyz (database). SIGINT/SIGTERM drain requests for up
-to 10 s, then exit.
+/mcp (with "mcp": true: the same operations as MCP tools), /livez (process)
+and /readyz (database). SIGINT/SIGTERM drain requests for up to 10 s, then
+exit.
 
 Environment: DATABASE_URL (unless --database-url or the config's
 database_url), SUPABASE_URL (unless auth.url), SUPABASE_JWKS (inline JWKS),
@@ -50,6 +53,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	configPath := fs.String("config", "", "config `file` (JSON)")
 	addr := fs.String("addr", "", "listen address `HOST:PORT` (default the config's addr, else 127.0.0.1:8080)")
 	dbFlag := fs.String("database-url", "", "Postgres `URL` (default $DATABASE_URL, else the config's database_url)")
+	mcpStdio := fs.Bool("mcp-stdio", false, "serve the tables as MCP tools over stdin/stdout instead of HTTP; the caller is "+mcptools.EnvAccessToken+" (a user's JWT) or "+mcptools.EnvAPIKey+" (a secret key)")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -89,24 +93,28 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rv, err := newResolverFor(ctx, acfg)
+	rv, err := authctx.New(acfg)
 	if err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
+	defer rv.Close()
 	d := db.New(pool, nil)
-	app, err := buildServeHandler(ctx, cfg, d)
+	if *mcpStdio {
+		return serveMCPStdio(ctx, e, cfg, d, rv)
+	}
+	app, err := buildServeHandler(ctx, cfg, d, rv)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
 	health(mux, pool)
-	mux.Handle("/", rv.middleware(app))
+	mux.Handle("/", rv.Middleware(rv.CrossSite(app)))
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is the port in use?)", *addr, err)
 	}
 	base := "http://" + hostPort(ln.Addr())
-	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (docs: %s%s/docs)\n", len(cfg.Tables), base, cfg.BasePath, base, cfg.BasePath)
+	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s\n", len(cfg.Tables), base, cfg.BasePath)
 	for _, n := range cfg.tableNames() {
 		t := cfg.Tables[n]
 		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, cfg.BasePath, n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))
@@ -138,8 +146,8 @@ func serveUntilDone(ctx context.Context, out io.Writer, ln net.Listener, h http.
 
 // authConfigFor builds the resolver configuration of serve: the config's
 // auth section first, then the Supabase environment variables.
-func authConfigFor(cfg *serveConfig, getenv func(string) string) (resolverConfig, error) {
-	ac := resolverConfig{
+func authConfigFor(cfg *serveConfig, getenv func(string) string) (authctx.Config, error) {
+	ac := authctx.Config{
 		ProjectURL: cfg.Auth.URL,
 		JWKSURL:    cfg.Auth.JWKSURL,
 		Refresh:    cfg.Auth.Refresh,
@@ -167,6 +175,12 @@ func authConfigFor(cfg *serveConfig, getenv func(string) string) (resolverConfig
 		ac.SecretKeys = keys
 	} else if k := strings.TrimSpace(getenv("SUPABASE_SECRET_KEY")); k != "" {
 		ac.SecretKeys = map[string]string{"default": k}
+	}
+	ac.Secret = len(ac.SecretKeys) > 0
+	for _, k := range []string{"SUPABASE_PUBLISHABLE_KEY", "SUPABASE_ANON_KEY"} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			ac.PublishableKeys = append(ac.PublishableKeys, v)
+		}
 	}
 	return ac, nil
 }
@@ -222,8 +236,18 @@ func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB) (map[string
 	return out, nil
 }
 
-// buildServeHandler mounts every table under base_path behind its guard.
-func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB) (http.Handler, error) {
+// allowOf converts a config guard list.
+func allowOf(guard []string) []authctx.Allow {
+	out := make([]authctx.Allow, len(guard))
+	for i, g := range guard {
+		out[i] = authctx.Allow(g)
+	}
+	return out
+}
+
+// buildServeHandler mounts every table under base_path behind its guard,
+// and with "mcp": true the same operations as MCP tools at /mcp.
+func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver) (http.Handler, error) {
 	resources, err := buildResources(ctx, cfg, d)
 	if err != nil {
 		return nil, err
@@ -231,9 +255,77 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB) (http.Ha
 	mux := http.NewServeMux()
 	for _, name := range cfg.tableNames() {
 		prefix := cfg.BasePath + "/" + name
-		h := guardWith(cfg.Tables[name].Guard...)(http.StripPrefix(prefix, resources[name]))
+		h := authctx.Guard(allowOf(cfg.Tables[name].Guard)...)(http.StripPrefix(prefix, resources[name]))
 		mux.Handle(prefix, h)
 		mux.Handle(prefix+"/", h)
 	}
+	if cfg.MCP {
+		h, err := mcpHandler(cfg, resources, rv)
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/mcp", h)
+	}
 	return problemFallback(mux), nil
+}
+
+// mcpTools builds the MCP tools of the resources, each table's tools behind
+// that table's guard, and the allow list of the transport: every caller
+// kind some table admits.
+func mcpTools(cfg *serveConfig, resources map[string]*rest.Resource) (*mcptools.Server, []authctx.Allow, error) {
+	var list []*rest.Resource
+	guards := map[*rest.Resource]func(authctx.Auth) *problem.Problem{}
+	var union []authctx.Allow
+	for _, name := range cfg.tableNames() {
+		r := resources[name]
+		list = append(list, r)
+		allow := allowOf(cfg.Tables[name].Guard)
+		guards[r] = mcptools.AllowList(allow...)
+		for _, a := range allow {
+			if !slices.Contains(union, a) {
+				union = append(union, a)
+			}
+		}
+	}
+	tools, err := mcptools.New(mcptools.Config{Resources: list, Guards: guards, Title: cfg.Title, Version: cfg.Version})
+	if err != nil {
+		return nil, nil, fmt.Errorf("MCP tools: %w", err)
+	}
+	return tools, union, nil
+}
+
+// mcpHandler serves the resources as MCP tools over Streamable HTTP.
+func mcpHandler(cfg *serveConfig, resources map[string]*rest.Resource, rv *authctx.Resolver) (http.Handler, error) {
+	tools, union, err := mcpTools(cfg, resources)
+	if err != nil {
+		return nil, err
+	}
+	return tools.Handler(mcptools.HTTPOptions{Resolver: rv, Allow: union})
+}
+
+// serveMCPStdio serves one MCP session over stdin/stdout, as the caller of
+// the token or secret key in the environment, until the client hangs up.
+func serveMCPStdio(ctx context.Context, e *env, cfg *serveConfig, d *db.DB, rv *authctx.Resolver) error {
+	resources, err := buildResources(ctx, cfg, d)
+	if err != nil {
+		return err
+	}
+	tools, union, err := mcpTools(cfg, resources)
+	if err != nil {
+		return err
+	}
+	caller, err := mcptools.CallerFromEnv(ctx, e.getenv, mcptools.ResolverCaller(rv))
+	if err != nil {
+		return usagef("%v", err)
+	}
+	admit := mcptools.AllowList(union...)
+	if p := admit(caller); p != nil {
+		return fmt.Errorf("MCP caller refused: %s (set %s to a user's access token or %s to a secret key)", p.Detail, mcptools.EnvAccessToken, mcptools.EnvAPIKey)
+	}
+	fmt.Fprintf(e.stderr, "✓ serving %d table(s) as MCP tools on stdin/stdout (caller: %s)\n", len(cfg.Tables), caller.Kind)
+	err = mcptools.ServeStdio(ctx, tools, caller, admit)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }

@@ -7,10 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -45,6 +49,7 @@ func TestServeConfig(t *testing.T) {
 	defer jwks.Close()
 	cfg := map[string]any{
 		"base_path":   "/v1",
+		"mcp":         true,
 		"auth":        map[string]any{"jwks_url": jwks.URL},
 		"permissions": map[string]any{"todos.delete": []string{"admin"}},
 		"tables": map[string]any{
@@ -120,6 +125,30 @@ func TestServeConfig(t *testing.T) {
 	}
 	wantProblem(t, "unknown table", do(t, user, "GET", base+"/v1/other", nil), 404, "")
 
+	// The same table as MCP tools, under the same guard.
+	tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: headerTransport{"Authorization": user.header["Authorization"]}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "v0"}, nil).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("mcp connect: %v", err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if strings.Join(names, ",") != "deleteTodo,getTodo,listTodos" {
+		t.Errorf("tools %v, want the served operations only", names)
+	}
+	_ = cs.Close()
+	if r := do(t, caller{}, "POST", base+"/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize"}); r.status != 401 {
+		t.Errorf("mcp without a session: %d %s", r.status, r.body)
+	}
+
 	cancel()
 	select {
 	case res := <-codec:
@@ -166,5 +195,77 @@ func TestServeConfigErrors(t *testing.T) {
 	ok := write("ok.json", `{"tables":{"todos":{}}}`)
 	if r := runCLI(t, nil, "serve", "--config", ok); r.code != exitUsage || !strings.Contains(r.stderr, "DATABASE_URL") {
 		t.Errorf("no database: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestServeMCPStdio runs "tablegate serve --mcp-stdio" as an MCP client
+// would launch it, with the caller's token in the environment.
+func TestServeMCPStdio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := newSigningJWK()
+	raw, _ := json.Marshal([]jwk{k})
+	ks, err := parseKeyFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
+	defer jwks.Close()
+	cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
+	cfg := `{"auth":{"jwks_url":"` + jwks.URL + `"},"tables":{"todos":{"operations":["list","get"],"guard":["user","anonymous"]}}}`
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildCLI(t)
+	launch := func(tokenEnv string) (*mcp.ClientSession, *syncBuffer, error) {
+		cmd := exec.Command(bin, "serve", "--config", cfgPath, "--mcp-stdio")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+url, tokenEnv)
+		stderr := &syncBuffer{}
+		cmd.Stderr = stderr
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		return cs, stderr, err
+	}
+	tok, err := mintToken(ks, tokenSpec{Sub: demoOtherUserID, Tenant: demoTenantB}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, stderr, err := launch("TABLEGATE_ACCESS_TOKEN=" + tok)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "listTodos", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("listTodos: %v %+v\n%s", err, res, stderr.String())
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var page struct{ Items []map[string]any }
+	if json.Unmarshal(b, &page) != nil || len(page.Items) != 2 {
+		t.Errorf("tenant B's two rows expected: %s", b)
+	}
+	for _, it := range page.Items {
+		if it["tenant_id"] != demoTenantB {
+			t.Errorf("row of another tenant: %v", it)
+		}
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "as MCP tools on stdin/stdout (caller: user)") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	// Without a credential the guard refuses to serve at all.
+	if cs, stderr, err := launch("TABLEGATE_ACCESS_TOKEN="); err == nil {
+		_ = cs.Close()
+		t.Errorf("served without a caller\n%s", stderr.String())
+	} else if !strings.Contains(stderr.String(), "MCP caller refused") {
+		t.Errorf("refusal not explained:\n%s", stderr.String())
 	}
 }
