@@ -33,7 +33,7 @@ func TestActionQueryPointerFields(t *testing.T) {
 	s := server(t, "todos", res)
 	for _, tc := range []struct {
 		query, want string
-		status     int
+		status      int
 	}{
 		{"?done=true&limit=3", `{"done":true,"limit":3}`, http.StatusOK},
 		{"?done=false", `{"done":false,"limit":null}`, http.StatusOK},
