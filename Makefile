@@ -38,6 +38,12 @@ demo: ## run the demo: throwaway Postgres, migrations, keys, API on 127.0.0.1:80
 bench: ## run the benchmarks in bench/ (ratios to the raw pgx floor)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./bench/
 
-fuzz: ## run every fuzz target briefly
-	@for t in $$($(GO) test -list '^Fuzz' ./... 2>/dev/null | grep '^Fuzz'); do :; done
-	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 20s ./authctx/ssrcookie/
+FUZZTIME ?= 15s
+
+fuzz: ## run every fuzz target for FUZZTIME (default 15s); seed corpora live in testdata/fuzz
+	@for d in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v node_modules | xargs -n1 dirname | sort -u); do \
+	  mod=.; pkg=$$d; case $$d in ./integration*) mod=integration; pkg=./$${d#./integration/}; [ "$$d" = ./integration ] && pkg=.;; esac; \
+	  for f in $$(grep -h '^func Fuzz' $$d/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "== $$d $$f"; (cd $$mod && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg) || exit 1; \
+	  done; \
+	done
