@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -605,33 +606,41 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 
 // cutArray returns the JSON array a cut to its first n elements (n ≥ 1),
 // reusing a's bytes; ok is false when a has no more than n elements. One
-// pass over the bytes up to the n-th element's end, tracking strings and
-// nesting; nothing is decoded.
+// pass over the bytes up to the n-th element's end, tracking nesting and
+// skipping each string with bytes.IndexByte; nothing is decoded.
 func cutArray(a []byte, n int) (cut []byte, ok bool) {
 	depth, k := 0, 0
-	inStr, esc := false, false
-	for i, c := range a {
-		switch {
-		case inStr:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
+	for i := 0; i < len(a); i++ {
+		switch a[i] {
+		case '"':
+			j := i + 1
+			for {
+				q := bytes.IndexByte(a[j:], '"')
+				if q < 0 {
+					return nil, false
+				}
+				j += q
+				bs := 0 // an even run of backslashes before it: the closing quote
+				for p := j - 1; p > i && a[p] == '\\'; p-- {
+					bs++
+				}
+				if bs%2 == 0 {
+					break
+				}
+				j++
 			}
-		case c == '"':
-			inStr = true
-		case c == '[' || c == '{':
+			i = j
+		case '[', '{':
 			depth++
-		case c == ']' || c == '}':
+		case ']', '}':
 			depth--
-		case c == ',' && depth == 1:
-			k++
-			if k == n {
-				a[i] = ']'
-				return a[:i+1], true
+		case ',':
+			if depth == 1 {
+				k++
+				if k == n {
+					a[i] = ']'
+					return a[:i+1], true
+				}
 			}
 		}
 	}
