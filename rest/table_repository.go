@@ -476,8 +476,8 @@ func (tr *tableRepository) orderBy(b *strings.Builder, lq *ListQuery) error {
 // PostgreSQL's documentation says it "will usually work" and PostgREST
 // relies on it. The ordered form, json_agg(t.* ORDER BY …) plus the same
 // for the cursor array, sorts the page twice more (PostgreSQL 15 sorts
-// each ordered aggregate on its own): ~0.02 ms more per 50-row page and
-// 0.60–0.70 of the raw floor over HTTP against 0.72–0.73 (bench/BENCHMARKS.md).
+// each ordered aggregate on its own): ~0.02 ms more per 50-row page, and
+// 0.60–0.73 of the raw floor over HTTP against 0.71–0.76 (bench/BENCHMARKS.md).
 // The cursor walks in list_test.go and hostile_test.go check the order.
 func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery) (*RawPage, error) {
 	// The page size is written into the statement as an integer literal
