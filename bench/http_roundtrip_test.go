@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
 // rtCounter counts Postgres round trips two ways: the pgx calls that each
@@ -21,28 +22,11 @@ import (
 // read from the server), which also sees the Prepare round trip pgx runs
 // inside SendBatch for a statement not yet in its cache.
 type rtCounter struct {
-	traced atomic.Int64
-	wire   atomic.Int64
+	pgtest.RoundTrips
+	wire atomic.Int64
 }
 
-func (c *rtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.traced.Add(1)
-	return ctx
-}
-func (c *rtCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *rtCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.traced.Add(1)
-	return ctx
-}
-func (c *rtCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *rtCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-func (c *rtCounter) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
-	c.traced.Add(1)
-	return ctx
-}
-func (c *rtCounter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
-
-func (c *rtCounter) reset() { c.traced.Store(0); c.wire.Store(0) }
+func (c *rtCounter) reset() { c.Reset(); c.wire.Store(0) }
 
 // dial wraps each connection to count the client's turns.
 func (c *rtCounter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -138,7 +122,7 @@ func TestHTTPRoundTrips(t *testing.T) {
 			for range n {
 				serve(t, tc.h, fx.token, tc.target)
 			}
-			if got := rt.traced.Load(); got != n*tc.want {
+			if got := rt.Total(); got != n*tc.want {
 				t.Errorf("pgx tracer: %d round trips for %d requests, want %d each", got, n, tc.want)
 			}
 			if got := rt.wire.Load(); got != n*tc.want {

@@ -3,7 +3,6 @@ package db_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -244,27 +243,6 @@ func TestRoleClaimNeverEscalates(t *testing.T) {
 	}
 }
 
-// roundTrips counts what pgx sends: each batch and each plain query is one
-// network round trip.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-func (r *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
-	r.n.Add(1)
-	return ctx
-}
-func (r *roundTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
-
 func TestReadIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	u := pgtest.URL(t)
@@ -274,7 +252,7 @@ func TestReadIsOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = 1
-	tr := &roundTrips{}
+	tr := &pgtest.RoundTrips{}
 	cfg.ConnConfig.Tracer = tr
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -293,22 +271,22 @@ func TestReadIsOneRoundTrip(t *testing.T) {
 		return body
 	}
 	get() // warm: statements get prepared and cached on the connection
-	tr.n.Store(0)
+	tr.Reset()
 	if b := get(); b != "a" {
 		t.Fatalf("body %q", b)
 	}
-	if n := tr.n.Load(); n != 1 {
+	if n := tr.Total(); n != 1 {
 		t.Fatalf("a caller-bound read took %d round trips, want 1", n)
 	}
 	// A transaction: BEGIN + settings + first statement together, then COMMIT.
-	tr.n.Store(0)
+	tr.Reset()
 	if err := d.Tx(ctx, user(authctx.Claims{"sub": alice}), func(q db.Querier) error {
 		_, err := q.Exec(ctx, "update notes set body = 'a' where id = 1")
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := tr.n.Load(); n != 2 {
+	if n := tr.Total(); n != 2 {
 		t.Fatalf("a one-statement transaction took %d round trips, want 2", n)
 	}
 }

@@ -4,38 +4,12 @@ import (
 	"context"
 	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
-
-// traceCounter counts what pgx sends: plain queries, batches and prepares.
-type traceCounter struct {
-	queries, batches, prepares atomic.Int64
-}
-
-func (c *traceCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.queries.Add(1)
-	return ctx
-}
-func (c *traceCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *traceCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.batches.Add(1)
-	return ctx
-}
-func (c *traceCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *traceCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-func (c *traceCounter) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
-	c.prepares.Add(1)
-	return ctx
-}
-func (c *traceCounter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
-
-func (c *traceCounter) reset() { c.queries.Store(0); c.batches.Store(0); c.prepares.Store(0) }
 
 // wireCounter counts round trips on the socket: every burst of writes
 // that follows a read (or the start) is one round trip.
@@ -83,7 +57,7 @@ func TestOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = 1 // one connection: statement caches warm once
-	tr := &traceCounter{}
+	tr := &pgtest.RoundTrips{}
 	cfg.ConnConfig.Tracer = tr
 	wc := &wireCounter{}
 	dialer := &net.Dialer{}
@@ -101,7 +75,6 @@ func TestOneRoundTrip(t *testing.T) {
 	t.Cleanup(pool.Close)
 	b := &bundle{t: t, pool: pool, db: db.New(pool, nil)}
 	s := server(t, "items", b.resource("items", nil))
-	_ = pgtest.MaxConns
 
 	cases := []struct {
 		name, method, path, body string
@@ -117,18 +90,18 @@ func TestOneRoundTrip(t *testing.T) {
 		for i := 0; i < 3; i++ { // warm the connection's statement cache
 			do(t, s, c.method, c.path, alice, c.body)
 		}
-		tr.reset()
+		tr.Reset()
 		wc.reset()
 		r := do(t, s, c.method, c.path, alice, c.body)
 		if r.status != 200 && r.status != 404 {
 			t.Fatalf("%s: %s", c.name, r)
 		}
 		got := wc.get()
-		sent := tr.queries.Load() + tr.batches.Load()
+		sent := tr.Queries.Load() + tr.Batches.Load()
 		t.Logf("%s: %d round trip(s) on the wire; tracer: %d queries, %d batches, %d prepares",
-			c.name, got, tr.queries.Load(), tr.batches.Load(), tr.prepares.Load())
-		if got != c.trips || sent != 1 || tr.prepares.Load() != 0 {
-			t.Errorf("%s: %d round trips (tracer %d sends, %d prepares), want %d", c.name, got, sent, tr.prepares.Load(), c.trips)
+			c.name, got, tr.Queries.Load(), tr.Batches.Load(), tr.Prepares.Load())
+		if got != c.trips || sent != 1 || tr.Prepares.Load() != 0 {
+			t.Errorf("%s: %d round trips (tracer %d sends, %d prepares), want %d", c.name, got, sent, tr.Prepares.Load(), c.trips)
 		}
 	}
 	// A write runs in one transaction: BEGIN, caller settings and the
