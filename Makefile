@@ -7,7 +7,7 @@ NODE_DIR  := integration/node
 # enter nested modules).
 MODULES   := . $(shell test -f integration/go.mod && echo integration)
 
-.PHONY: help test test-go node-deps generate verify lint demo bench fuzz
+.PHONY: help test test-go node-deps generate verify lint demo bench bench-deps fuzz
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,8 +35,11 @@ lint: ## gofmt and go vet on every module
 demo: ## run the demo: throwaway Postgres, migrations, keys, API on 127.0.0.1:8080
 	$(GO) run ./cmd/tablegate demo
 
-bench: ## run the benchmarks in bench/ (ratios to the raw pgx floor)
+bench: bench-deps ## run the benchmarks in bench/ (ratios to the raw pgx floor)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./bench/
+
+bench-deps: # wrk drives BenchmarkHTTPWrk from its own process
+	@command -v wrk >/dev/null || { apt-get install -y -qq wrk || { echo "install wrk (Debian: apt-get install wrk)"; exit 1; }; }
 
 FUZZTIME ?= 15s
 
