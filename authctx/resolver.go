@@ -479,6 +479,15 @@ func (rv *Resolver) bearer(ctx context.Context, vals []string) (Auth, bool) {
 	return a, true
 }
 
+// ResolveToken resolves a bare access token the way a Bearer header is
+// resolved (memo, verification, claims schema, act chain), for callers
+// that receive tokens outside HTTP headers (MCP sessions, CLIs). A token
+// that fails verification is invalid, never anon.
+func (rv *Resolver) ResolveToken(ctx context.Context, token string) Auth {
+	a, _ := rv.token(ctx, token)
+	return a
+}
+
 // token verifies a token (memo first) and returns its state. err is the
 // verification error (nil for a memo hit or a verified token).
 func (rv *Resolver) token(ctx context.Context, token string) (Auth, error) {

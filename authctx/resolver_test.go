@@ -196,3 +196,14 @@ func TestMemoComparesWholeToken(t *testing.T) {
 		t.Fatalf("negative size must disable the memo")
 	}
 }
+
+func TestResolveToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.Claims = StandardClaimsSchema() })
+	if a := b.rv.ResolveToken(t.Context(), b.token(nil)); a.Kind != KindUser || a.User.Claims["roles"] == nil {
+		t.Fatalf("valid token: %s %v", a.Kind, a.User)
+	}
+	if a := b.rv.ResolveToken(t.Context(), "garbage"); a.Kind != KindInvalid || a.Reason != ReasonToken {
+		t.Fatalf("garbage: %s/%s", a.Kind, a.Reason)
+	}
+}

@@ -309,20 +309,35 @@ func (v *Verifier) MaxTokenBytes() int { return v.maxBytes }
 // rate-bounded JWKS re-fetch. Errors wrap one of the ErrToken* sentinels
 // or [ErrActorInvalid] and never contain the token.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Verified, error) {
-	hdr, err := PreParse(token, v.maxBytes)
-	if err != nil {
+	// The shape check is cheap; the header itself is decoded once, by
+	// golang-jwt, and checked in the key function (same rules as PreParse).
+	if err := preShape(token, v.maxBytes); err != nil {
 		return nil, err
 	}
+	var hdrErr error
+	keyCalled := false
 	claims := jwt.MapClaims{}
-	_, err = v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		keyCalled = true
+		hdr, err := headerOf(t.Header)
+		if err != nil {
+			hdrErr = err
+			return nil, err
+		}
 		return v.key(ctx, t, hdr)
 	})
+	if hdrErr != nil {
+		return nil, hdrErr
+	}
 	if err != nil {
 		switch {
+		case !keyCalled && errors.Is(err, jwt.ErrTokenSignatureInvalid):
+			// golang-jwt refused the alg before any key work (none, HS*, …).
+			return nil, fmt.Errorf("%w: alg is not accepted (ES256 or RS256 only)", ErrTokenMalformed)
 		case errors.Is(err, jwt.ErrTokenExpired):
 			return nil, ErrTokenExpired
 		case errors.Is(err, jwt.ErrTokenMalformed):
-			return nil, fmt.Errorf("%w: %s", ErrTokenMalformed, "payload is not a JSON object")
+			return nil, fmt.Errorf("%w: %s", ErrTokenMalformed, "header or payload is not a JSON object")
 		case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
 			return nil, ErrTokenUnverifiable
 		case errors.Is(err, jwt.ErrTokenInvalidClaims), errors.Is(err, jwt.ErrTokenRequiredClaimMissing),
@@ -417,27 +432,50 @@ func keyFits(alg string, key any) bool {
 
 // Header is the part of a JWS header that [PreParse] checks.
 type Header struct {
-	Alg string `json:"alg"`
-	Kid string `json:"kid"`
-	Typ string `json:"typ"`
-	// Crit, when present, names extensions this verifier does not
-	// understand, so the token is refused (RFC 7515 §4.1.11).
-	Crit json.RawMessage `json:"crit"`
+	Alg string
+	Kid string
+	Typ string
 }
 
 // PreParse checks the shape of a compact JWS cheaply, before any key
 // lookup or signature work: size at most maxBytes, exactly three
 // non-empty base64url segments without padding, a header that is a JSON
 // object with alg ES256 or RS256, an optional string kid, typ JWT when
-// present, and no crit. Errors wrap [ErrTokenMalformed] and never contain
+// present, and no crit (extensions this verifier does not understand,
+// RFC 7515 §4.1.11). Errors wrap [ErrTokenMalformed] and never contain
 // the token. It never panics, whatever the input (fuzzed).
 func PreParse(token string, maxBytes int) (Header, error) {
 	var h Header
+	if err := preShape(token, maxBytes); err != nil {
+		return h, err
+	}
+	hb := token[:strings.IndexByte(token, '.')]
+	if len(hb) > 1024 {
+		return h, fmt.Errorf("%w: header too large", ErrTokenMalformed)
+	}
+	var buf [768]byte
+	n, err := base64.RawURLEncoding.Decode(buf[:], []byte(hb))
+	if err != nil {
+		return h, fmt.Errorf("%w: header is not base64url", ErrTokenMalformed)
+	}
+	dec := buf[:n]
+	if len(dec) == 0 || dec[0] != '{' {
+		return h, fmt.Errorf("%w: header is not a JSON object", ErrTokenMalformed)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(dec, &m); err != nil {
+		return h, fmt.Errorf("%w: header is not a JSON object", ErrTokenMalformed)
+	}
+	return headerOf(m)
+}
+
+// preShape checks size, charset and segments of a compact JWS.
+func preShape(token string, maxBytes int) error {
 	if len(token) == 0 {
-		return h, fmt.Errorf("%w: empty", ErrTokenMalformed)
+		return fmt.Errorf("%w: empty", ErrTokenMalformed)
 	}
 	if maxBytes > 0 && len(token) > maxBytes {
-		return h, fmt.Errorf("%w: larger than %d bytes", ErrTokenMalformed, maxBytes)
+		return fmt.Errorf("%w: larger than %d bytes", ErrTokenMalformed, maxBytes)
 	}
 	dots := 0
 	first, second := -1, -1
@@ -453,30 +491,36 @@ func PreParse(token string, maxBytes int) (Header, error) {
 			}
 		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
 		default:
-			return h, fmt.Errorf("%w: not base64url", ErrTokenMalformed)
+			return fmt.Errorf("%w: not base64url", ErrTokenMalformed)
 		}
 	}
 	if dots != 2 {
-		return h, fmt.Errorf("%w: not three segments", ErrTokenMalformed)
+		return fmt.Errorf("%w: not three segments", ErrTokenMalformed)
 	}
 	if first == 0 || second == first+1 || second == len(token)-1 {
-		return h, fmt.Errorf("%w: empty segment", ErrTokenMalformed)
+		return fmt.Errorf("%w: empty segment", ErrTokenMalformed)
 	}
-	hb := token[:first]
-	if len(hb) > 1024 {
-		return h, fmt.Errorf("%w: header too large", ErrTokenMalformed)
+	return nil
+}
+
+// headerOf applies the header rules of [PreParse] to a decoded header.
+func headerOf(m map[string]any) (Header, error) {
+	var h Header
+	var ok bool
+	if v, present := m["alg"]; present {
+		if h.Alg, ok = v.(string); !ok {
+			return h, fmt.Errorf("%w: alg is not a string", ErrTokenMalformed)
+		}
 	}
-	var buf [768]byte
-	n, err := base64.RawURLEncoding.Decode(buf[:], []byte(hb))
-	if err != nil {
-		return h, fmt.Errorf("%w: header is not base64url", ErrTokenMalformed)
+	if v, present := m["kid"]; present {
+		if h.Kid, ok = v.(string); !ok {
+			return h, fmt.Errorf("%w: kid is not a string", ErrTokenMalformed)
+		}
 	}
-	dec := buf[:n]
-	if len(dec) == 0 || dec[0] != '{' {
-		return h, fmt.Errorf("%w: header is not a JSON object", ErrTokenMalformed)
-	}
-	if err := json.Unmarshal(dec, &h); err != nil {
-		return Header{}, fmt.Errorf("%w: header is not a JSON object with string alg/kid/typ", ErrTokenMalformed)
+	if v, present := m["typ"]; present {
+		if h.Typ, ok = v.(string); !ok {
+			return h, fmt.Errorf("%w: typ is not a string", ErrTokenMalformed)
+		}
 	}
 	switch h.Alg {
 	case "ES256", "RS256":
@@ -488,7 +532,7 @@ func PreParse(token string, maxBytes int) (Header, error) {
 	if h.Typ != "" && !strings.EqualFold(h.Typ, "JWT") && !strings.EqualFold(h.Typ, "at+jwt") {
 		return h, fmt.Errorf("%w: typ is not JWT", ErrTokenMalformed)
 	}
-	if len(h.Crit) > 0 && string(h.Crit) != "null" {
+	if c, present := m["crit"]; present && c != nil {
 		return h, fmt.Errorf("%w: crit extensions are not supported", ErrTokenMalformed)
 	}
 	return h, nil
