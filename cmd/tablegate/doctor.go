@@ -169,14 +169,11 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 	add(keysCheck)
 	add(checkJWKS(ctx, o, cfg, ks))
 
-	dbURL := o.databaseURL
-	if dbURL == "" {
-		dbURL = o.getenv("DATABASE_URL")
+	cfgURL := ""
+	if cfg != nil {
+		cfgURL = cfg.DatabaseURL
 	}
-	if dbURL == "" && cfg != nil {
-		dbURL = cfg.DatabaseURL
-	}
-	if dbURL == "" {
+	if dbURL, err := databaseURL(o.getenv, o.databaseURL, cfgURL); err != nil {
 		add(check{statusFail, "database", "no database URL", "pass --database-url or set DATABASE_URL"})
 	} else if pool, err := connect(ctx, dbURL); err != nil {
 		add(check{statusFail, "database", err.Error(), "start Postgres or fix the URL"})

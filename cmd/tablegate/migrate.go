@@ -57,7 +57,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	if sub == "status" && *to >= 0 {
 		return usagef("--to applies to up and down only")
 	}
-	url, err := databaseURL(e, *dbURL)
+	url, err := databaseURL(e.getenv, *dbURL, "")
 	if err != nil {
 		return err
 	}
@@ -75,14 +75,15 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	return migrateStatus(ctx, e.stdout, pool)
 }
 
-// databaseURL returns the flag value, else DATABASE_URL, else a usage error
-// saying how to give one.
-func databaseURL(e *env, flagValue string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
-	}
-	if v := e.getenv("DATABASE_URL"); v != "" {
-		return v, nil
+// databaseURL returns the first database URL given: the --database-url
+// flag, else $DATABASE_URL, else the config file's database_url (pass ""
+// where a command has no config). None is a usage error saying how to give
+// one.
+func databaseURL(getenv func(string) string, flagValue, configValue string) (string, error) {
+	for _, v := range []string{flagValue, getenv("DATABASE_URL"), configValue} {
+		if v != "" {
+			return v, nil
+		}
 	}
 	return "", usagef("no database: pass --database-url or set DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/postgres)")
 }

@@ -37,15 +37,9 @@ func runOpenAPI(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	dbURL := *dbFlag
-	if dbURL == "" {
-		dbURL = e.getenv("DATABASE_URL")
-	}
-	if dbURL == "" {
-		dbURL = cfg.DatabaseURL
-	}
-	if dbURL == "" {
-		return usagef("no database (the description reads the tables' columns): pass --database-url or set DATABASE_URL")
+	dbURL, err := databaseURL(e.getenv, *dbFlag, cfg.DatabaseURL)
+	if err != nil {
+		return err // the description reads the tables' columns
 	}
 	pool, err := connect(ctx, dbURL)
 	if err != nil {

@@ -74,15 +74,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if *addr == "" {
 		*addr = "127.0.0.1:8080"
 	}
-	dbURL := *dbFlag
-	if dbURL == "" {
-		dbURL = e.getenv("DATABASE_URL")
-	}
-	if dbURL == "" {
-		dbURL = cfg.DatabaseURL
-	}
-	if dbURL == "" {
-		return usagef("no database: pass --database-url, set DATABASE_URL or the config's database_url")
+	dbURL, err := databaseURL(e.getenv, *dbFlag, cfg.DatabaseURL)
+	if err != nil {
+		return err
 	}
 	out := e.stderr
 	pool, err := connect(ctx, dbURL)
