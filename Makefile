@@ -3,11 +3,15 @@
 GO        ?= go
 SQLC      := GOWORK=off $(GO) tool -modfile=tools/go.mod sqlc
 NODE_DIR  := integration/node
+# Redocly, Spectral, openapi-typescript, openapi-fetch and tsc, pinned apart
+# (TestOpenAPIThirdPartyTools in cmd/tablegate runs them on the demo's document).
+OAS_DIR   := integration/oas
 # Modules whose tests `make test` runs (go test ./... at the root does not
-# enter nested modules).
-MODULES   := . $(shell test -f integration/go.mod && echo integration)
+# enter nested modules). cmd/tablegate and bench are their own modules so that the
+# OpenTelemetry SDK and exporters stay out of the library's go.mod.
+MODULES   := . cmd/tablegate bench $(shell test -f integration/go.mod && echo integration)
 
-.PHONY: help test test-go node-deps generate verify lint demo bench bench-deps fuzz
+.PHONY: help test test-go node-deps generate verify lint demo bench bench-deps fuzz tidy docs-asset
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -17,12 +21,13 @@ test: lint verify node-deps test-go ## THE test command: lint, stale-code check,
 test-go:
 	@for m in $(MODULES); do echo "== go test $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...) || exit 1; done
 
-node-deps: ## install the pinned @supabase/ssr used by interop tests
-	@test -d $(NODE_DIR)/node_modules/@supabase/ssr || (cd $(NODE_DIR) && npm ci --no-audit --no-fund)
+node-deps: ## install the pinned npm packages the interop, browser and OpenAPI tests drive
+	@test $(NODE_DIR)/node_modules/.package-lock.json -nt $(NODE_DIR)/package-lock.json || (cd $(NODE_DIR) && npm ci --no-audit --no-fund)
+	@test $(OAS_DIR)/node_modules/.package-lock.json -nt $(OAS_DIR)/package-lock.json || (cd $(OAS_DIR) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund)
 
 SQLC_CONFIGS := sqlc.yaml examples/todos/sqlc.yaml
 
-generate: ## regenerate sqlc code (db/dbsqlc, examples/todos/todosql)
+generate: ## regenerate sqlc code (internal/dbsqlc, examples/todos/todosql)
 	@for c in $(SQLC_CONFIGS); do echo "sqlc generate -f $$c"; $(SQLC) generate -f $$c || exit 1; done
 
 verify: ## fail when generated code is stale
@@ -50,3 +55,26 @@ fuzz: ## run every fuzz target for FUZZTIME (default 15s); seed corpora live in 
 	    echo "== $$d $$f"; (cd $$mod && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg) || exit 1; \
 	  done; \
 	done
+
+tidy: ## go mod tidy every module (cmd/tablegate and bench resolve the library from this checkout while tidying)
+	$(GO) mod tidy
+	cd integration && $(GO) mod tidy
+	cd cmd/tablegate && $(GO) mod edit -replace github.com/tablegate/tablegate=../.. && GOWORK=off $(GO) mod tidy; \
+	  rc=$$?; $(GO) mod edit -dropreplace github.com/tablegate/tablegate; [ $$rc = 0 ] || exit $$rc
+	cd bench && $(GO) mod edit -replace github.com/tablegate/tablegate=.. && GOWORK=off $(GO) mod tidy; \
+	  rc=$$?; $(GO) mod edit -dropreplace github.com/tablegate/tablegate; exit $$rc
+
+# The API reference page's renderer (package spec/reference): the standalone
+# bundle of @scalar/api-reference, pinned by version and npm integrity.
+SCALAR_VERSION   := 1.72.1
+SCALAR_INTEGRITY := sha512-XpEJ0rfc/cXbCrR+iC4kK0o/WwX2dTtGQbT049OlPKAHD6IMIFdTeGz2r+M27P2EDWKyUITRm/NzlP8z2pw/Ow==
+
+docs-asset: ## refresh spec/reference's embedded Scalar bundle from npm (SCALAR_VERSION, SCALAR_INTEGRITY)
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  (cd "$$tmp" && npm pack --silent @scalar/api-reference@$(SCALAR_VERSION) >/dev/null); \
+	  got="sha512-$$(openssl dgst -sha512 -binary "$$tmp"/scalar-api-reference-$(SCALAR_VERSION).tgz | base64 -w0)"; \
+	  [ "$$got" = "$(SCALAR_INTEGRITY)" ] || { echo "integrity mismatch: $$got"; exit 1; }; \
+	  tar -xzf "$$tmp"/scalar-api-reference-$(SCALAR_VERSION).tgz -C "$$tmp" package/dist/browser/standalone.js; \
+	  gzip -9n < "$$tmp"/package/dist/browser/standalone.js > spec/reference/assets/scalar-standalone.js.gz; \
+	  echo "$(SCALAR_VERSION) $(SCALAR_INTEGRITY)" > spec/reference/assets/VERSION; \
+	  echo "spec/reference/assets: @scalar/api-reference $(SCALAR_VERSION) ($$(wc -c < spec/reference/assets/scalar-standalone.js.gz) bytes gzip)"

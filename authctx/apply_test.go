@@ -1,6 +1,7 @@
 package authctx
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
@@ -184,6 +185,8 @@ func TestRefreshRejectedClearsLikeV3(t *testing.T) {
 		"sb-abcdefghijklmnopqrst-auth-token.1=; Max-Age=0; Path=/; Secure; SameSite=Lax",
 		"sb-abcdefghijklmnopqrst-auth-token.0=; Max-Age=0; Domain=.example.com; Path=/; Secure; SameSite=Lax",
 		"sb-abcdefghijklmnopqrst-auth-token.1=; Max-Age=0; Domain=.example.com; Path=/; Secure; SameSite=Lax",
+		// tablegate's own addition after V3: the sign-out marker (signed_out.go).
+		"sb-abcdefghijklmnopqrst-auth-token-signed-out=1; Domain=.example.com; Path=/; HttpOnly; Secure; SameSite=Lax",
 	}
 	if got := h.Values("Set-Cookie"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("Set-Cookie:\n got  %q\n want %q", got, want)
@@ -205,12 +208,12 @@ func TestCookieOptionsConfigErrors(t *testing.T) {
 		{SameSite: http.SameSiteNoneMode},
 		{SameSite: 7},
 	} {
-		_, err := New(Config{ProjectURL: auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true, CookieOptions: o})
+		_, err := New(context.Background(), &Config{ProjectURL: auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true, CookieOptions: o})
 		if err == nil || !strings.Contains(err.Error(), "Config.CookieOptions") {
 			t.Errorf("%+v: err %v", o, err)
 		}
 	}
-	rv, err := New(Config{ProjectURL: auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true,
+	rv, err := New(context.Background(), &Config{ProjectURL: auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true,
 		CookieOptions: ssrcookie.Options{Domain: "localhost", SameSite: http.SameSiteNoneMode, Secure: true, Path: "/"}})
 	if err != nil {
 		t.Fatalf("valid options refused: %v", err)

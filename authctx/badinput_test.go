@@ -1,6 +1,7 @@
 package authctx
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"encoding/json"
 	"net/http"
@@ -169,19 +170,30 @@ func TestServiceCallers(t *testing.T) {
 	if a := b2.rv.Resolve(r).Auth; a.Kind != KindAnon {
 		t.Errorf("secret off: %s", a.Kind)
 	}
-	if _, err := New(Config{ProjectURL: b.jwks.URL, Secret: true}); err == nil || !strings.Contains(err.Error(), "SUPABASE_SECRET_KEYS") {
+	if _, err := New(context.Background(), &Config{ProjectURL: b.jwks.URL, Secret: true}); err == nil || !strings.Contains(err.Error(), "SUPABASE_SECRET_KEYS") {
 		t.Errorf("Secret without keys: %v", err)
 	}
-	// Supabase API-key JWTs (no sub): service_role is service with Secret on, anon is anon.
+	// Supabase API-key JWTs (no sub, iss "supabase", no aud): refused by
+	// the default iss/aud checks; with both opted out, service_role is
+	// service with Secret on, anon is anon.
 	svc := signES(t, ecKey, kidEC, map[string]any{"iss": "supabase", "role": "service_role", "exp": 4102444800})
-	if a := b.rv.Resolve(bearerReq(svc)).Auth; a.Kind != KindService {
+	anon := signES(t, ecKey, kidEC, map[string]any{"iss": "supabase", "role": "anon", "exp": 4102444800})
+	if a := b.rv.Resolve(bearerReq(svc)).Auth; a.Kind != KindInvalid {
+		t.Errorf("service_role JWT of another issuer, default checks: %s", a.Kind)
+	}
+	if a := b2.rv.Resolve(bearerReq(anon)).Auth; a.Kind != KindInvalid {
+		t.Errorf("anon JWT of another issuer, default checks: %s", a.Kind)
+	}
+	any := func(c *Config) { c.AnyIssuer, c.AnyAudience = true, true }
+	b3 := setup(t, func(c *Config) { any(c); c.Secret, c.SecretKeys = true, keys })
+	b4 := setup(t, any)
+	if a := b3.rv.Resolve(bearerReq(svc)).Auth; a.Kind != KindService {
 		t.Errorf("service_role JWT with Secret on: %s", a.Kind)
 	}
-	if a := b2.rv.Resolve(bearerReq(svc)).Auth; a.Kind != KindInvalid {
+	if a := b4.rv.Resolve(bearerReq(svc)).Auth; a.Kind != KindInvalid {
 		t.Errorf("service_role JWT with Secret off: %s", a.Kind)
 	}
-	anon := signES(t, ecKey, kidEC, map[string]any{"iss": "supabase", "role": "anon", "exp": 4102444800})
-	if a := b2.rv.Resolve(bearerReq(anon)).Auth; a.Kind != KindAnon || a.Reason != ReasonNone {
+	if a := b4.rv.Resolve(bearerReq(anon)).Auth; a.Kind != KindAnon || a.Reason != ReasonNone {
 		t.Errorf("anon JWT: %s/%s", a.Kind, a.Reason)
 	}
 }
@@ -243,9 +255,24 @@ func TestEnvLoader(t *testing.T) {
 	if ee, ok := err.(*EnvError); !ok || ee.Variable != "SUPABASE_URL" {
 		t.Fatalf("missing URL: %v", err)
 	}
-	_, err = LoadEnvFrom(env(map[string]string{"SUPABASE_URL": "http://127.0.0.1:54321"}), nil)
-	if ee, ok := err.(*EnvError); !ok || ee.Variable != "SUPABASE_PUBLISHABLE_KEY" || !strings.Contains(err.Error(), "SUPABASE_ANON_KEY") {
-		t.Fatalf("missing key: %v", err)
+	// The publishable key is optional (only refresh needs it, and New says
+	// so); SUPABASE_URL is optional when the keys are inline.
+	if _, err = LoadEnvFrom(env(map[string]string{"SUPABASE_URL": "http://127.0.0.1:54321"}), nil); err != nil {
+		t.Fatalf("URL alone: %v", err)
+	}
+	inline, err := LoadEnvFrom(env(map[string]string{"SUPABASE_JWKS": string(jwksJSON(ecJWK(ecKeyForEnv(t), kidEC)))}), nil)
+	if err != nil {
+		t.Fatalf("inline JWKS alone: %v", err)
+	}
+	if rv, err := New(context.Background(), inline.Config()); err != nil {
+		t.Fatalf("New from inline JWKS alone: %v", err)
+	} else {
+		rv.Close()
+	}
+	refresh := inline.Config()
+	refresh.ProjectURL, refresh.Refresh = "http://127.0.0.1:54321", true
+	if _, err := New(context.Background(), refresh); err == nil || !strings.Contains(err.Error(), "SUPABASE_PUBLISHABLE_KEY") {
+		t.Fatalf("refresh without a publishable key: %v", err)
 	}
 	_, err = LoadEnvFrom(env(map[string]string{"SUPABASE_URL": "http://x", "SUPABASE_ANON_KEY": "a", "SUPABASE_SECRET_KEYS": `["sb_secret_leaked"]`}), nil)
 	if ee, ok := err.(*EnvError); !ok || ee.Variable != "SUPABASE_SECRET_KEYS" || strings.Contains(err.Error(), "leaked") {
@@ -270,7 +297,7 @@ func TestEnvLoader(t *testing.T) {
 	if !cfg.Secret || len(cfg.PublishableKeys) != 1 || len(cfg.JWKS) == 0 {
 		t.Fatalf("config %+v", cfg)
 	}
-	rv, err := New(cfg)
+	rv, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

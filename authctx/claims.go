@@ -14,7 +14,8 @@ import (
 	"github.com/tablegate/tablegate/problem"
 )
 
-// ClaimsSchema types the verified claims of a token (seed 2.3). Build one
+// ClaimsSchema types the verified claims of a token: claims that fail it
+// make the caller invalid (401 CLAIMS_INVALID, naming paths). Build one
 // with [ClaimsOf] (a Go type), [ClaimsJSONSchema] (a JSON Schema document)
 // or [StandardClaimsSchema] (the conventional tenant/roles/memberships
 // shape). A ClaimsSchema is immutable and safe for concurrent use.

@@ -175,7 +175,7 @@ func TestUserMetadataProfile(t *testing.T) {
 	if m := a.User.Profile.(map[string]any); len(m) != 1 {
 		t.Errorf("profile keeps only described keys: %v", m)
 	}
-	if !ToSession(a).Anonymous && ToSession(a).Profile == nil {
+	if !a.Session().Anonymous && a.Session().Profile == nil {
 		t.Errorf("session lacks the profile")
 	}
 	// Profile failing its schema: still a user, no profile.
@@ -185,34 +185,34 @@ func TestUserMetadataProfile(t *testing.T) {
 	}
 }
 
-func TestAuthContextCarriesClaimsJSON(t *testing.T) {
+func TestCallerCarriesClaimsJSON(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.Claims = StandardClaimsSchema() })
 	a := b.rv.Resolve(bearerReq(b.token(map[string]any{"is_anonymous": true}))).Auth
-	ctx := AuthContext(a)
+	ctx := a.Caller()
 	if ctx.Actor.Type != ActorUser || ctx.Actor.ID != testUserID || !ctx.Actor.Anonymous {
 		t.Errorf("actor %+v", ctx.Actor)
 	}
 	var back map[string]any
-	if err := json.Unmarshal(ctx.ClaimsJSON, &back); err != nil {
+	if err := json.Unmarshal(ctx.ClaimsJSON(), &back); err != nil {
 		t.Fatalf("ClaimsJSON: %v", err)
 	}
 	if back["sub"] != testUserID || !reflect.DeepEqual(back["roles"], []any{}) {
-		t.Errorf("ClaimsJSON is not the merged claims: %s", ctx.ClaimsJSON)
+		t.Errorf("ClaimsJSON is not the merged claims: %s", ctx.ClaimsJSON())
 	}
-	if !ToSession(a).Anonymous {
-		t.Errorf("ToSession.Anonymous false for an anonymous sign-in")
+	if !a.Session().Anonymous {
+		t.Errorf("Session().Anonymous false for an anonymous sign-in")
 	}
 	// Without a schema the JSON is the token payload itself.
 	b2 := setup(t, nil)
 	a = b2.rv.Resolve(bearerReq(b2.token(nil))).Auth
-	if AuthContext(a).ClaimsJSON == nil || ToSession(a).Anonymous {
+	if a.Caller().ClaimsJSON() == nil || a.Session().Anonymous {
 		t.Errorf("no cached claims JSON / wrong anonymous flag")
 	}
-	if c := AuthContext(Service("default")); c.Actor.Type != ActorService || c.Actor.ID != "default" {
+	if c := Service("default").Caller(); c.Actor.Type != ActorService || c.Actor.ID != "default" {
 		t.Errorf("service context %+v", c)
 	}
-	if c := AuthContext(Invalid(ReasonToken, nil)); c.Actor.Type != ActorAnon || c.Claims != nil {
+	if c := Invalid(ReasonToken, nil).Caller(); c.Actor.Type != ActorAnon || c.Claims != nil {
 		t.Errorf("invalid context %+v", c)
 	}
 }

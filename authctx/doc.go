@@ -4,7 +4,7 @@
 // # Resolution
 //
 // A [Resolver] (built with [New] from a [Config], usually from [LoadEnv])
-// tries, in order: the custom resolvers of Config.Resolvers ([AuthResolver]),
+// tries, in order: the custom resolvers of Config.Resolvers ([CustomResolver]),
 // the built-in secret apikey check when Config.Secret is on, the
 // Authorization: Bearer header, and the @supabase/ssr session cookie. The
 // first that answers wins. The outcome is a [Result] holding an [Auth]
@@ -14,7 +14,8 @@
 //     is_anonymous true), with claims, token and an optional profile;
 //   - service: a secret-key or service caller, with a key name;
 //   - anon: no usable session (reason none, expired, signed_out,
-//     refresh_failed);
+//     refresh_failed; signed_out after a sign-out by package authflow or a
+//     rejected refresh, see [SignedOutCookieName]);
 //   - invalid: a credential that must be answered with 401 (reason token,
 //     claims or actor). A Bearer token that fails verification is invalid,
 //     never downgraded to anon.
@@ -29,9 +30,15 @@
 // Tokens are verified locally ([Verifier]) against the project's JWKS at
 // {project_url}/auth/v1/.well-known/jwks.json or an inline JWKS, fetched
 // once and cached with keyfunc, refreshed in the background and, at a
-// bounded rate, on an unknown kid. Only ES256 and RS256 are accepted; exp
-// is required; iss and aud are checked when configured; tokens are
-// capped in size and pre-parsed ([PreParse]) before any key work. A
+// bounded rate, on an unknown kid. Only ES256, RS256 and EdDSA
+// (Ed25519) are accepted; exp
+// is required; exp, nbf and iat must be plain numbers in range, and an
+// iat further in the future than the clock skew is refused. iss must be
+// {ProjectURL}/auth/v1 and aud must hold "authenticated" unless
+// Config.Issuer, Config.Audience say otherwise or [Config.AnyIssuer],
+// [Config.AnyAudience] opt out; MaxTokenLifetime optionally
+// bounds a token's lifetime. Tokens are
+// capped in size and pre-parsed before any key work. A
 // legacy HS256 secret has no public key: configuring only that fails with
 // [ErrLegacySecret].
 //
@@ -54,12 +61,18 @@
 // The act claim (RFC 8693 delegation) must be a chain of objects with a
 // string sub, at most [MaxActorDepth] deep, else invalid/actor.
 //
-// # Repository context
+// # The caller of a transaction
 //
-// [AuthContext] returns exactly what the db package pushes into each
+// [Auth.Caller] returns exactly what the db package pushes into each
 // caller-bound transaction: the actor (user, service or anon) and the
-// claims, with their JSON when resolution already had it. [ToSession]
-// gives the application's view, including Anonymous.
+// claims, with their JSON when resolution already had it; the database
+// role follows the role claim of that JSON ([Caller.RoleClaim]).
+// [Auth.Session] gives the application's view, including Anonymous.
+//
+// The claims of a resolved state are shared by every request presenting
+// the same token (the verification memo hands out the same [User]): never
+// modify them. [Auth.Clone], [Caller.Clone] and [Claims.Clone] return deep
+// copies; rest hands hooks such a copy.
 //
 // # Session cookies
 //

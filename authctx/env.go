@@ -11,10 +11,12 @@ import (
 // Env is the project configuration read from the environment by
 // [LoadEnv]: the variables of the Supabase CLI and dashboard.
 type Env struct {
-	// URL is SUPABASE_URL (required).
+	// URL is SUPABASE_URL: the JWKS location and the session cookie name.
+	// Required unless JWKS is set.
 	URL string
-	// PublishableKey is SUPABASE_PUBLISHABLE_KEY, else SUPABASE_ANON_KEY
-	// (one is required: the refresh flow sends it as apikey).
+	// PublishableKey is SUPABASE_PUBLISHABLE_KEY, else SUPABASE_ANON_KEY.
+	// Optional: only session refresh needs it ([New] says so when
+	// Config.Refresh is on without one).
 	PublishableKey string
 	// SecretKeys is SUPABASE_SECRET_KEYS, a JSON object of named keys
 	// ({"default":"sb_secret_…"}), else SUPABASE_SECRET_KEY as
@@ -23,9 +25,22 @@ type Env struct {
 	// JWKS is SUPABASE_JWKS, an inline JWK Set ({"keys":[…]} or […]).
 	// Optional; when set no JWKS is fetched.
 	JWKS json.RawMessage
+	// JWKSURL is SUPABASE_JWKS_URL, where to fetch the JWK Set instead of
+	// {URL}/auth/v1/.well-known/jwks.json. Optional. The order is that of
+	// @supabase/server: an inline SUPABASE_JWKS wins (JWKSURL is then
+	// ignored), then SUPABASE_JWKS_URL, then the project URL.
+	JWKSURL string
 	// JWTSecret is SUPABASE_JWT_SECRET (legacy HS256). Only used to explain
 	// a misconfiguration; never to verify.
 	JWTSecret string
+	// Issuer is SUPABASE_JWT_ISSUER: the iss every token must carry.
+	// Empty means {URL}/auth/v1, what Supabase Auth writes; "*" turns the
+	// iss check off (Config.AnyIssuer).
+	Issuer string
+	// Audience is SUPABASE_JWT_AUDIENCE: an aud every token must carry.
+	// Empty means DefaultAudience ("authenticated"); "*" turns the aud
+	// check off (Config.AnyAudience).
+	Audience string
 }
 
 // EnvError names the variable that is missing or malformed.
@@ -55,20 +70,27 @@ func LoadEnvFrom(getenv func(string) string, overrides *Env) (Env, error) {
 	if e.URL == "" {
 		e.URL = strings.TrimSpace(getenv("SUPABASE_URL"))
 	}
-	if e.URL == "" {
-		return e, &EnvError{Variable: "SUPABASE_URL", Problem: "is not set (the project URL, e.g. https://<ref>.supabase.co or http://127.0.0.1:54321)"}
+	if len(e.JWKS) == 0 {
+		if raw := strings.TrimSpace(getenv("SUPABASE_JWKS")); raw != "" {
+			if !json.Valid([]byte(raw)) || (raw[0] != '{' && raw[0] != '[') {
+				return e, &EnvError{Variable: "SUPABASE_JWKS", Problem: `is not a JWK Set ({"keys":[…]} or […])`}
+			}
+			e.JWKS = json.RawMessage(raw)
+		}
 	}
-	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return e, &EnvError{Variable: "SUPABASE_URL", Problem: "is not an http(s) URL"}
+	if e.URL == "" && len(e.JWKS) == 0 {
+		return e, &EnvError{Variable: "SUPABASE_URL", Problem: "is not set (the project URL, e.g. https://<ref>.supabase.co or http://127.0.0.1:54321; or give the keys inline in SUPABASE_JWKS)"}
+	}
+	if e.URL != "" {
+		if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return e, &EnvError{Variable: "SUPABASE_URL", Problem: "is not an http(s) URL"}
+		}
 	}
 	if e.PublishableKey == "" {
 		e.PublishableKey = strings.TrimSpace(getenv("SUPABASE_PUBLISHABLE_KEY"))
 	}
 	if e.PublishableKey == "" {
 		e.PublishableKey = strings.TrimSpace(getenv("SUPABASE_ANON_KEY"))
-	}
-	if e.PublishableKey == "" {
-		return e, &EnvError{Variable: "SUPABASE_PUBLISHABLE_KEY", Problem: "is not set (nor SUPABASE_ANON_KEY)"}
 	}
 	if e.SecretKeys == nil {
 		if raw := strings.TrimSpace(getenv("SUPABASE_SECRET_KEYS")); raw != "" {
@@ -86,32 +108,52 @@ func LoadEnvFrom(getenv func(string) string, overrides *Env) (Env, error) {
 			e.SecretKeys = map[string]string{"default": k}
 		}
 	}
-	if len(e.JWKS) == 0 {
-		if raw := strings.TrimSpace(getenv("SUPABASE_JWKS")); raw != "" {
-			if !json.Valid([]byte(raw)) || (raw[0] != '{' && raw[0] != '[') {
-				return e, &EnvError{Variable: "SUPABASE_JWKS", Problem: `is not a JWK Set ({"keys":[…]} or […])`}
-			}
-			e.JWKS = json.RawMessage(raw)
+	if e.JWKSURL == "" {
+		e.JWKSURL = strings.TrimSpace(getenv("SUPABASE_JWKS_URL"))
+	}
+	if e.JWKSURL != "" {
+		if u, err := url.Parse(e.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return e, &EnvError{Variable: "SUPABASE_JWKS_URL", Problem: "is not an http(s) URL"}
 		}
 	}
 	if e.JWTSecret == "" {
 		e.JWTSecret = getenv("SUPABASE_JWT_SECRET")
 	}
+	if e.Issuer == "" {
+		e.Issuer = strings.TrimSpace(getenv("SUPABASE_JWT_ISSUER"))
+	}
+	if e.Audience == "" {
+		e.Audience = strings.TrimSpace(getenv("SUPABASE_JWT_AUDIENCE"))
+	}
 	return e, nil
 }
 
 // Config returns a resolver configuration for the environment: project
-// URL, inline JWKS, publishable key, secret keys (Secret is on when any
-// is set) and the legacy secret for diagnostics. Adjust the result in Go
-// before passing it to [New].
-func (e Env) Config() Config {
-	cfg := Config{
-		ProjectURL:      e.URL,
-		JWKS:            e.JWKS,
-		SecretKeys:      e.SecretKeys,
-		Secret:          len(e.SecretKeys) > 0,
-		LegacyJWTSecret: e.JWTSecret,
+// URL, inline JWKS (else SUPABASE_JWKS_URL), publishable key, secret keys (Secret is on when any
+// is set), the issuer and audience every token must carry (by default
+// {URL}/auth/v1 and "authenticated"; "*" opts out) and the legacy secret
+// for diagnostics. Adjust the result in Go before passing it to [New].
+func (e Env) Config() *Config {
+	cfg := &Config{
+		ProjectURL:     e.URL,
+		VerifierConfig: VerifierConfig{JWKS: e.JWKS, LegacyJWTSecret: e.JWTSecret},
+		SecretKeys:     e.SecretKeys,
+		Secret:         len(e.SecretKeys) > 0,
 	}
+	if len(e.JWKS) == 0 {
+		cfg.JWKSURL = e.JWKSURL
+	}
+	if e.Issuer == "*" {
+		cfg.AnyIssuer = true
+	} else {
+		cfg.Issuer = e.Issuer
+	}
+	if e.Audience == "*" {
+		cfg.AnyAudience = true
+	} else {
+		cfg.Audience = e.Audience
+	}
+	cfg.Issuer, cfg.Audience = cfg.CheckedIssuer(), cfg.CheckedAudience()
 	if e.PublishableKey != "" {
 		cfg.PublishableKeys = []string{e.PublishableKey}
 	}

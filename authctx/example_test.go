@@ -1,6 +1,7 @@
 package authctx_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -24,10 +25,11 @@ func Example() {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	jwks := inlineJWKS(key, "key-1")
 
-	rv, err := authctx.New(authctx.Config{
-		ProjectURL: "https://abcdefghijklmnopqrst.supabase.co",
-		JWKS:       jwks, // inline keys: no JWKS fetch at all
-		Claims:     authctx.StandardClaimsSchema(),
+	rv, err := authctx.New(context.Background(), &authctx.Config{
+		ProjectURL:     "https://abcdefghijklmnopqrst.supabase.co",
+		VerifierConfig: authctx.VerifierConfig{JWKS: jwks},
+		// inline keys: no JWKS fetch at all
+		Claims: authctx.StandardClaimsSchema(),
 	})
 	if err != nil {
 		panic(err)
@@ -42,8 +44,9 @@ func Example() {
 	h := rv.Middleware(rv.CrossSite(authctx.Guard(authctx.AllowUser)(todos)))
 
 	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
+		"iss": "https://abcdefghijklmnopqrst.supabase.co/auth/v1", "aud": "authenticated", // checked by default
 		"sub": "11111111-1111-4111-8111-111111111111", "role": "authenticated",
-		"exp": time.Now().Add(time.Hour).Unix(), "is_anonymous": false,
+		"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix(), "is_anonymous": false,
 	})
 	tok.Header["kid"] = "key-1"
 	signed, _ := tok.SignedString(key)

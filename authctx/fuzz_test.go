@@ -1,6 +1,7 @@
 package authctx
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -27,7 +28,7 @@ func FuzzPreParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, tok string) {
-		h, err := PreParse(tok, DefaultMaxTokenBytes)
+		h, err := preParse(tok, DefaultMaxTokenBytes)
 		if err != nil {
 			if !errors.Is(err, ErrTokenMalformed) {
 				t.Fatalf("error %v does not wrap ErrTokenMalformed", err)
@@ -53,8 +54,10 @@ var (
 func fuzzResolver(t testing.TB) *Resolver {
 	fuzzOnce.Do(func() {
 		testKeys(t)
-		rv, err := New(Config{ProjectURL: "https://abcdefghijklmnopqrst.supabase.co",
-			JWKS: jwksJSON(ecJWK(ecKey, kidEC), rsaJWK(rsaKey, kidRSA))})
+		rv, err := New(context.Background(), &Config{
+			ProjectURL:     "https://abcdefghijklmnopqrst.supabase.co",
+			VerifierConfig: VerifierConfig{JWKS: jwksJSON(ecJWK(ecKey, kidEC), rsaJWK(rsaKey, kidRSA))},
+		})
 		if err != nil {
 			panic(err)
 		}

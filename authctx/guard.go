@@ -7,7 +7,8 @@ import (
 	"github.com/tablegate/tablegate/problem"
 )
 
-// Allow names a kind of caller a guard admits (seed 5.3).
+// Allow names a kind of caller a guard admits: a signed-in user, an
+// anonymous sign-in, a caller without a session, or a service.
 type Allow string
 
 // Allow values. The default allow list is {AllowUser}.
@@ -15,21 +16,23 @@ const (
 	// AllowUser admits full (non-anonymous) signed-in users.
 	AllowUser Allow = "user"
 	// AllowAnon admits callers without a session. It never admits an
-	// anonymous sign-in (changed after release 0.5.1, seed 9).
+	// anonymous sign-in: admit those with AllowAnonymous.
 	AllowAnon Allow = "anon"
 	// AllowAnonymous admits anonymous sign-ins (users with is_anonymous).
 	AllowAnonymous Allow = "anonymous"
 	// AllowService admits service callers (secret apikey, or a custom
-	// resolver's service state). The seed's matrix has no service column;
-	// service callers are admitted only where listed.
+	// resolver's service state). Service callers are admitted only where
+	// listed.
 	AllowService Allow = "service"
 )
 
 // Admit decides whether a guard with the allow list admits a. It returns
-// nil when admitted, else the Problem to answer (seed 5.3 and 7):
+// nil when admitted, else the Problem to answer:
 //
 //   - invalid: 401 TOKEN_INVALID, CLAIMS_INVALID (with the failing paths)
-//     or ACTOR_INVALID, always, whatever the allow list;
+//     or ACTOR_INVALID, always, whatever the allow list — except a token
+//     that could not be checked because the signing keys have not loaded
+//     yet: 503 with Retry-After ([KeysNotLoadedProblem]);
 //   - anonymous sign-in not admitted: 403 ANONYMOUS_USER;
 //   - full user not admitted (e.g. allow {anonymous}): 403 CALLER_NOT_ALLOWED;
 //   - no session where one is required: 401 AUTH_REQUIRED;
@@ -93,6 +96,11 @@ var defaultAllow = []Allow{AllowUser}
 
 // invalidProblem is the 401 of an invalid state.
 func invalidProblem(a Auth) *problem.Problem {
+	if errors.Is(a.Err, ErrKeysNotLoaded) {
+		// The server cannot verify yet: not the caller's fault, and not a
+		// sign-out (clients treat 401 as one).
+		return KeysNotLoadedProblem()
+	}
 	var p *problem.Problem
 	switch a.Reason {
 	case ReasonClaims:
@@ -110,6 +118,15 @@ func invalidProblem(a Auth) *problem.Problem {
 		p = p.WithCause(a.Err)
 	}
 	return p.WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
+}
+
+// KeysNotLoadedProblem is the answer to a token that could not be
+// verified because the signing keys have not loaded yet (the JWKS has not
+// answered since start): 503 with Retry-After, never a 401 that clients
+// would read as signed out.
+func KeysNotLoadedProblem() *problem.Problem {
+	return problem.New(problem.KindUnavailable, "The signing keys are not loaded yet; try again shortly.").
+		WithHeader("Retry-After", "1")
 }
 
 // Guard returns middleware that admits the callers in allow (default
@@ -130,7 +147,8 @@ func Guard(allow ...Allow) func(http.Handler) http.Handler {
 }
 
 // CheckCrossSite refuses a cross-site, state-changing request whose
-// credential came from the session cookie (seed 4.1 rule 3) with 403
+// credential came from the session cookie (a browser sends cookies with
+// requests another site starts; Bearer tokens it never sends) with 403
 // CROSS_SITE_REQUEST, using [http.CrossOriginProtection] semantics
 // (Sec-Fetch-Site, else Origin against Host; safe methods pass). Bearer,
 // apikey and resolver credentials are never affected. nil means allowed.
@@ -147,7 +165,10 @@ func (rv *Resolver) CheckCrossSite(r *http.Request, res Result) *problem.Problem
 
 // CrossSite is middleware applying [Resolver.CheckCrossSite] to the
 // Result stored by [Resolver.Middleware] (resolving when it is absent).
+//
+// Like [Resolver.Middleware], it panics at once on a nil *Resolver.
 func (rv *Resolver) CrossSite(next http.Handler) http.Handler {
+	mustResolver(rv, "CrossSite")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, ok := FromContext(r.Context())
 		if !ok {

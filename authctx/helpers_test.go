@@ -1,6 +1,7 @@
 package authctx
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -88,6 +89,10 @@ func newJWKSServer(t testing.TB, body []byte) *jwksServer {
 		s.mu.Lock()
 		b := s.body
 		s.mu.Unlock()
+		if b == nil { // down
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "public, max-age=600")
 		_, _ = w.Write(b)
@@ -122,11 +127,11 @@ func setup(t testing.TB, mod func(*Config)) *bundle {
 	testKeys(t)
 	b := &bundle{t: t}
 	b.jwks = newJWKSServer(t, jwksJSON(ecJWK(ecKey, kidEC), rsaJWK(rsaKey, kidRSA)))
-	cfg := Config{ProjectURL: b.jwks.URL}
+	cfg := Config{ProjectURL: b.jwks.URL, VerifierConfig: VerifierConfig{Issuer: testIssuer}}
 	if mod != nil {
 		mod(&cfg)
 	}
-	rv, err := New(cfg)
+	rv, err := New(context.Background(), &cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -135,12 +140,16 @@ func setup(t testing.TB, mod func(*Config)) *bundle {
 	return b
 }
 
+// testIssuer is the iss of userClaims: the Supabase CLI's local auth
+// server.
+const testIssuer = "http://127.0.0.1:54321/auth/v1"
+
 // claims returns Supabase-shaped user claims valid for an hour, with
 // overrides applied (a nil value deletes the claim).
 func userClaims(over map[string]any) jwt.MapClaims {
 	now := time.Now()
 	c := jwt.MapClaims{
-		"iss": "http://127.0.0.1:54321/auth/v1", "sub": testUserID, "aud": "authenticated",
+		"iss": testIssuer, "sub": testUserID, "aud": "authenticated",
 		"exp": now.Add(time.Hour).Unix(), "iat": now.Unix(), "email": "a@example.com", "phone": "",
 		"app_metadata":  map[string]any{"provider": "email", "providers": []string{"email"}},
 		"user_metadata": map[string]any{}, "role": "authenticated", "aal": "aal1",

@@ -84,7 +84,7 @@ func TestSSRCookieInterop(t *testing.T) {
 	requireNode(t)
 	testKeys(t)
 	const projectURL = "https://abcdefghijklmnopqrst.supabase.co"
-	rv, err := New(Config{ProjectURL: projectURL, JWKS: jwksJSON(ecJWK(ecKey, kidEC))})
+	rv, err := New(context.Background(), &Config{ProjectURL: projectURL, VerifierConfig: VerifierConfig{Issuer: testIssuer, JWKS: jwksJSON(ecJWK(ecKey, kidEC))}})
 	if err != nil {
 		t.Fatal(err)
 	}

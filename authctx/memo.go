@@ -9,6 +9,10 @@ import (
 // DefaultMemoSize is the default number of verified tokens remembered.
 const DefaultMemoSize = 16384
 
+// DefaultMemoBytes is the default bound on the memory the memo holds
+// (64 MiB), estimated per entry by [memoCost].
+const DefaultMemoBytes = 64 << 20
+
 const memoShards = 16
 
 // memo remembers the resolved state of verified tokens until their exp
@@ -27,6 +31,8 @@ type memoShard struct {
 	// head is the most recently used entry, tail the least.
 	head, tail *memoEntry
 	max        int
+	// bytes is the estimated memory of the entries, at most maxBytes.
+	bytes, maxBytes int64
 }
 
 type memoEntry struct {
@@ -34,26 +40,44 @@ type memoEntry struct {
 	token      string
 	auth       Auth
 	until      time.Time
+	cost       int64
 	prev, next *memoEntry
 }
 
-// newMemo returns a memo holding at most size entries, or nil when size
-// is negative (memo disabled).
-func newMemo(size int) *memo {
-	if size < 0 {
+// memoCost estimates the memory an entry holds: the token, the claims
+// JSON, the decoded claims map (about twice its JSON) and a fixed
+// overhead for the entry, the map slot and the User.
+func memoCost(token string, a Auth) int64 {
+	n := int64(len(token)) + 512
+	if a.User != nil {
+		if a.User.Token != token {
+			n += int64(len(a.User.Token))
+		}
+		n += 3 * int64(len(a.User.claimsJSON))
+	}
+	return n
+}
+
+// newMemo returns a memo holding at most size entries and about
+// maxBytes of memory (see memoCost), or nil when either is negative (memo
+// disabled). Zero means the default.
+func newMemo(size int, maxBytes int64) *memo {
+	if size < 0 || maxBytes < 0 {
 		return nil
 	}
 	if size == 0 {
 		size = DefaultMemoSize
 	}
-	per := size / memoShards
-	if per < 1 {
-		per = 1
+	if maxBytes == 0 {
+		maxBytes = DefaultMemoBytes
 	}
+	per := max(size/memoShards, 1)
+	perBytes := max(maxBytes/memoShards, 1)
 	m := &memo{seed: maphash.MakeSeed()}
 	for i := range m.shards {
 		m.shards[i].items = make(map[uint64]*memoEntry)
 		m.shards[i].max = per
+		m.shards[i].maxBytes = perBytes
 	}
 	return m
 }
@@ -78,8 +102,7 @@ func (m *memo) get(token string, now time.Time) (Auth, bool) {
 		return Auth{}, false
 	}
 	if !now.Before(e.until) {
-		s.unlink(e)
-		delete(s.items, h)
+		s.remove(e)
 		s.mu.Unlock()
 		return Auth{}, false
 	}
@@ -92,21 +115,41 @@ func (m *memo) get(token string, now time.Time) (Auth, bool) {
 func (m *memo) put(token string, a Auth, until time.Time) {
 	h := m.hashKey(token)
 	s := &m.shards[h%memoShards]
+	cost := memoCost(token, a)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.items[h]; ok {
-		e.token, e.auth, e.until = token, a, until
-		s.moveFront(e)
-		return
+		s.remove(e)
 	}
-	for len(s.items) >= s.max && s.tail != nil {
-		old := s.tail
-		s.unlink(old)
-		delete(s.items, old.hash)
+	if cost > s.maxBytes {
+		return // larger than the shard's whole budget: never remembered
 	}
-	e := &memoEntry{hash: h, token: token, auth: a, until: until}
+	for (len(s.items) >= s.max || s.bytes+cost > s.maxBytes) && s.tail != nil {
+		s.remove(s.tail)
+	}
+	e := &memoEntry{hash: h, token: token, auth: a, until: until, cost: cost}
 	s.items[h] = e
+	s.bytes += cost
 	s.pushFront(e)
+}
+
+// remove drops an entry (the shard's lock held).
+func (s *memoShard) remove(e *memoEntry) {
+	s.unlink(e)
+	delete(s.items, e.hash)
+	s.bytes -= e.cost
+}
+
+// size returns the number of entries and their estimated bytes.
+func (m *memo) size() (n int, bytes int64) {
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		n += len(s.items)
+		bytes += s.bytes
+		s.mu.Unlock()
+	}
+	return n, bytes
 }
 
 func (m *memo) len() int {

@@ -77,30 +77,56 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/tablegate/tablegate/authctx/internal/gotrue"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
-// Defaults of the refresh options (seed 2.2).
+// Defaults of session refresh (Config.Leeway, Config.RefreshTimeout).
 const (
 	// DefaultLeeway: refresh when the token expires within this time.
 	DefaultLeeway = 60 * time.Second
 	// DefaultRefreshTimeout: a slower refresh counts as a network failure.
 	DefaultRefreshTimeout = 5 * time.Second
+	// DefaultRefreshWait is how long a request whose access token is still
+	// valid waits for its session's refresh before going on with the old
+	// token (the refresh then finishes in the background).
+	DefaultRefreshWait = 250 * time.Millisecond
 	// RefreshResultTTL is how long a finished success or rejection is
 	// reused for the same refresh token.
 	RefreshResultTTL = 10 * time.Second
-	// refreshCacheMax bounds the result cache; the oldest entries go first.
+	// RefreshHandoffTTL is how long a success or rejection that finished
+	// after every waiting request had gone on (a background refresh) is
+	// kept for the session's next request, which writes it.
+	RefreshHandoffTTL = 2 * time.Minute
+	// RefreshBackoffMin and RefreshBackoffMax bound the time a failed
+	// refresh is remembered: after the n-th failure in a row no call is
+	// made for RefreshBackoffMin·2^(n-1), at most RefreshBackoffMax, or
+	// for the server's Retry-After on 429/503 when longer (at most
+	// maxRetryAfter). One session thus costs at most 6 auth calls in its
+	// first minute of failures and 2 a minute after that.
+	RefreshBackoffMin = 2 * time.Second
+	RefreshBackoffMax = 30 * time.Second
+	// maxRetryAfter caps the Retry-After honoured.
+	maxRetryAfter = 5 * time.Minute
+	// refreshCacheMax bounds the result cache and the failure memory; the
+	// oldest entries go first.
 	refreshCacheMax = 10000
 )
 
-// refresher sends refresh calls, one per refresh token at a time, and
-// keeps finished successes and rejections for RefreshResultTTL. Safe for
-// concurrent use.
+// errBackingOff is the Err of a refresh skipped because the previous one
+// for the same refresh token failed moments ago.
+var errBackingOff = errors.New("authctx: refresh failed recently; backing off")
+
+// refresher sends refresh calls, one per refresh token at a time, keeps
+// finished successes and rejections for RefreshResultTTL (or
+// RefreshHandoffTTL when nobody was waiting any more), and remembers
+// failures with backoff. Safe for concurrent use.
 type refresher struct {
 	client  *gotrue.Client
 	timeout time.Duration
@@ -111,22 +137,36 @@ type refresher struct {
 	// (the new access token must verify); a refused answer counts as
 	// Failed and is not cached.
 	accept func(ctx context.Context, accessToken string) bool
+	// tel counts shared waits and outcomes (nil: none).
+	tel *telemetry.Telemetry
 
 	group singleflight.Group
 
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]refreshEntry
-	order []refreshKeyAt // insertion order, for expiry and bounding
+	mu       sync.Mutex
+	cache    map[[sha256.Size]byte]refreshEntry
+	order    []refreshKeyAt // insertion order, for expiry and bounding
+	failures map[[sha256.Size]byte]failEntry
+	// slow marks refresh tokens whose call outlived a waiting request:
+	// until it ends, later requests with a valid token do not wait, and
+	// its result is kept for RefreshHandoffTTL.
+	slow map[[sha256.Size]byte]bool
 }
 
 type refreshEntry struct {
 	res gotrue.Result
 	at  time.Time
+	ttl time.Duration
 }
 
 type refreshKeyAt struct {
 	key [sha256.Size]byte
 	at  time.Time
+}
+
+// failEntry remembers the failures in a row of one refresh token.
+type failEntry struct {
+	n     int
+	until time.Time // no call before this
 }
 
 func newRefresher(client *gotrue.Client, timeout time.Duration, now func() time.Time) *refresher {
@@ -138,23 +178,40 @@ func newRefresher(client *gotrue.Client, timeout time.Duration, now func() time.
 	}
 	return &refresher{
 		client: client, timeout: timeout, now: now, ttl: RefreshResultTTL, max: refreshCacheMax,
-		cache: make(map[[sha256.Size]byte]refreshEntry),
+		cache:    make(map[[sha256.Size]byte]refreshEntry),
+		failures: make(map[[sha256.Size]byte]failEntry),
+		slow:     make(map[[sha256.Size]byte]bool),
 	}
 }
 
-// refresh returns the outcome for refreshToken: a cached one younger than
-// the TTL, the result of a call already in flight for the same token, or a
-// new call. It returns within the refresh timeout, and earlier (Failed)
-// when ctx ends first; the shared call itself is not cancelled by one
-// caller leaving.
-func (f *refresher) refresh(ctx context.Context, refreshToken string) gotrue.Result {
+// refresh returns the outcome for refreshToken: a cached one, Failed with
+// errBackingOff while a recent failure is remembered, the result of a
+// call already in flight for the same token, or a new call. It returns
+// within the refresh timeout, and earlier (Failed) when ctx ends first;
+// the shared call itself is not cancelled by one caller leaving, and its
+// result is then kept for the session's next request. With patient false
+// (the caller's token is still valid) it does not wait at all for a call
+// already known to be slow.
+func (f *refresher) refresh(ctx context.Context, refreshToken string, patient bool) gotrue.Result {
 	key := sha256.Sum256([]byte(refreshToken))
 	if res, ok := f.cached(key); ok {
+		f.observe(ctx, res, true)
 		return res
 	}
+	if f.backingOff(key) {
+		return gotrue.Result{Err: errBackingOff}
+	}
+	if !patient && f.isSlow(key) {
+		return gotrue.Result{Err: context.DeadlineExceeded}
+	}
+	var ran atomic.Bool
 	ch := f.group.DoChan(string(key[:]), func() (any, error) {
+		ran.Store(true)
 		if res, ok := f.cached(key); ok {
 			return res, nil
+		}
+		if f.backingOff(key) {
+			return gotrue.Result{Err: errBackingOff}, nil
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
 		defer cancel()
@@ -162,46 +219,128 @@ func (f *refresher) refresh(ctx context.Context, refreshToken string) gotrue.Res
 		if res.Outcome == gotrue.Success && f.accept != nil && !f.accept(cctx, res.Parsed.AccessToken) {
 			res = gotrue.Result{Status: res.Status, Err: errors.New("authctx: the refreshed access token does not verify")}
 		}
-		if res.Outcome != gotrue.Failed {
+		if res.Outcome == gotrue.Failed {
+			f.fail(key, res.RetryAfter)
+		} else {
 			f.store(key, res)
 		}
 		return res, nil
 	})
 	select {
 	case r := <-ch:
-		return r.Val.(gotrue.Result)
+		res := r.Val.(gotrue.Result)
+		f.observe(ctx, res, !ran.Load())
+		return res
 	case <-ctx.Done():
-		return gotrue.Result{Err: ctx.Err()}
+		f.markSlow(key)
+		res := gotrue.Result{Err: ctx.Err()}
+		f.observe(ctx, res, !ran.Load())
+		return res
 	}
+}
+
+// observe reports a refresh outcome, and whether this request waited on
+// another's call (or a recent result) instead of sending its own.
+func (f *refresher) observe(ctx context.Context, res gotrue.Result, shared bool) {
+	if f.tel == nil {
+		return
+	}
+	if shared {
+		f.tel.RefreshShared(ctx)
+	}
+	f.tel.RefreshOutcome(ctx, res.Outcome.String())
 }
 
 func (f *refresher) cached(key [sha256.Size]byte) (gotrue.Result, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.cache[key]
-	if !ok || f.now().Sub(e.at) >= f.ttl {
+	if !ok || f.now().Sub(e.at) >= e.ttl {
 		return gotrue.Result{}, false
 	}
 	return e.res, true
+}
+
+func (f *refresher) backingOff(key [sha256.Size]byte) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.failures[key]
+	return ok && f.now().Before(e.until)
+}
+
+func (f *refresher) isSlow(key [sha256.Size]byte) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.slow[key]
+}
+
+func (f *refresher) markSlow(key [sha256.Size]byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.slow) >= f.max {
+		clear(f.slow)
+	}
+	f.slow[key] = true
+}
+
+// fail remembers a failed call: no further call for this refresh token
+// until the backoff (or the server's Retry-After) has passed.
+func (f *refresher) fail(key [sha256.Size]byte, retryAfter time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	delete(f.slow, key)
+	n := 1
+	if e, ok := f.failures[key]; ok && now.Sub(e.until) < RefreshBackoffMax {
+		n = e.n + 1 // failures in a row
+	}
+	wait := RefreshBackoffMax
+	if n <= 5 {
+		wait = min(RefreshBackoffMin<<(n-1), RefreshBackoffMax)
+	}
+	if retryAfter > wait {
+		wait = min(retryAfter, maxRetryAfter)
+	}
+	if len(f.failures) >= f.max {
+		for k, e := range f.failures {
+			if now.Sub(e.until) >= RefreshBackoffMax {
+				delete(f.failures, k)
+			}
+		}
+		if len(f.failures) >= f.max {
+			clear(f.failures)
+		}
+	}
+	f.failures[key] = failEntry{n: n, until: now.Add(wait)}
 }
 
 func (f *refresher) store(key [sha256.Size]byte, res gotrue.Result) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
+	delete(f.failures, key)
+	ttl := f.ttl
+	if f.slow[key] {
+		// Nobody waits for this result any more: keep it for the
+		// session's next request.
+		ttl = max(ttl, RefreshHandoffTTL)
+		delete(f.slow, key)
+	}
 	// Drop expired entries from the front, then the oldest beyond max.
 	i := 0
 	for ; i < len(f.order); i++ {
 		o := f.order[i]
-		if now.Sub(o.at) < f.ttl && len(f.order)-i < f.max {
+		e, ok := f.cache[o.key]
+		live := ok && e.at.Equal(o.at) && now.Sub(e.at) < e.ttl
+		if live && len(f.order)-i < f.max {
 			break
 		}
-		if e, ok := f.cache[o.key]; ok && e.at.Equal(o.at) {
+		if ok && e.at.Equal(o.at) {
 			delete(f.cache, o.key)
 		}
 	}
 	f.order = append(f.order[i:], refreshKeyAt{key, now})
-	f.cache[key] = refreshEntry{res: res, at: now}
+	f.cache[key] = refreshEntry{res: res, at: now, ttl: ttl}
 }
 
 // cacheLen returns the number of cached results (tests).
@@ -230,6 +369,9 @@ type refreshFlow struct {
 	r          *refresher
 	cookieName string
 	opts       ssrcookie.Options
+	// wait bounds how long a request whose token is still valid waits for
+	// the refresh (Config.RefreshWait).
+	wait time.Duration
 }
 
 // run refreshes the session of a request. cookies are the request
@@ -238,6 +380,14 @@ type refreshFlow struct {
 // verify verifies a new access token exactly like any other token and
 // returns its state.
 func (fl *refreshFlow) run(ctx context.Context, cookies []*http.Cookie, refreshToken string, current Auth, expired bool, verify func(context.Context, string) Auth) refreshDecision {
+	if !expired && current.Kind == KindUser {
+		// The old token still serves this request: wait at most fl.wait
+		// for the refresh, which otherwise completes in the background
+		// and reaches the session's next request.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, fl.wait)
+		defer cancel()
+	}
 	keep := func() refreshDecision {
 		if !expired && current.Kind == KindUser {
 			return refreshDecision{Auth: current}
@@ -247,7 +397,7 @@ func (fl *refreshFlow) run(ctx context.Context, cookies []*http.Cookie, refreshT
 	if refreshToken == "" {
 		return keep()
 	}
-	res := fl.r.refresh(ctx, refreshToken)
+	res := fl.r.refresh(ctx, refreshToken, expired || current.Kind != KindUser)
 	switch res.Outcome {
 	case gotrue.Success:
 		a := verify(ctx, res.Parsed.AccessToken)

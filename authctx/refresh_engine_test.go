@@ -2,6 +2,7 @@ package authctx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,7 +69,7 @@ func TestRefresherSingleflightAndTTL(t *testing.T) {
 				out := make([]gotrue.Result, 100)
 				for i := range out {
 					wg.Add(1)
-					go func() { defer wg.Done(); out[i] = f.refresh(context.Background(), "old-refresh-token") }()
+					go func() { defer wg.Done(); out[i] = f.refresh(context.Background(), "old-refresh-token", true) }()
 				}
 				return func() []gotrue.Result {
 					// Let the one call through once every goroutine is waiting on it.
@@ -115,17 +116,51 @@ func TestRefresherSingleflightAndTTL(t *testing.T) {
 	}
 }
 
-func TestRefresherFailuresAreNotCached(t *testing.T) {
+// A failure is not cached as a result, but remembered with backoff: no
+// call until it has passed, doubling per failure in a row, and the
+// server's Retry-After on 429/503 when longer.
+func TestRefresherFailuresBackOff(t *testing.T) {
 	t.Parallel()
 	srv, calls := rfCountingServer(t, 503, func(int64) string { return "down" }, nil)
-	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, time.Second, nil)
+	clock := &rfClock{t: time.Unix(1700000000, 0)}
+	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, time.Second, clock.Now)
 	for i := 0; i < 3; i++ {
-		if r := f.refresh(context.Background(), "t"); r.Outcome != gotrue.Failed {
+		if r := f.refresh(context.Background(), "t", true); r.Outcome != gotrue.Failed {
 			t.Fatalf("outcome %v", r.Outcome)
 		}
 	}
-	if calls.Load() != 3 || f.cacheLen() != 0 {
-		t.Fatalf("calls %d, cached %d", calls.Load(), f.cacheLen())
+	if calls.Load() != 1 || f.cacheLen() != 0 {
+		t.Fatalf("calls %d, cached %d: want 1 call, nothing cached", calls.Load(), f.cacheLen())
+	}
+	clock.Add(RefreshBackoffMin)
+	f.refresh(context.Background(), "t", true)
+	clock.Add(RefreshBackoffMin) // the second failure doubled the wait
+	f.refresh(context.Background(), "t", true)
+	if calls.Load() != 2 {
+		t.Fatalf("calls %d, want 2 (second backoff is 2x)", calls.Load())
+	}
+	// Another refresh token is not affected.
+	f.refresh(context.Background(), "other", true)
+	if calls.Load() != 3 {
+		t.Fatalf("calls %d, want 3", calls.Load())
+	}
+
+	ra := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	t.Cleanup(ra.Close)
+	g := newRefresher(&gotrue.Client{ProjectURL: ra.URL, APIKey: "k"}, time.Second, clock.Now)
+	if r := g.refresh(context.Background(), "t", true); r.RetryAfter != 120*time.Second {
+		t.Fatalf("Retry-After read as %v", r.RetryAfter)
+	}
+	clock.Add(RefreshBackoffMax + time.Second)
+	if r := g.refresh(context.Background(), "t", true); !errors.Is(r.Err, errBackingOff) {
+		t.Fatalf("within Retry-After: %v, want errBackingOff", r.Err)
+	}
+	clock.Add(90 * time.Second)
+	if r := g.refresh(context.Background(), "t", true); errors.Is(r.Err, errBackingOff) {
+		t.Fatal("after Retry-After: still backing off")
 	}
 }
 
@@ -143,7 +178,7 @@ func TestRefresherTimeoutAndCallerCancel(t *testing.T) {
 	t.Cleanup(func() { close(block) }) // runs before srv.Close
 	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, 200*time.Millisecond, nil)
 	start := time.Now()
-	if r := f.refresh(context.Background(), "t"); r.Outcome != gotrue.Failed {
+	if r := f.refresh(context.Background(), "t", true); r.Outcome != gotrue.Failed {
 		t.Fatalf("outcome %v", r.Outcome)
 	}
 	if d := time.Since(start); d < 150*time.Millisecond || d > 2*time.Second {
@@ -152,7 +187,7 @@ func TestRefresherTimeoutAndCallerCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	if r := f.refresh(ctx, "t2"); r.Outcome != gotrue.Failed {
+	if r := f.refresh(ctx, "t2", true); r.Outcome != gotrue.Failed {
 		t.Fatalf("outcome %v", r.Outcome)
 	}
 	if d := time.Since(start); d > 150*time.Millisecond {
@@ -167,13 +202,13 @@ func TestRefresherCacheIsBounded(t *testing.T) {
 	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, time.Second, clock.Now)
 	f.max = 5
 	for i := 0; i < 12; i++ {
-		f.refresh(context.Background(), fmt.Sprint("t", i))
+		f.refresh(context.Background(), fmt.Sprint("t", i), true)
 	}
 	if n := f.cacheLen(); n != 5 {
 		t.Fatalf("cache holds %d, max 5", n)
 	}
 	clock.Add(RefreshResultTTL)
-	f.refresh(context.Background(), "fresh")
+	f.refresh(context.Background(), "fresh", true)
 	if n := f.cacheLen(); n != 1 {
 		t.Fatalf("expired entries kept: %d", n)
 	}

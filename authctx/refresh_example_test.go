@@ -1,6 +1,7 @@
 package authctx_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -23,8 +24,10 @@ import (
 // no-store cache headers.
 func Example_refresh() {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var issuer string // {project URL}/auth/v1, checked by default
 	sign := func(exp time.Duration) string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
+			"iss": issuer, "aud": "authenticated",
 			"sub": "11111111-1111-4111-8111-111111111111", "role": "authenticated",
 			"exp": time.Now().Add(exp).Unix(), "iat": time.Now().Unix()})
 		tok.Header["kid"] = "k1"
@@ -45,9 +48,10 @@ func Example_refresh() {
 		}
 	}))
 	defer auth.Close()
+	issuer = auth.URL + "/auth/v1"
 
 	// In production: env, _ := authctx.LoadEnv(nil); cfg := env.Config().
-	rv, err := authctx.New(authctx.Config{
+	rv, err := authctx.New(context.Background(), &authctx.Config{
 		ProjectURL:      auth.URL,
 		PublishableKeys: []string{"sb_publishable_example"},
 		Refresh:         true, // Leeway 60 s and RefreshTimeout 5 s by default

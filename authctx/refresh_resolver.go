@@ -2,54 +2,64 @@ package authctx
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/tablegate/tablegate/authctx/internal/gotrue"
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
 )
 
 // This file wires the refresh flow (refresh.go) into the Resolver's
-// cookie path through the seam resolver.go leaves: refreshSetup runs in
-// New when Config.Refresh is on, and rv.refresh is called for a cookie
-// session whose token has expired or expires within the leeway.
+// cookie path: New calls setupRefresh when Config.Refresh is on, and
+// rv.refresh is called for a cookie session whose token has expired or
+// expires within the leeway.
 
-func init() { refreshSetup = setupRefresh }
-
-// setupRefresh validates the refresh configuration and installs the flow.
-// The apikey header is the first of Config.PublishableKeys (the env
-// loader puts SUPABASE_PUBLISHABLE_KEY or SUPABASE_ANON_KEY there).
-func setupRefresh(rv *Resolver, cfg Config) error {
-	if cfg.ProjectURL == "" {
-		return errors.New("authctx: Config.Refresh needs Config.ProjectURL (the auth server's base URL)")
-	}
-	if rv.cookieName == "" {
-		return errors.New("authctx: Config.Refresh needs a session cookie name")
-	}
-	var key string
+// refreshAPIKey returns the apikey header of refresh calls: the first of
+// Config.PublishableKeys (the env loader puts SUPABASE_PUBLISHABLE_KEY or
+// SUPABASE_ANON_KEY there), "" when there is none.
+func refreshAPIKey(cfg *Config) string {
 	for _, k := range cfg.PublishableKeys {
 		if k != "" {
-			key = k
-			break
+			return k
 		}
 	}
-	if key == "" {
-		return errors.New("authctx: Config.Refresh needs a publishable key in Config.PublishableKeys (SUPABASE_PUBLISHABLE_KEY or SUPABASE_ANON_KEY): the auth server's gateway requires it as the apikey header")
-	}
-	client := &gotrue.Client{ProjectURL: cfg.ProjectURL, APIKey: key, HTTPClient: cfg.HTTPClient}
+	return ""
+}
+
+// setupRefresh installs the refresh flow; [Config.validate] has checked
+// its requirements (project URL, cookie name, publishable key).
+func (rv *Resolver) setupRefresh(cfg *Config) {
+	key := refreshAPIKey(cfg)
+	client := &gotrue.Client{ProjectURL: cfg.ProjectURL, APIKey: key, HTTPClient: observedClient(cfg.Telemetry, cfg.HTTPClient, "refresh", 0)}
 	verify := func(ctx context.Context, token string) Auth {
 		a, _ := rv.token(ctx, token)
 		return a
+	}
+	wait := cfg.RefreshWait
+	switch {
+	case wait == 0:
+		wait = DefaultRefreshWait
+	case wait < 0:
+		wait = 0
 	}
 	fl := &refreshFlow{
 		r:          newRefresher(client, cfg.RefreshTimeout, rv.now),
 		cookieName: rv.cookieName,
 		opts:       cfg.CookieOptions,
+		wait:       wait,
 	}
+	fl.r.tel = cfg.Telemetry
 	fl.r.accept = func(ctx context.Context, token string) bool { return usableRefreshed(verify(ctx, token)) }
 	rv.refresh = func(r *http.Request, res *Result, sess CookieSession, current Auth) Auth {
 		now := rv.now()
 		expired := current.Kind != KindUser || (!current.User.ExpiresAt.IsZero() && !now.Before(current.User.ExpiresAt))
 		d := fl.run(r.Context(), res.RequestCookies, sess.RefreshToken, current, expired, verify)
+		if d.Auth.Kind == KindAnon && d.Auth.Reason == ReasonSignedOut {
+			// The following requests resolve as signed_out too (signed_out.go).
+			d.SetCookies = append(d.SetCookies, SignedOutMarker(rv.cookieName, cfg.CookieOptions))
+			if d.Header == nil {
+				d.Header = ssrcookie.CacheHeaders()
+			}
+		}
 		if d.SetCookies != nil || d.RequestCookies != nil {
 			res.SetCookies = d.SetCookies
 			res.Header = d.Header
@@ -58,5 +68,4 @@ func setupRefresh(rv *Resolver, cfg Config) error {
 		}
 		return d.Auth
 	}
-	return nil
 }

@@ -2,6 +2,7 @@ package authctx
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -174,14 +175,17 @@ func rfSetup(t *testing.T, real bool, mod func(*Config)) *rfBundle {
 	b.auth = rfNewAuthServer(t, b.clock)
 	// The default timeout (5 s) keeps a loaded test machine from turning
 	// a slow success into a failure; failure tests shorten it.
-	cfg := Config{ProjectURL: b.auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true}
+	// RefreshWait equal to the timeout: these tests expect a refresh of a
+	// still-valid token in the same response (the background path has
+	// its own tests in refresh_backoff_test.go).
+	cfg := Config{ProjectURL: b.auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true, RefreshWait: DefaultRefreshTimeout}
 	if b.clock != nil {
 		cfg.Now = b.clock.Now
 	}
 	if mod != nil {
 		mod(&cfg)
 	}
-	rv, err := New(cfg)
+	rv, err := New(context.Background(), &cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -370,11 +374,19 @@ func TestRefreshRejectedSignsOut(t *testing.T) {
 			t.Fatalf("Cache-Control %q", h.Get("Cache-Control"))
 		}
 		var deleted []string
+		marker := false
 		for _, c := range parsedSetCookies(t, h) {
+			if c.Name == SignedOutCookieName(b.name) && c.Value == "1" && c.HttpOnly {
+				marker = true // the sign-out marker (signed_out.go)
+				continue
+			}
 			if c.MaxAge >= 0 || c.Value != "" {
 				t.Fatalf("not a delete: %+v", c)
 			}
 			deleted = append(deleted, c.Name)
+		}
+		if !marker {
+			t.Fatalf("no sign-out marker set")
 		}
 		want := []string{b.name + ".0", b.name + ".1", b.name + ".5"}
 		if strings.Join(deleted, ",") != strings.Join(want, ",") {
@@ -457,10 +469,12 @@ func TestRefreshFailuresKeepSession(t *testing.T) {
 			t.Parallel()
 			b := rfSetup(t, false, func(c *Config) {
 				c.RefreshTimeout = rfTimeout
+				c.RefreshWait = rfTimeout
 				if tc.network {
 					// The JWKS still comes from the live fake; only the
 					// token endpoint is unreachable.
 					c.JWKSURL = c.ProjectURL + "/auth/v1/.well-known/jwks.json"
+					c.Issuer = c.ProjectURL + "/auth/v1"
 					c.ProjectURL = closedURL
 				}
 			})
@@ -481,8 +495,15 @@ func TestRefreshFailuresKeepSession(t *testing.T) {
 				}
 				assertNothingWritten(t, res)
 			}
+			// The failure is remembered: the second resolution, at once,
+			// makes no call; after the backoff the next one calls again.
+			if !tc.network && b.auth.calls.Load() != 1 {
+				t.Fatalf("%d calls: a failure must be remembered for its backoff", b.auth.calls.Load())
+			}
+			b.clock.Add(RefreshBackoffMax + time.Second)
+			b.rv.Resolve(rfRequest(b.cookies(30 * time.Second)))
 			if !tc.network && b.auth.calls.Load() != 2 {
-				t.Fatalf("%d calls: failures must not be cached", b.auth.calls.Load())
+				t.Fatalf("%d calls after the backoff, want 2", b.auth.calls.Load())
 			}
 		})
 	}
@@ -528,10 +549,10 @@ func TestRefreshNewTokenFailsClaims(t *testing.T) {
 func TestRefreshConfigErrors(t *testing.T) {
 	t.Parallel()
 	auth := rfNewAuthServer(t, nil)
-	if _, err := New(Config{ProjectURL: auth.URL, Refresh: true}); err == nil || !strings.Contains(err.Error(), "publishable key") {
+	if _, err := New(context.Background(), &Config{ProjectURL: auth.URL, Refresh: true}); err == nil || !strings.Contains(err.Error(), "publishable key") {
 		t.Fatalf("no key: %v", err)
 	}
-	rv, err := New(Config{ProjectURL: auth.URL, PublishableKeys: []string{"k"}})
+	rv, err := New(context.Background(), &Config{ProjectURL: auth.URL, PublishableKeys: []string{"k"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 package authctx
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -75,25 +75,28 @@ func TestMiddlewareStoresResultAndAppliesWrites(t *testing.T) {
 	}
 }
 
-// TestRefreshSeam is not parallel: it swaps the package's refresh hook
-// while no other test runs.
-func TestRefreshSeam(t *testing.T) {
+// TestRefreshConfig: Config.Refresh installs the refresh flow with the
+// configured leeway (default DefaultLeeway), and New refuses a refresh
+// configuration it cannot serve before fetching anything.
+func TestRefreshConfig(t *testing.T) {
+	t.Parallel()
 	b := setup(t, nil)
-	saved := refreshSetup
-	defer func() { refreshSetup = saved }()
-	refreshSetup = nil
-	if _, err := New(Config{ProjectURL: b.jwks.URL, Refresh: true}); !errors.Is(err, ErrRefreshUnavailable) {
-		t.Fatalf("Refresh without the flow: err %v", err)
-	}
-	var got Config
-	refreshSetup = func(rv *Resolver, cfg Config) error { got = cfg; return nil }
-	rv, err := New(Config{ProjectURL: b.jwks.URL, Refresh: true, Leeway: 90 * time.Second})
+	rv, err := New(context.Background(), &Config{ProjectURL: b.jwks.URL, Refresh: true, Leeway: 90 * time.Second,
+		PublishableKeys: []string{"sb_publishable_x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rv.Close()
-	if !got.Refresh || rv.leeway != 90*time.Second {
-		t.Fatalf("seam not called with the config")
+	if rv.refresh == nil || rv.leeway != 90*time.Second {
+		t.Fatalf("refresh flow not installed with the leeway: %v %v", rv.refresh != nil, rv.leeway)
+	}
+	rv, err = New(context.Background(), &Config{ProjectURL: b.jwks.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv.Close()
+	if rv.refresh != nil || rv.leeway != DefaultLeeway {
+		t.Fatalf("refresh off: flow %v, leeway %v", rv.refresh != nil, rv.leeway)
 	}
 }
 
@@ -103,7 +106,7 @@ func TestMemoExpiresAtExp(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	b := setup(t, func(c *Config) { c.Now = clock; c.ClockSkew = -1 })
-	tok := b.token(map[string]any{"exp": now.Add(10 * time.Second).Unix()})
+	tok := b.token(map[string]any{"exp": now.Add(10 * time.Second).Unix(), "iat": now.Unix()})
 	if a := b.rv.Resolve(bearerReq(tok)).Auth; a.Kind != KindUser {
 		t.Fatalf("fresh: %s %v", a.Kind, a.Err)
 	}
@@ -158,7 +161,7 @@ func TestJWKWithoutAlgStillChecksKeyType(t *testing.T) {
 	rs := rsaJWK(rsaKey, kidRSA)
 	delete(rs, "alg")
 	srv := newJWKSServer(t, jwksJSON(ec, rs))
-	rv, err := New(Config{ProjectURL: srv.URL})
+	rv, err := New(context.Background(), &Config{ProjectURL: srv.URL, VerifierConfig: VerifierConfig{Issuer: testIssuer}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +179,7 @@ func TestJWKWithoutAlgStillChecksKeyType(t *testing.T) {
 
 func TestMemoComparesWholeToken(t *testing.T) {
 	t.Parallel()
-	m := newMemo(64)
+	m := newMemo(64, 0)
 	sig := strings.Repeat("s", 64)
 	a, forged := "header.payload-a."+sig, "header.payload-b."+sig
 	m.put(a, Service("a"), time.Now().Add(time.Hour))
@@ -192,7 +195,7 @@ func TestMemoComparesWholeToken(t *testing.T) {
 	if m.len() != 0 {
 		t.Fatalf("expired entry not removed")
 	}
-	if newMemo(-1) != nil {
+	if newMemo(-1, 0) != nil {
 		t.Fatalf("negative size must disable the memo")
 	}
 }

@@ -3,7 +3,7 @@ package authctx
 import "sync"
 
 // StandardClaims is the conventional claim shape that tenant and
-// membership logic reads (seed 2.3). Roles and memberships come from the
+// membership logic reads: tenant_id, roles and memberships. Roles and memberships come from the
 // token's top-level claims (set by an access token hook), never from
 // user_metadata, which users can edit.
 type StandardClaims struct {
@@ -65,7 +65,7 @@ func StandardClaimsSchema() *ClaimsSchema {
 }
 
 // TenantID returns the active tenant of claims: tenant_id, else
-// app_metadata.tenant_id (seed 2.3), else "".
+// app_metadata.tenant_id, else "".
 func (c Claims) TenantID() string {
 	if t, ok := c["tenant_id"].(string); ok && t != "" {
 		return t

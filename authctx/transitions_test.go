@@ -46,7 +46,7 @@ func TestSeedSection3(t *testing.T) {
 		{
 			name: "custom resolver answers; later resolvers, Bearer and cookie not consulted",
 			cfg: func(c *Config) {
-				c.Resolvers = []AuthResolver{
+				c.Resolvers = []CustomResolver{
 					ResolverFunc("skip", func(*http.Request) (Auth, bool) { return Auth{}, false }),
 					ResolverFunc("api-key", func(r *http.Request) (Auth, bool) {
 						if r.Header.Get("X-Api-Key") == "k1" {
@@ -77,7 +77,7 @@ func TestSeedSection3(t *testing.T) {
 			name: "custom resolver user still goes through the claims schema",
 			cfg: func(c *Config) {
 				c.Claims = schema
-				c.Resolvers = []AuthResolver{ResolverFunc("session-store", func(*http.Request) (Auth, bool) {
+				c.Resolvers = []CustomResolver{ResolverFunc("session-store", func(*http.Request) (Auth, bool) {
 					return NewUser(Claims{"sub": testUserID, "tenant_id": 42}, "", nil), true
 				})}
 			},
@@ -88,7 +88,7 @@ func TestSeedSection3(t *testing.T) {
 		{
 			name: "custom resolver invalid without reason counts as token",
 			cfg: func(c *Config) {
-				c.Resolvers = []AuthResolver{ResolverFunc("strict", func(*http.Request) (Auth, bool) {
+				c.Resolvers = []CustomResolver{ResolverFunc("strict", func(*http.Request) (Auth, bool) {
 					return Auth{Kind: KindInvalid}, true
 				})}
 			},

@@ -3,6 +3,7 @@ package authctx
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
 	"encoding/base64"
@@ -62,7 +63,7 @@ var (
 	// ErrLegacySecret is returned by [New] and [NewVerifier] when the only
 	// key material is a legacy HS256 shared secret.
 	ErrLegacySecret = errors.New("authctx: only a legacy HS256 JWT secret is configured; " +
-		"tablegate verifies tokens locally against the project's public keys (ES256 or RS256), " +
+		"tablegate verifies tokens locally against the project's public keys (ES256, RS256 or EdDSA), " +
 		"and an HS256 secret publishes none. Switch the project to asymmetric JWT signing keys " +
 		"(Supabase dashboard: Project Settings > JWT Keys; locally: `supabase gen signing-key` and " +
 		"[auth] signing_keys_path), then set SUPABASE_URL (JWKS at /auth/v1/.well-known/jwks.json) or SUPABASE_JWKS")
@@ -84,8 +85,14 @@ type VerifierConfig struct {
 	// Audience, when set, must be one of the aud claim's values.
 	Audience string
 	// ClockSkew is the leeway on exp/nbf/iat; zero means DefaultClockSkew,
-	// negative means none.
+	// negative means none. A token whose iat lies further in the future
+	// than the skew is refused.
 	ClockSkew time.Duration
+	// MaxTokenLifetime, when positive, refuses tokens that live longer:
+	// exp - iat beyond it, or (whether or not iat is present) exp further
+	// than MaxTokenLifetime + ClockSkew from now. Zero means no limit.
+	// Supabase issues tokens for at most a week (JWT expiry limit).
+	MaxTokenLifetime time.Duration
 	// MaxTokenBytes caps the token size; zero means DefaultMaxTokenBytes.
 	MaxTokenBytes int
 	// HTTPClient fetches the JWKS; nil means a client with a 10 s timeout.
@@ -94,9 +101,17 @@ type VerifierConfig struct {
 	// DefaultJWKSRefreshInterval, negative disables background refresh.
 	RefreshInterval time.Duration
 	// UnknownKIDRefreshEvery bounds re-fetches caused by unknown kids; zero
-	// means DefaultUnknownKIDRefreshEvery. A request waits for the limiter
-	// at most 100 ms: when no refresh is allowed, the token simply fails.
+	// means DefaultUnknownKIDRefreshEvery. A request never waits for the
+	// limiter: when no refresh is allowed, the token simply fails.
 	UnknownKIDRefreshEvery time.Duration
+	// JWKSRetryMin and JWKSRetryMax bound the background retries after a
+	// failed JWKS fetch (at start, on an unknown kid, or on the periodic
+	// refresh): the first retry waits JWKSRetryMin, each further failure
+	// doubles the wait up to JWKSRetryMax, until a fetch succeeds. So keys
+	// load within about JWKSRetryMax after the JWKS answers again, and no
+	// request waits for it. Zero means [DefaultJWKSRetryMin] and
+	// [DefaultJWKSRetryMax].
+	JWKSRetryMin, JWKSRetryMax time.Duration
 	// LegacyJWTSecret is only looked at to explain a misconfiguration: set
 	// alone, construction fails with [ErrLegacySecret].
 	LegacyJWTSecret string
@@ -117,39 +132,61 @@ type Verified struct {
 }
 
 // Verifier verifies Supabase-style access tokens locally against a JWKS.
-// Only ES256 (P-256) and RS256 (RSA ≥ 2048 bits) are accepted; none, HS*
+// Only ES256 (P-256), RS256 (RSA ≥ 2048 bits) and EdDSA (Ed25519) are
+// accepted; none, HS*
 // and any mismatch between the header alg and the key are refused; exp is
 // required. A Verifier is safe for concurrent use; call Close to stop the
 // background JWKS refresh.
 type Verifier struct {
 	kf       keyfunc.Keyfunc
+	fetcher  *jwksFetcher // nil without a JWKS URL
+	inline   bool         // inline keys are configured (they verify before any fetch)
 	parser   *jwt.Parser
 	maxBytes int
 	skew     time.Duration
+	maxLife  time.Duration
 	now      func() time.Time
 	cancel   context.CancelFunc
 	closeOne sync.Once
 }
 
-// NewVerifier builds a verifier. With a JWKSURL it fetches the key set once
-// before returning (a fetch failure is logged, not returned: keys load on
-// the first unknown kid). It fails with [ErrLegacySecret] when the only
-// key material is an HS256 secret (or the key set has no ES256/RS256 key),
-// and with [ErrNoKeys] when nothing is configured.
-func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
+// validate checks the configuration before anything is fetched.
+func (cfg *VerifierConfig) validate() error {
 	if cfg.JWKSURL == "" && len(cfg.JWKS) == 0 {
 		if cfg.LegacyJWTSecret != "" {
-			return nil, ErrLegacySecret
+			return ErrLegacySecret
 		}
-		return nil, ErrNoKeys
+		return ErrNoKeys
 	}
 	if cfg.ClockSkew > MaxClockSkew {
-		return nil, fmt.Errorf("authctx: ClockSkew %v is larger than %v", cfg.ClockSkew, MaxClockSkew)
+		return fmt.Errorf("authctx: ClockSkew %v is larger than %v", cfg.ClockSkew, MaxClockSkew)
 	}
 	if cfg.MaxTokenBytes > MaxTokenBytesLimit {
-		return nil, fmt.Errorf("authctx: MaxTokenBytes %d is larger than %d", cfg.MaxTokenBytes, MaxTokenBytesLimit)
+		return fmt.Errorf("authctx: MaxTokenBytes %d is larger than %d", cfg.MaxTokenBytes, MaxTokenBytesLimit)
 	}
-	v := &Verifier{maxBytes: cfg.MaxTokenBytes, skew: cfg.ClockSkew, now: cfg.Now}
+	if cfg.MaxTokenLifetime < 0 {
+		return fmt.Errorf("authctx: MaxTokenLifetime %v is negative", cfg.MaxTokenLifetime)
+	}
+	return nil
+}
+
+// NewVerifier builds a verifier. With a JWKSURL it fetches the key set once
+// before returning, within ctx (a cancelled ctx fails construction); a
+// fetch failure is logged, not returned, and the keys are fetched again in
+// the background with backoff until they load (see
+// VerifierConfig.JWKSRetryMax and [Verifier.Ready]). ctx does not bound
+// the background work, which runs until Close. It fails with
+// [ErrLegacySecret] when the only key material is an HS256 secret (or the
+// key set has no ES256/RS256/EdDSA key), and with [ErrNoKeys] when nothing
+// is configured (a nil cfg).
+func NewVerifier(ctx context.Context, cfg *VerifierConfig) (*Verifier, error) {
+	if cfg == nil {
+		cfg = &VerifierConfig{}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	v := &Verifier{maxBytes: cfg.MaxTokenBytes, skew: cfg.ClockSkew, maxLife: cfg.MaxTokenLifetime, now: cfg.Now}
 	if v.maxBytes <= 0 {
 		v.maxBytes = DefaultMaxTokenBytes
 	}
@@ -175,10 +212,12 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		given = st
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	// life bounds the background work (until Close); ctx bounds only the
+	// first fetch.
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	v.cancel = cancel
 	if cfg.JWKSURL == "" {
-		kf, err := keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: given})
+		kf, err := keyfunc.New(keyfunc.Options{Ctx: life, Storage: given})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("authctx: jwks: %w", err)
@@ -199,48 +238,57 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		} else if interval < 0 {
 			interval = 100 * 365 * 24 * time.Hour
 		}
-		var firstErr error
-		first := true
+		f := &jwksFetcher{
+			url: cfg.JWKSURL, client: client, timeout: 5 * time.Second,
+			store: jwkset.NewMemoryStorage(), log: logger,
+			unknown:  rate.NewLimiter(rate.Every(every), 1),
+			interval: interval, retryMin: cfg.JWKSRetryMin, retryMax: cfg.JWKSRetryMax,
+			kick: make(chan struct{}, 1),
+		}
+		if f.retryMin <= 0 {
+			f.retryMin = DefaultJWKSRetryMin
+		}
+		if f.retryMax <= 0 {
+			f.retryMax = DefaultJWKSRetryMax
+		}
+		f.retryMax = max(f.retryMax, f.retryMin)
+		// The first unknown kid after start may fetch at once.
+		firstErr := f.fetch(ctx)
+		if ctx.Err() != nil {
+			cancel()
+			return nil, fmt.Errorf("authctx: jwks %s: %w", cfg.JWKSURL, context.Cause(ctx))
+		}
+		if errors.Is(firstErr, errEmptyJWKS) && len(cfg.JWKS) == 0 {
+			cancel()
+			return nil, fmt.Errorf("%w (the JWKS at %s lists no ES256/RS256/EdDSA key)", ErrLegacySecret, cfg.JWKSURL)
+		}
+		if firstErr != nil {
+			logger.WarnContext(ctx, "authctx: JWKS fetch failed; retrying in the background", "url", f.url, "error", firstErr)
+		} else if keys, err := f.store.KeyReadAll(ctx); err == nil && !hasAsymmetric(keys) && len(cfg.JWKS) == 0 {
+			cancel()
+			return nil, fmt.Errorf("%w (the JWKS at %s lists no ES256/RS256/EdDSA key)", ErrLegacySecret, cfg.JWKSURL)
+		}
 		if given == nil {
 			given = jwkset.NewMemoryStorage()
 		}
-		kf, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{cfg.JWKSURL}, keyfunc.Override{
-			Client:      client,
-			Given:       given,
-			HTTPTimeout: 5 * time.Second,
-			// A request does not queue behind the limiter: Wait fails at
-			// once when the next refresh is further away than this. (Far
-			// below this, a loaded machine could let the deadline pass
-			// before Wait even looks, refusing an allowed refresh.)
-			RateLimitWaitMax:  100 * time.Millisecond,
-			RefreshUnknownKID: rate.NewLimiter(rate.Every(every), 1),
-			RefreshInterval:   interval,
-			RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
-				return func(ctx context.Context, err error) {
-					if first {
-						firstErr = err
-					}
-					logger.WarnContext(ctx, "authctx: JWKS fetch failed", "url", u, "error", err)
-				}
-			},
-		})
-		first = false
+		st, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{Given: given,
+			HTTPURLs: map[string]jwkset.Storage{cfg.JWKSURL: f.store}})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("authctx: jwks %s: %w", cfg.JWKSURL, err)
 		}
-		v.kf = kf
-		if firstErr == nil {
-			keys, err := kf.Storage().KeyReadAll(ctx)
-			if err == nil && !hasAsymmetric(keys) && len(cfg.JWKS) == 0 {
-				cancel()
-				return nil, fmt.Errorf("%w (the JWKS at %s lists no ES256/RS256 key)", ErrLegacySecret, cfg.JWKSURL)
-			}
+		kf, err := keyfunc.New(keyfunc.Options{Ctx: life, Storage: st})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("authctx: jwks %s: %w", cfg.JWKSURL, err)
 		}
+		v.kf, v.fetcher, v.inline = kf, f, len(cfg.JWKS) > 0
+		go f.run(life, firstErr != nil)
 	}
 	opts := []jwt.ParserOption{
-		jwt.WithValidMethods([]string{"ES256", "RS256"}),
+		jwt.WithValidMethods([]string{"ES256", "RS256", "EdDSA"}),
 		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
 		jwt.WithLeeway(v.skew),
 		jwt.WithTimeFunc(v.now),
 	}
@@ -268,8 +316,8 @@ func inlineStorage(raw json.RawMessage) (jwkset.Storage, error) {
 	st := jwkset.NewMemoryStorage()
 	n := 0
 	for i, m := range set.Keys {
-		if m.KTY != jwkset.KtyEC && m.KTY != jwkset.KtyRSA {
-			continue // oct (HS256) and others are never trusted
+		if m.KTY != jwkset.KtyEC && m.KTY != jwkset.KtyRSA && (m.KTY != jwkset.KtyOKP || m.CRV != jwkset.CrvEd25519) {
+			continue // oct (HS256), X25519 and others are never trusted
 		}
 		jwk, err := jwkset.NewJWKFromMarshal(m, jwkset.JWKMarshalOptions{Private: true}, jwkset.JWKValidateOptions{})
 		if err != nil {
@@ -281,7 +329,7 @@ func inlineStorage(raw json.RawMessage) (jwkset.Storage, error) {
 		n++
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("%w (the inline JWKS lists no ES256/RS256 key)", ErrLegacySecret)
+		return nil, fmt.Errorf("%w (the inline JWKS lists no ES256/RS256/EdDSA key)", ErrLegacySecret)
 	}
 	return st, nil
 }
@@ -289,7 +337,7 @@ func inlineStorage(raw json.RawMessage) (jwkset.Storage, error) {
 func hasAsymmetric(keys []jwkset.JWK) bool {
 	for _, k := range keys {
 		switch k.Key().(type) {
-		case *ecdsa.PublicKey, *ecdsa.PrivateKey, *rsa.PublicKey, *rsa.PrivateKey:
+		case *ecdsa.PublicKey, *ecdsa.PrivateKey, *rsa.PublicKey, *rsa.PrivateKey, ed25519.PublicKey, ed25519.PrivateKey:
 			return true
 		}
 	}
@@ -301,6 +349,23 @@ func (v *Verifier) Close() {
 	v.closeOne.Do(v.cancel)
 }
 
+// Ready reports whether the verifier holds keys to verify with: nil for
+// inline keys, or once a fetch of the JWKS URL has succeeded; else
+// [ErrKeysNotLoaded]. Readiness probes should include it: until the keys
+// load, every token fails verification. Safe for concurrent use.
+func (v *Verifier) Ready() error {
+	if !v.keysLoaded() {
+		return ErrKeysNotLoaded
+	}
+	return nil
+}
+
+// keysLoaded reports whether any key can verify: inline keys, or a
+// successful fetch of the JWKS URL.
+func (v *Verifier) keysLoaded() bool {
+	return v.fetcher == nil || v.inline || v.fetcher.loaded.Load()
+}
+
 // MaxTokenBytes returns the token size cap in force.
 func (v *Verifier) MaxTokenBytes() int { return v.maxBytes }
 
@@ -310,7 +375,7 @@ func (v *Verifier) MaxTokenBytes() int { return v.maxBytes }
 // or [ErrActorInvalid] and never contain the token.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Verified, error) {
 	// The shape check is cheap; the header itself is decoded once, by
-	// golang-jwt, and checked in the key function (same rules as PreParse).
+	// golang-jwt, and checked in the key function (same rules as preParse).
 	if err := preShape(token, v.maxBytes); err != nil {
 		return nil, err
 	}
@@ -333,11 +398,13 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Verified, error) 
 		switch {
 		case !keyCalled && errors.Is(err, jwt.ErrTokenSignatureInvalid):
 			// golang-jwt refused the alg before any key work (none, HS*, …).
-			return nil, fmt.Errorf("%w: alg is not accepted (ES256 or RS256 only)", ErrTokenMalformed)
+			return nil, fmt.Errorf("%w: alg is not accepted (ES256, RS256 or EdDSA only)", ErrTokenMalformed)
 		case errors.Is(err, jwt.ErrTokenExpired):
 			return nil, ErrTokenExpired
 		case errors.Is(err, jwt.ErrTokenMalformed):
 			return nil, fmt.Errorf("%w: %s", ErrTokenMalformed, "header or payload is not a JSON object")
+		case errors.Is(err, ErrKeysNotLoaded):
+			return nil, fmt.Errorf("%w: %w", ErrTokenUnverifiable, ErrKeysNotLoaded)
 		case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
 			return nil, ErrTokenUnverifiable
 		case errors.Is(err, jwt.ErrTokenInvalidClaims), errors.Is(err, jwt.ErrTokenRequiredClaimMissing),
@@ -347,6 +414,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Verified, error) 
 			return nil, fmt.Errorf("%w: %s", ErrTokenClaims, claimsReason(err))
 		}
 		return nil, ErrTokenUnverifiable
+	}
+	if err := v.checkTimes(claims); err != nil {
+		return nil, err
 	}
 	if s, ok := claims["sub"]; ok {
 		if _, isStr := s.(string); !isStr {
@@ -377,6 +447,55 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Verified, error) 
 	return &Verified{Claims: Claims(claims), Payload: raw, ExpiresAt: exp.Time}, nil
 }
 
+// maxNumericDate is the largest exp, nbf or iat accepted: the last second
+// of the year 9999. Larger values (1e300, …) overflow time arithmetic and
+// would read as dates in the distant past.
+const maxNumericDate = 253402300799
+
+// checkTimes refuses time claims that are not plain numbers in range
+// (the parser converts 1e300 into a date in the past) and, with
+// MaxTokenLifetime, tokens that live too long. Runs after the parser's
+// own exp/nbf/iat checks.
+func (v *Verifier) checkTimes(claims jwt.MapClaims) error {
+	var at [3]float64
+	var has [3]bool
+	for i, name := range [...]string{"exp", "nbf", "iat"} {
+		raw, ok := claims[name]
+		if !ok {
+			continue
+		}
+		var f float64
+		switch x := raw.(type) {
+		case float64:
+			f = x
+		case json.Number:
+			var err error
+			if f, err = x.Float64(); err != nil {
+				return fmt.Errorf("%w: %s is not a number", ErrTokenClaims, name)
+			}
+		default:
+			return fmt.Errorf("%w: %s is not a number", ErrTokenClaims, name)
+		}
+		if f != f || f < 0 || f > maxNumericDate { // NaN, negative, beyond year 9999
+			return fmt.Errorf("%w: %s is out of range", ErrTokenClaims, name)
+		}
+		at[i], has[i] = f, true
+	}
+	if v.maxLife <= 0 {
+		return nil
+	}
+	exp := at[0]
+	life := v.maxLife.Seconds()
+	now := float64(v.now().UnixNano()) / 1e9
+	if exp-now > life+v.skew.Seconds() {
+		return fmt.Errorf("%w: exp is further away than the maximum token lifetime", ErrTokenClaims)
+	}
+	if has[2] && exp-at[2] > life {
+		return fmt.Errorf("%w: the token lives longer than the maximum token lifetime", ErrTokenClaims)
+	}
+	return nil
+}
+
 // claimsReason names the failing registered claim without values.
 func claimsReason(err error) string {
 	switch {
@@ -395,9 +514,19 @@ func claimsReason(err error) string {
 }
 
 // key resolves the verification key for t and refuses any alg/key mismatch.
-func (v *Verifier) key(ctx context.Context, t *jwt.Token, hdr Header) (any, error) {
+func (v *Verifier) key(ctx context.Context, t *jwt.Token, hdr jwsHeader) (any, error) {
 	k, err := v.kf.KeyfuncCtx(ctx)(t)
+	if err != nil && v.fetcher != nil && hdr.Kid != "" && errors.Is(err, jwkset.ErrKeyNotFound) {
+		// An unknown kid: the keys may have rotated. Re-fetch when the
+		// limiter allows (a failure starts the background retries).
+		if v.fetcher.unknownKID(ctx) {
+			k, err = v.kf.KeyfuncCtx(ctx)(t)
+		}
+	}
 	if err != nil {
+		if !v.keysLoaded() {
+			return nil, ErrKeysNotLoaded
+		}
 		return nil, err
 	}
 	if set, ok := k.(jwt.VerificationKeySet); ok { // no kid: keys matching the alg only
@@ -426,26 +555,31 @@ func keyFits(alg string, key any) bool {
 	case "RS256":
 		k, ok := key.(*rsa.PublicKey)
 		return ok && k.N.BitLen() >= 2048
+	case "EdDSA":
+		// Ed25519 only: jwkset gives X25519 (an OKP key agreement curve)
+		// as *ecdh.PublicKey, and Ed448 is not supported at all.
+		k, ok := key.(ed25519.PublicKey)
+		return ok && len(k) == ed25519.PublicKeySize
 	}
 	return false
 }
 
-// Header is the part of a JWS header that [PreParse] checks.
-type Header struct {
+// jwsHeader is the part of a JWS header that [preParse] checks.
+type jwsHeader struct {
 	Alg string
 	Kid string
 	Typ string
 }
 
-// PreParse checks the shape of a compact JWS cheaply, before any key
+// preParse checks the shape of a compact JWS cheaply, before any key
 // lookup or signature work: size at most maxBytes, exactly three
 // non-empty base64url segments without padding, a header that is a JSON
-// object with alg ES256 or RS256, an optional string kid, typ JWT when
+// object with alg ES256, RS256 or EdDSA, an optional string kid, typ JWT when
 // present, and no crit (extensions this verifier does not understand,
 // RFC 7515 §4.1.11). Errors wrap [ErrTokenMalformed] and never contain
 // the token. It never panics, whatever the input (fuzzed).
-func PreParse(token string, maxBytes int) (Header, error) {
-	var h Header
+func preParse(token string, maxBytes int) (jwsHeader, error) {
+	var h jwsHeader
 	if err := preShape(token, maxBytes); err != nil {
 		return h, err
 	}
@@ -503,9 +637,9 @@ func preShape(token string, maxBytes int) error {
 	return nil
 }
 
-// headerOf applies the header rules of [PreParse] to a decoded header.
-func headerOf(m map[string]any) (Header, error) {
-	var h Header
+// headerOf applies the header rules of [preParse] to a decoded header.
+func headerOf(m map[string]any) (jwsHeader, error) {
+	var h jwsHeader
 	var ok bool
 	if v, present := m["alg"]; present {
 		if h.Alg, ok = v.(string); !ok {
@@ -523,11 +657,11 @@ func headerOf(m map[string]any) (Header, error) {
 		}
 	}
 	switch h.Alg {
-	case "ES256", "RS256":
+	case "ES256", "RS256", "EdDSA":
 	case "":
 		return h, fmt.Errorf("%w: header has no alg", ErrTokenMalformed)
 	default:
-		return h, fmt.Errorf("%w: alg %q is not accepted (ES256 or RS256 only)", ErrTokenMalformed, truncate(h.Alg, 16))
+		return h, fmt.Errorf("%w: alg %q is not accepted (ES256, RS256 or EdDSA only)", ErrTokenMalformed, truncate(h.Alg, 16))
 	}
 	if h.Typ != "" && !strings.EqualFold(h.Typ, "JWT") && !strings.EqualFold(h.Typ, "at+jwt") {
 		return h, fmt.Errorf("%w: typ is not JWT", ErrTokenMalformed)

@@ -148,7 +148,7 @@ func TestIssuerAudience(t *testing.T) {
 
 func TestLegacySecretOnly(t *testing.T) {
 	t.Parallel()
-	_, err := New(Config{LegacyJWTSecret: "super-secret-jwt-token-with-at-least-32-characters-long"})
+	_, err := New(context.Background(), &Config{VerifierConfig: VerifierConfig{LegacyJWTSecret: "super-secret-jwt-token-with-at-least-32-characters-long"}})
 	if !errors.Is(err, ErrLegacySecret) {
 		t.Fatalf("err %v, want ErrLegacySecret", err)
 	}
@@ -159,14 +159,14 @@ func TestLegacySecretOnly(t *testing.T) {
 	}
 	// A legacy project's JWKS endpoint lists no keys.
 	empty := newJWKSServer(t, []byte(`{"keys":[]}`))
-	if _, err := New(Config{ProjectURL: empty.URL, LegacyJWTSecret: "x"}); !errors.Is(err, ErrLegacySecret) {
+	if _, err := New(context.Background(), &Config{ProjectURL: empty.URL, VerifierConfig: VerifierConfig{LegacyJWTSecret: "x"}}); !errors.Is(err, ErrLegacySecret) {
 		t.Fatalf("empty JWKS: err %v", err)
 	}
 	// An inline JWKS with only an oct (HS256) key.
-	if _, err := New(Config{JWKS: []byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0","alg":"HS256","kid":"x"}]}`)}); !errors.Is(err, ErrLegacySecret) {
+	if _, err := New(context.Background(), &Config{VerifierConfig: VerifierConfig{JWKS: []byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0","alg":"HS256","kid":"x"}]}`)}}); !errors.Is(err, ErrLegacySecret) {
 		t.Fatalf("oct-only inline JWKS: err %v", err)
 	}
-	if _, err := New(Config{}); !errors.Is(err, ErrNoKeys) {
+	if _, err := New(context.Background(), &Config{}); !errors.Is(err, ErrNoKeys) {
 		t.Fatalf("nothing configured: err %v", err)
 	}
 }
@@ -178,7 +178,7 @@ func TestInlineJWKSNeedsNoServer(t *testing.T) {
 		string(jwksJSON(ecJWK(ecKey, kidEC))),
 		"[" + strings.TrimSuffix(strings.TrimPrefix(string(jwksJSON(ecJWK(ecKey, kidEC))), `{"keys":[`), "]}") + "]",
 	} {
-		rv, err := New(Config{JWKS: []byte(raw), CookieName: "sb-test-auth-token"})
+		rv, err := New(context.Background(), &Config{VerifierConfig: VerifierConfig{JWKS: []byte(raw)}, CookieName: "sb-test-auth-token"})
 		if err != nil {
 			t.Fatalf("inline JWKS %s: %v", raw, err)
 		}
@@ -204,7 +204,7 @@ func TestTokenWithoutKIDUsesMatchingKeys(t *testing.T) {
 func TestPreParse(t *testing.T) {
 	t.Parallel()
 	good := unsigned(`{"alg":"ES256","kid":"k","typ":"JWT"}`, `{}`)
-	if h, err := PreParse(good, 0); err != nil || h.Alg != "ES256" || h.Kid != "k" {
+	if h, err := preParse(good, 0); err != nil || h.Alg != "ES256" || h.Kid != "k" {
 		t.Fatalf("good token: %+v %v", h, err)
 	}
 	bad := []string{
@@ -216,11 +216,11 @@ func TestPreParse(t *testing.T) {
 		"e30+.e30.sig", "ey J.e30.sig",
 	}
 	for _, tok := range bad {
-		if _, err := PreParse(tok, 0); !errors.Is(err, ErrTokenMalformed) {
-			t.Errorf("PreParse(%q) = %v, want ErrTokenMalformed", tok, err)
+		if _, err := preParse(tok, 0); !errors.Is(err, ErrTokenMalformed) {
+			t.Errorf("preParse(%q) = %v, want ErrTokenMalformed", tok, err)
 		}
 	}
-	if _, err := PreParse(good, 10); !errors.Is(err, ErrTokenMalformed) {
+	if _, err := preParse(good, 10); !errors.Is(err, ErrTokenMalformed) {
 		t.Errorf("size cap not applied")
 	}
 }
@@ -229,7 +229,7 @@ func TestJWKSUnreachableAtStartLoadsLater(t *testing.T) {
 	t.Parallel()
 	testKeys(t)
 	srv := newJWKSServer(t, []byte(`not json`)) // broken at construction
-	rv, err := New(Config{ProjectURL: srv.URL, Logger: slog.New(slog.DiscardHandler)})
+	rv, err := New(context.Background(), &Config{ProjectURL: srv.URL, VerifierConfig: VerifierConfig{Issuer: testIssuer, Logger: slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		t.Fatalf("a JWKS fetch failure at start must not fail construction: %v", err)
 	}
@@ -238,12 +238,12 @@ func TestJWKSUnreachableAtStartLoadsLater(t *testing.T) {
 	if a := rv.Resolve(bearerReq(signES(t, ecKey, kidEC, userClaims(nil)))).Auth; a.Kind != KindUser {
 		t.Fatalf("after the JWKS recovered: %s %v", a.Kind, a.Err)
 	}
-	if n := srv.hits.Load(); n != 2 {
-		t.Fatalf("JWKS requests %d, want 2", n)
+	if n := srv.hits.Load(); n < 2 || n > 4 { // start, the unknown kid, maybe a background retry
+		t.Fatalf("JWKS requests %d, want 2 to 4", n)
 	}
 	// An oct-only JWKS (legacy project) fails construction.
 	oct := newJWKSServer(t, []byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0","alg":"HS256","kid":"h"}]}`))
-	if _, err := New(Config{ProjectURL: oct.URL}); !errors.Is(err, ErrLegacySecret) {
+	if _, err := New(context.Background(), &Config{ProjectURL: oct.URL}); !errors.Is(err, ErrLegacySecret) {
 		t.Fatalf("oct-only JWKS: %v", err)
 	}
 }
@@ -253,20 +253,20 @@ func TestConfigBounds(t *testing.T) {
 	testKeys(t)
 	jwks := jwksJSON(ecJWK(ecKey, kidEC))
 	for name, cfg := range map[string]Config{
-		"skew too large":       {JWKS: jwks, ClockSkew: time.Hour},
-		"token cap too large":  {JWKS: jwks, MaxTokenBytes: 1 << 30},
-		"nil resolver":         {JWKS: jwks, Resolvers: []AuthResolver{nil}},
-		"bad trusted origin":   {JWKS: jwks, TrustedOrigins: []string{"not an origin"}},
-		"project URL w/o host": {JWKS: jwks, ProjectURL: "no-host"},
-		"empty secret key":     {JWKS: jwks, Secret: true, SecretKeys: map[string]string{"default": ""}},
+		"skew too large":       {VerifierConfig: VerifierConfig{JWKS: jwks, ClockSkew: time.Hour}},
+		"token cap too large":  {VerifierConfig: VerifierConfig{JWKS: jwks, MaxTokenBytes: 1 << 30}},
+		"nil resolver":         {VerifierConfig: VerifierConfig{JWKS: jwks}, Resolvers: []CustomResolver{nil}},
+		"bad trusted origin":   {VerifierConfig: VerifierConfig{JWKS: jwks}, TrustedOrigins: []string{"not an origin"}},
+		"project URL w/o host": {VerifierConfig: VerifierConfig{JWKS: jwks}, ProjectURL: "no-host"},
+		"empty secret key":     {VerifierConfig: VerifierConfig{JWKS: jwks}, Secret: true, SecretKeys: map[string]string{"default": ""}},
 	} {
-		if rv, err := New(cfg); err == nil {
+		if rv, err := New(context.Background(), &cfg); err == nil {
 			rv.Close()
 			t.Errorf("%s: no error", name)
 		}
 	}
 	// A smaller token cap applies.
-	rv, err := New(Config{JWKS: jwks, MaxTokenBytes: 256})
+	rv, err := New(context.Background(), &Config{VerifierConfig: VerifierConfig{JWKS: jwks, MaxTokenBytes: 256}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package authz
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,9 +12,10 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
-	"github.com/tablegate/tablegate/db/dbsqlc"
+	"github.com/tablegate/tablegate/internal/dbsqlc"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // Outcomes of tablegate.approval_request.
@@ -26,12 +29,16 @@ const (
 // approval decides a gated permission whose rule already granted it:
 //
 //  1. in the request's transaction, approval_use admits the request when
-//     the caller's latest approval for (permission, table, key) is approved,
-//     unexpired and unused, and marks it used (single use) — so a request
-//     that fails later and rolls back does not spend its approval;
-//  2. otherwise, in a short transaction of its own bound to the same caller
-//     (it must survive the refusal), approval_request reuses or opens the
-//     pending approval, or reports a denial or an expiry.
+//     the caller's latest approval for (permission, table, key) in the
+//     caller's active tenant is approved, unexpired and unused, and marks
+//     it used (single use) — so a request that fails later and rolls back
+//     does not spend its approval;
+//  2. otherwise the decision carries Then: once the request's transaction
+//     has rolled back and released its connection, rest's pipeline calls
+//     it, and approval_request reuses or opens the pending approval (or
+//     reports a denial or an expiry) in a short transaction of its own
+//     bound to the same caller. A refused request therefore never waits
+//     for a second pooled connection while holding one.
 func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
 	if req.Caller.Actor.Type != authctx.ActorUser || !isUUID(req.Caller.Actor.ID) {
 		return deny("approvals need a signed-in user"), nil
@@ -52,42 +59,64 @@ func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest
 	if id != "" {
 		return rest.Decision{Effect: rest.Allow, ApprovalID: id, Reason: "approval " + id}, nil
 	}
+	caller, perm, table := req.Caller, req.Permission, req.Table
+	return rest.Decision{Effect: rest.NeedsApproval, Reason: "no usable approval",
+		Then: func(ctx context.Context) (rest.Decision, error) {
+			return a.requestApproval(ctx, caller, perm, table, key)
+		}}, nil
+}
 
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.appr.Timeout)
-	defer cancel()
-	var got dbsqlc.ApprovalRequestRow
-	err = a.appr.DB.Tx(tctx, req.Caller, func(q db.Querier) error {
-		var err error
-		got, err = a.queries.ApprovalRequest(tctx, q, dbsqlc.ApprovalRequestParams{
-			Permission: req.Permission, TargetTable: req.Table, TargetKey: key,
-			TtlSeconds: a.appr.TTL.Seconds(), ValidForSeconds: a.appr.ValidFor.Seconds(),
+// requestApproval records one attempt at a gated permission (after the
+// request's transaction has ended). Identical concurrent attempts — same
+// caller (claims, so same tenant), permission, table and key — share one
+// database call, and at most MaxConcurrent run at once; waiting for a turn
+// and for a connection is bounded by Timeout (503 past it).
+func (a *Authorizer) requestApproval(ctx context.Context, caller authctx.Caller, perm, table, key string) (rest.Decision, error) {
+	claims := caller.ClaimsJSON()
+	if claims == nil {
+		claims, _ = json.Marshal(caller.Claims)
+	}
+	sum := sha256.Sum256(claims)
+	flight, _ := json.Marshal([]string{caller.Actor.ID, perm, table, key, string(sum[:])})
+	v, err, _ := a.apprFlight.Do(string(flight), func() (any, error) {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.appr.Timeout)
+		defer cancel()
+		select {
+		case a.apprTurns <- struct{}{}:
+			defer func() { <-a.apprTurns }()
+		case <-tctx.Done():
+			return nil, unavailable(tctx.Err())
+		}
+		var got dbsqlc.ApprovalRequestRow
+		err := a.appr.DB.Tx(tctx, caller, func(q db.Querier) error {
+			var err error
+			got, err = a.queries.ApprovalRequest(tctx, q, dbsqlc.ApprovalRequestParams{
+				Permission: perm, TargetTable: table, TargetKey: key,
+				TtlSeconds: a.appr.TTL.Seconds(), ValidForSeconds: a.appr.ValidFor.Seconds(),
+			})
+			return err
 		})
-		return err
+		if err != nil {
+			if tctx.Err() != nil {
+				// No connection (or no answer) within Timeout.
+				return nil, unavailable(err)
+			}
+			return nil, fmt.Errorf("authz: approval request: %w", err)
+		}
+		return got, nil
 	})
 	if err != nil {
-		if tctx.Err() != nil && ctx.Err() == nil {
-			// No connection (or no answer) within Timeout: typically a pool
-			// shared with the requests and exhausted by them.
-			return rest.Decision{}, problem.New(problem.KindUnavailable,
-				"The approval could not be recorded in time; try again shortly.").
-				WithHeader("Retry-After", "1").WithCause(fmt.Errorf("authz: approval request: %w", err))
-		}
-		return rest.Decision{}, fmt.Errorf("authz: approval request: %w", err)
+		return rest.Decision{}, err
 	}
+	got := v.(dbsqlc.ApprovalRequestRow)
 	switch got.Outcome {
 	case outcomePending:
+		telemetry.ApprovalRequested(ctx, perm)
 		return rest.ApprovalRequired(got.ApprovalID), nil
 	case outcomeApproved:
-		// Approved between the two statements: take it in the request's
-		// transaction after all.
-		id, err := a.queries.ApprovalUse(ctx, req.DB, use)
-		if err != nil {
-			return rest.Decision{}, fmt.Errorf("authz: approval use: %w", err)
-		}
-		if id != "" {
-			return rest.Decision{Effect: rest.Allow, ApprovalID: id, Reason: "approval " + id}, nil
-		}
-		return rest.Decision{Effect: rest.Deny, ApprovalID: got.ApprovalID, Reason: "approval already used"}, nil
+		// Approved meanwhile: the pipeline runs the request again, and
+		// approval_use spends the approval in its transaction.
+		return rest.Decision{Effect: rest.Allow, ApprovalID: got.ApprovalID, Reason: "approval " + got.ApprovalID}, nil
 	case outcomeDenied:
 		return rest.Decision{Effect: rest.Deny, ApprovalID: got.ApprovalID, Reason: "approval denied"}, nil
 	case outcomeExpired:
@@ -96,18 +125,44 @@ func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest
 	return rest.Decision{}, fmt.Errorf("authz: approval request: unknown outcome %q", got.Outcome)
 }
 
+// Admit implements rest.Admission: a request under an approval-gated key
+// waits for one of MaxInFlight turns (at most Timeout, then 503) before
+// its transaction opens; other keys pass at once.
+func (a *Authorizer) Admit(ctx context.Context, permission string) (func(), error) {
+	if a.gatedTurns == nil || !a.gated[permission] {
+		return func() {}, nil
+	}
+	t := time.NewTimer(a.appr.Timeout)
+	defer t.Stop()
+	select {
+	case a.gatedTurns <- struct{}{}:
+		return func() { <-a.gatedTurns }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, problem.New(problem.KindUnavailable, "Too many requests under this permission are in progress; try again shortly.").
+			WithHeader("Retry-After", "1")
+	}
+}
+
+// unavailable is the 503 of an approval that could not be recorded in
+// time.
+func unavailable(cause error) error {
+	return problem.New(problem.KindUnavailable, "The approval could not be recorded in time; try again shortly.").
+		WithHeader("Retry-After", "1").WithCause(fmt.Errorf("authz: approval request: %w", cause))
+}
+
 // NewApprovalDB returns a *db.DB over a new pool of its own (at most
 // maxConns connections, default 2; idle connections closed after a minute)
-// with the connection settings of pool, for [ApprovalOptions].DB. Pass the
+// with the connection settings of pool, for [ApprovalConfig].DB. Pass the
 // same db.Config as the resources' DB. Close it with Pool().Close() when
 // the server stops.
 //
-// Why: a gated refusal records its approval in a second transaction while
-// the request's own transaction still holds a connection. On a pool shared
-// with the requests, a burst of refusals larger than the pool can hold every
-// connection while each waits for a second one; they then fail after
-// ApprovalOptions.Timeout with 503. A pool of its own cannot be exhausted
-// by the requests.
+// Optional: a refused request records its approval only after its own
+// transaction has released its connection, and at most
+// ApprovalConfig.MaxConcurrent approvals are recorded at once, so the
+// resources' shared pool cannot be starved by gated refusals. A pool of
+// its own keeps even those few connections off the request pool.
 func NewApprovalDB(ctx context.Context, pool *pgxpool.Pool, cfg *db.Config, maxConns int32) (*db.DB, error) {
 	pc := pool.Config()
 	if maxConns <= 0 {

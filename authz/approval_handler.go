@@ -14,8 +14,8 @@ import (
 	"github.com/tablegate/tablegate/problem"
 )
 
-// HandlerOptions configure [Approvals.Handler].
-type HandlerOptions struct {
+// HandlerConfig configures [Approvals.Handler].
+type HandlerConfig struct {
 	// Caller returns the caller of a request. Nil reads the state that
 	// authctx middleware (authctx.Resolver.Middleware) stored in the
 	// request context, via authctx.AuthFrom; without it the caller is anon,
@@ -42,7 +42,7 @@ type HandlerOptions struct {
 // others (403 PERMISSION_DENIED with permission approvals.decide
 // otherwise; 409 when no longer pending). Callers without a session answer
 // 401. Errors are application/problem+json.
-func (a *Approvals) Handler(opts *HandlerOptions) http.Handler {
+func (a *Approvals) Handler(opts *HandlerConfig) http.Handler {
 	h := &approvalHandler{a: a}
 	if opts != nil {
 		h.o = *opts
@@ -55,7 +55,7 @@ func (a *Approvals) Handler(opts *HandlerOptions) http.Handler {
 
 type approvalHandler struct {
 	a *Approvals
-	o HandlerOptions
+	o HandlerConfig
 }
 
 type approvalPage struct {
@@ -106,7 +106,7 @@ func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, problem.WithCode(problem.CodeAuthRequired, "Approvals need a signed-in caller."))
 		return
 	}
-	caller := authctx.AuthContext(auth)
+	caller := auth.Caller()
 	ctx := r.Context()
 
 	var out any
@@ -137,12 +137,12 @@ func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *approvalHandler) list(r *http.Request, caller authctx.Context) (any, error) {
+func (h *approvalHandler) list(r *http.Request, caller authctx.Caller) (any, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery) // URL.Query() would drop bad pairs silently
 	if err != nil {
 		return nil, problem.New(problem.KindBadRequest, "The query string is malformed.")
 	}
-	o := &ListOptions{State: State(q.Get("state")), Actor: q.Get("actor"), Limit: 50}
+	o := &ListOpts{State: State(q.Get("state")), Actor: q.Get("actor"), Limit: 50}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 500 {

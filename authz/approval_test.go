@@ -34,14 +34,14 @@ func gatedRules() authz.Rules {
 	}
 }
 
-func (b *bundle) gated(o *authz.ApprovalOptions) *httptest.Server {
+func (b *bundle) gated(o *authz.ApprovalConfig) *httptest.Server {
 	b.t.Helper()
 	if o == nil {
-		o = &authz.ApprovalOptions{}
+		o = &authz.ApprovalConfig{}
 	}
 	o.DB = b.db
 	o.Permissions = []string{"todos.purge"}
-	return b.serve(mustAuthz(b.t)(authz.Claims(gatedRules(), &authz.Options{Approvals: o})))
+	return b.serve(mustAuthz(b.t)(authz.Claims(gatedRules(), &authz.Config{Approvals: o})))
 }
 
 func purgePath(id int64) string { return "/api/todos/" + strconv.FormatInt(id, 10) + "/purge" }
@@ -207,7 +207,7 @@ func TestApprovalDenied(t *testing.T) {
 func TestApprovalExpired(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := b.gated(&authz.ApprovalOptions{TTL: time.Hour, ValidFor: time.Minute})
+	s := b.gated(&authz.ApprovalConfig{TTL: time.Hour, ValidFor: time.Minute})
 	row := b.todo(tenantA, "x")
 	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
 	if got := b.scalar("select round(extract(epoch from expires_at - requested_at)) from tablegate.approvals where id = $1", id); got == nil {
@@ -253,7 +253,7 @@ func TestApprovalExpired(t *testing.T) {
 func TestApprovalReusable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := b.gated(&authz.ApprovalOptions{Reusable: true})
+	s := b.gated(&authz.ApprovalConfig{Reusable: true})
 	row := b.todo(tenantA, "x")
 	id := approvalID(t, do(t, s, "POST", purgePath(row), asker, "{}"))
 	if r := do(t, s, "POST", "/api/approvals/"+id+"/approve", approver, ""); r.status != 200 {
@@ -348,7 +348,7 @@ func TestApprovalsGo(t *testing.T) {
 	if err != nil || len(none) != 0 {
 		t.Fatalf("bystander list: %+v, %v", none, err)
 	}
-	if _, err := ap.List(ctx, caller(t, approver), &authz.ListOptions{State: "bogus"}); err == nil {
+	if _, err := ap.List(ctx, caller(t, approver), &authz.ListOpts{State: "bogus"}); err == nil {
 		t.Fatal("bogus state accepted")
 	}
 }
@@ -483,7 +483,7 @@ func TestApprovalFunctionsNonSuperuserOwner(t *testing.T) {
 	b.exec(`select pg_advisory_unlock(hashtext('tablegate.test.roles'))`)
 	for _, s := range []string{
 		`grant usage on schema tablegate, auth to ` + approvalsOwner,
-		`grant select on tablegate.settings to ` + approvalsOwner,
+		`grant select on tablegate.settings, tablegate.memberships to ` + approvalsOwner,
 		`alter table tablegate.approvals owner to ` + approvalsOwner,
 		`alter function tablegate.approval_request(text, text, text, interval, interval) owner to ` + approvalsOwner,
 		`alter function tablegate.approval_use(text, text, text, boolean) owner to ` + approvalsOwner,
@@ -519,8 +519,8 @@ func TestApprovalFunctionsNonSuperuserOwner(t *testing.T) {
 func TestApprovalGatedCreate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	a := mustAuthz(t)(authz.Claims(authz.Rules{"todos.create": authz.SignedIn()}, &authz.Options{
-		Approvals: &authz.ApprovalOptions{DB: b.db, Permissions: []string{"todos.create"}}}))
+	a := mustAuthz(t)(authz.Claims(authz.Rules{"todos.create": authz.SignedIn()}, &authz.Config{
+		Approvals: &authz.ApprovalConfig{DB: b.db, Permissions: []string{"todos.create"}}}))
 	s := b.serve(a)
 	body := `{"tenant_id":"` + tenantA + `","title":"needs a yes"}`
 	m := expectProblem(t, do(t, s, "POST", "/api/todos", asker, body), 403, "APPROVAL_REQUIRED", "todos.create")
@@ -541,12 +541,12 @@ func TestApprovalGatedCreate(t *testing.T) {
 	expectProblem(t, do(t, s, "POST", "/api/todos", asker, body), 403, "APPROVAL_REQUIRED", "todos.create")
 }
 
-// TestApprovalExempt: ApprovalOptions.Exempt lets callers it grants pass
+// TestApprovalExempt: ApprovalConfig.Exempt lets callers it grants pass
 // a gated key without an approval; everyone else still needs one.
 func TestApprovalExempt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := b.gated(&authz.ApprovalOptions{Exempt: authz.Role("approver")})
+	s := b.gated(&authz.ApprovalConfig{Exempt: authz.Role("approver")})
 	row := b.todo(tenantA, "x")
 	if r := do(t, s, "POST", purgePath(row), approver, "{}"); r.status != 200 {
 		t.Fatalf("exempt approver: %s", r)
@@ -562,7 +562,7 @@ func TestApprovalExempt(t *testing.T) {
 func TestApprovalLongTarget(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	a := mustAuthz(t)(authz.Claims(gatedRules(), &authz.Options{Approvals: &authz.ApprovalOptions{
+	a := mustAuthz(t)(authz.Claims(gatedRules(), &authz.Config{Approvals: &authz.ApprovalConfig{
 		DB: b.db, Permissions: []string{"todos.purge"}}}))
 	ctx := context.Background()
 	c := caller(t, asker)
@@ -591,7 +591,7 @@ func TestApprovalLongTarget(t *testing.T) {
 	}
 }
 
-// TestApprovalsHandlerDefaultCaller: without HandlerOptions.Caller the
+// TestApprovalsHandlerDefaultCaller: without HandlerConfig.Caller the
 // handler reads the caller authctx middleware stored in the context.
 func TestApprovalsHandlerDefaultCaller(t *testing.T) {
 	t.Parallel()

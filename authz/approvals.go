@@ -11,8 +11,9 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
-	"github.com/tablegate/tablegate/db/dbsqlc"
+	"github.com/tablegate/tablegate/internal/dbsqlc"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // State is the state of an approval.
@@ -39,8 +40,8 @@ var (
 	// ErrApprovalNotFound: no such approval, or the caller may not see it
 	// (404).
 	ErrApprovalNotFound = errors.New("authz: approval not found")
-	// ErrNotApprover: the caller does not hold the approver role (403
-	// PERMISSION_DENIED, permission approvals.decide).
+	// ErrNotApprover: the caller is not an approver of their active
+	// tenant (403 PERMISSION_DENIED, permission approvals.decide).
 	ErrNotApprover = errors.New("authz: caller is not an approver")
 	// ErrOwnRequest: approvers cannot decide their own request (403
 	// PERMISSION_DENIED, permission approvals.decide).
@@ -63,6 +64,10 @@ type Approval struct {
 	// is empty for create and collection actions).
 	TargetTable string `json:"target_table"`
 	TargetKey   string `json:"target_key"`
+	// TenantID is the requester's active tenant when the approval was
+	// opened; nil in a tenant-less project. Approvals are read, decided
+	// and spent only in that tenant.
+	TenantID *string `json:"tenant_id"`
 	// State is the state as of the read (a lapsed pending or unused
 	// approved approval reads as expired).
 	State       State      `json:"state"`
@@ -74,9 +79,11 @@ type Approval struct {
 }
 
 // Approvals lists and decides approvals on behalf of a caller. Every call
-// runs bound to the caller: requesters see their own approvals, approvers
-// (claim role tablegate.approver_role(), default "approver") see every
-// approval and decide those of others. Safe for concurrent use.
+// runs bound to the caller and confined to the caller's active tenant:
+// requesters see their own approvals there, approvers of that tenant
+// (tablegate.is_approver_of: by default a tenant membership holding
+// tablegate.approver_role(), "approver") see its approvals and decide
+// those of others. Safe for concurrent use.
 type Approvals struct {
 	d *db.DB
 	q *dbsqlc.Queries
@@ -85,9 +92,9 @@ type Approvals struct {
 // NewApprovals returns the approvals of the database of d.
 func NewApprovals(d *db.DB) *Approvals { return &Approvals{d: d, q: dbsqlc.New()} }
 
-// ListOptions filter [Approvals.List]. The zero value lists the newest
+// ListOpts filters [Approvals.List]. The zero value lists the newest
 // approvals visible to the caller.
-type ListOptions struct {
+type ListOpts struct {
 	// State keeps approvals in this state (as of now); empty keeps all.
 	State State
 	// Actor keeps approvals requested by this user id; empty keeps all.
@@ -101,7 +108,7 @@ type ListOptions struct {
 
 // Get returns one approval the caller may see; ErrApprovalNotFound
 // otherwise.
-func (a *Approvals) Get(ctx context.Context, caller authctx.Context, id string) (*Approval, error) {
+func (a *Approvals) Get(ctx context.Context, caller authctx.Caller, id string) (*Approval, error) {
 	if !isUUID(id) {
 		return nil, notFound()
 	}
@@ -124,8 +131,8 @@ func (a *Approvals) Get(ctx context.Context, caller authctx.Context, id string) 
 }
 
 // List returns the approvals the caller may see, newest first.
-func (a *Approvals) List(ctx context.Context, caller authctx.Context, opts *ListOptions) ([]Approval, error) {
-	var o ListOptions
+func (a *Approvals) List(ctx context.Context, caller authctx.Caller, opts *ListOpts) ([]Approval, error) {
+	var o ListOpts
 	if opts != nil {
 		o = *opts
 	}
@@ -179,7 +186,7 @@ func (a *Approvals) List(ctx context.Context, caller authctx.Context, opts *List
 // starts the approval's validity window; denying holds until the approval's
 // expires_at. Errors wrap ErrApprovalNotFound, ErrNotApprover,
 // ErrOwnRequest or ErrNotPending in a *problem.Problem.
-func (a *Approvals) Decide(ctx context.Context, caller authctx.Context, id string, approve bool) (*Approval, error) {
+func (a *Approvals) Decide(ctx context.Context, caller authctx.Caller, id string, approve bool) (*Approval, error) {
 	if caller.Actor.Type != authctx.ActorUser {
 		return nil, notApprover()
 	}
@@ -198,6 +205,11 @@ func (a *Approvals) Decide(ctx context.Context, caller authctx.Context, id strin
 	if err != nil {
 		return nil, decideProblem(err)
 	}
+	decision := "denied"
+	if approve {
+		decision = "approved"
+	}
+	telemetry.ApprovalDecided(ctx, decision)
 	return out, nil
 }
 
@@ -227,7 +239,7 @@ func notFound() *problem.Problem {
 
 func notApprover() *problem.Problem {
 	p := problem.PermissionDenied(DecidePermission)
-	p.Detail = "Only callers holding the approver role decide approvals."
+	p.Detail = "Only approvers of the caller's active tenant decide approvals."
 	return p.WithCause(ErrNotApprover)
 }
 
@@ -236,6 +248,10 @@ func notApprover() *problem.Problem {
 func fromRow(r dbsqlc.ApprovalGetRow) *Approval {
 	a := &Approval{ID: r.ID, Permission: r.Permission, Actor: r.Actor, TargetTable: r.TargetTable,
 		TargetKey: r.TargetKey, State: State(r.State), RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt}
+	if r.TenantID.Valid {
+		s := r.TenantID.String()
+		a.TenantID = &s
+	}
 	if r.DecidedBy.Valid {
 		s := r.DecidedBy.String()
 		a.DecidedBy = &s

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
-	"github.com/tablegate/tablegate/db/dbsqlc"
+	"github.com/tablegate/tablegate/internal/dbsqlc"
 	"github.com/tablegate/tablegate/plugin"
 	"github.com/tablegate/tablegate/rest"
 )
@@ -17,10 +19,10 @@ import (
 // configuration.
 var ErrConfig = errors.New("authz: invalid configuration")
 
-// Options configure an [Authorizer]. The zero value (or nil) is valid:
+// Config configures an [Authorizer]. The zero value (or nil) is valid:
 // services allowed, keys "<table>.<operation>", tenant claim tenant_id, no
 // approval gating.
-type Options struct {
+type Config struct {
 	// DenyServices makes service callers (secret keys, custom service
 	// resolvers) go through the rules like everyone else; they hold no
 	// claims, so only [Anyone] grants them anything. By default services
@@ -46,22 +48,23 @@ type Options struct {
 	TenantClaim string
 
 	// Approvals gates permission keys behind an approval. Nil gates none.
-	Approvals *ApprovalOptions
+	Approvals *ApprovalConfig
 }
 
-// ApprovalOptions mark permission keys as approval-gated (see
+// ApprovalConfig mark permission keys as approval-gated (see
 // docs/approvals.md). A caller whose rule grants a gated key still needs an
 // approval by someone else holding the approver role: the first attempt
 // opens a pending approval and answers 403 APPROVAL_REQUIRED with its id;
 // once approved, the same request (same permission, table and key) passes
 // once, or until the approval expires with Reusable.
-type ApprovalOptions struct {
+type ApprovalConfig struct {
 	// DB opens or reuses the pending approval in its own short transaction
 	// bound to the same caller, so that it survives the refusal (the
-	// request's own transaction rolls back). Required. Each gated refusal
-	// holds a second pooled connection briefly while the request's
-	// transaction is open: under heavy load give it a *db.DB over a small
-	// pool of its own.
+	// request's own transaction rolls back). Required; the resources' own
+	// DB is fine: the approval is recorded only after the request's
+	// transaction has ended and released its connection (rest's
+	// Decision.Then), so a refused request never waits for a second
+	// connection while holding one.
 	DB *db.DB
 
 	// Permissions lists the gated permission keys. Each still needs a rule
@@ -87,15 +90,36 @@ type ApprovalOptions struct {
 	Reusable bool
 
 	// Timeout bounds the separate transaction that opens the approval,
-	// including waiting for a pooled connection (default 5 seconds).
+	// including waiting for a turn (MaxConcurrent) and for a pooled
+	// connection (default 5 seconds); past it the request answers 503
+	// with Retry-After.
 	Timeout time.Duration
+
+	// MaxConcurrent bounds how many approvals this authorizer records at
+	// once (default 2), so that a burst of gated refusals takes at most
+	// that many connections from a shared pool; concurrent identical
+	// attempts (same caller, permission, table and key) share one.
+	MaxConcurrent int
+
+	// MaxInFlight bounds how many requests under gated keys run at once
+	// (default 4): rest admits them before opening their transactions
+	// (rest.Admission), so a burst of gated requests — refused or not —
+	// holds at most that many pooled connections and leaves the rest to
+	// other callers. Waiting for a turn is bounded by Timeout (503).
+	MaxInFlight int
 }
 
-// Defaults of [ApprovalOptions].
+// Defaults of [ApprovalConfig].
 const (
 	DefaultApprovalTTL      = 24 * time.Hour
 	DefaultApprovalValidFor = time.Hour
 	DefaultApprovalTimeout  = 5 * time.Second
+	// DefaultApprovalMaxConcurrent is the default of
+	// ApprovalConfig.MaxConcurrent.
+	DefaultApprovalMaxConcurrent = 2
+	// DefaultApprovalMaxInFlight is the default of
+	// ApprovalConfig.MaxInFlight.
+	DefaultApprovalMaxInFlight = 4
 )
 
 // source says where membership questions are answered.
@@ -107,22 +131,29 @@ const (
 )
 
 // Authorizer is a rest.Authorizer over [Rules]; it also implements
-// rest.OperationPermissions, so Options.PermissionsFromAuthorizer works.
+// rest.OperationPermissions, so Config.PermissionsFromAuthorizer works.
 // Build one with [Claims] or [Memberships]. It is safe for concurrent use.
 type Authorizer struct {
 	rules   Rules
 	src     source
-	opts    Options
+	opts    Config
 	tenant  string
 	opKey   func(string, rest.Operation) string
 	gated   map[string]bool
-	appr    ApprovalOptions
+	appr    ApprovalConfig
 	queries *dbsqlc.Queries
+	// apprTurns holds one token per approval being recorded
+	// (MaxConcurrent); apprFlight merges identical attempts.
+	apprTurns chan struct{}
+	// gatedTurns holds one token per gated request in flight (MaxInFlight).
+	gatedTurns chan struct{}
+	apprFlight singleflight.Group
 }
 
 var (
 	_ rest.Authorizer           = (*Authorizer)(nil)
 	_ rest.OperationPermissions = (*Authorizer)(nil)
+	_ rest.Admission            = (*Authorizer)(nil)
 )
 
 // Claims returns an authorizer that decides from the verified claims
@@ -131,7 +162,7 @@ var (
 // database only for approval-gated keys. Claims are as fresh as the token:
 // a membership granted after the token was issued counts after the next
 // refresh (use [Memberships] for immediate truth). opts may be nil.
-func Claims(rules Rules, opts *Options) (*Authorizer, error) {
+func Claims(rules Rules, opts *Config) (*Authorizer, error) {
 	return newAuthorizer(rules, opts, fromClaims)
 }
 
@@ -140,14 +171,17 @@ func Claims(rules Rules, opts *Options) (*Authorizer, error) {
 // transaction — immediate truth, no waiting for a token refresh. One
 // query answers every membership question of a request or of a whole list
 // page. [Role] still reads the claim roles. opts may be nil.
-func Memberships(rules Rules, opts *Options) (*Authorizer, error) {
+func Memberships(rules Rules, opts *Config) (*Authorizer, error) {
 	return newAuthorizer(rules, opts, fromTable)
 }
 
-func newAuthorizer(rules Rules, opts *Options, src source) (*Authorizer, error) {
+func newAuthorizer(rules Rules, opts *Config, src source) (*Authorizer, error) {
 	a := &Authorizer{rules: make(Rules, len(rules)), src: src, queries: dbsqlc.New(), gated: map[string]bool{}}
 	if opts != nil {
 		a.opts = *opts
+	}
+	if err := a.opts.validate(); err != nil {
+		return nil, err
 	}
 	for k, r := range rules {
 		if k == "" {
@@ -162,21 +196,12 @@ func newAuthorizer(rules Rules, opts *Options, src source) (*Authorizer, error) 
 	if a.tenant == "" {
 		a.tenant = "tenant_id"
 	}
-	if err := plugin.ValidateClaimPath(a.tenant); err != nil {
-		return nil, fmt.Errorf("%w: TenantClaim: %v", ErrConfig, err)
-	}
 	a.opKey = a.opts.OperationKey
 	if a.opKey == nil {
 		a.opKey = func(table string, op rest.Operation) string { return table + "." + string(op) }
 	}
 	if ap := a.opts.Approvals; ap != nil {
 		a.appr = *ap
-		if a.appr.DB == nil {
-			return nil, fmt.Errorf("%w: ApprovalOptions.DB is required", ErrConfig)
-		}
-		if a.appr.TTL < 0 || a.appr.ValidFor < 0 || a.appr.Timeout < 0 {
-			return nil, fmt.Errorf("%w: negative approval duration", ErrConfig)
-		}
 		if a.appr.TTL == 0 {
 			a.appr.TTL = DefaultApprovalTTL
 		}
@@ -186,19 +211,47 @@ func newAuthorizer(rules Rules, opts *Options, src source) (*Authorizer, error) 
 		if a.appr.Timeout == 0 {
 			a.appr.Timeout = DefaultApprovalTimeout
 		}
+		if a.appr.MaxConcurrent == 0 {
+			a.appr.MaxConcurrent = DefaultApprovalMaxConcurrent
+		}
+		a.apprTurns = make(chan struct{}, a.appr.MaxConcurrent)
+		if a.appr.MaxInFlight == 0 {
+			a.appr.MaxInFlight = DefaultApprovalMaxInFlight
+		}
+		a.gatedTurns = make(chan struct{}, a.appr.MaxInFlight)
 		for _, k := range a.appr.Permissions {
-			if k == "" {
-				return nil, fmt.Errorf("%w: empty gated permission key", ErrConfig)
-			}
 			a.gated[k] = true
 		}
 	}
 	return a, nil
 }
 
+// validate checks the configuration; errors wrap [ErrConfig].
+func (c *Config) validate() error {
+	if c.TenantClaim != "" {
+		if err := plugin.ValidateClaimPath(c.TenantClaim); err != nil {
+			return fmt.Errorf("%w: TenantClaim: %v", ErrConfig, err)
+		}
+	}
+	if ap := c.Approvals; ap != nil {
+		if ap.DB == nil {
+			return fmt.Errorf("%w: ApprovalConfig.DB is required", ErrConfig)
+		}
+		if ap.TTL < 0 || ap.ValidFor < 0 || ap.Timeout < 0 || ap.MaxConcurrent < 0 || ap.MaxInFlight < 0 {
+			return fmt.Errorf("%w: negative approval duration", ErrConfig)
+		}
+		for _, k := range ap.Permissions {
+			if k == "" {
+				return fmt.Errorf("%w: empty gated permission key", ErrConfig)
+			}
+		}
+	}
+	return nil
+}
+
 // ForOperation returns the permission key of a CRUD operation
 // (OperationKey, default "<table>.<op>") when the rules hold that key, and
-// "" (no permission check) otherwise — or an error with Options.Strict.
+// "" (no permission check) otherwise — or an error with Config.Strict.
 func (a *Authorizer) ForOperation(table string, op rest.Operation) (string, error) {
 	key := a.opKey(table, op)
 	if _, ok := a.rules[key]; ok {
@@ -277,7 +330,7 @@ func (a *Authorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (res
 		}
 	}
 	if !gated {
-		return rest.Allowed, nil
+		return rest.Allowed(), nil
 	}
 	if a.appr.Exempt != nil && evalAll(a.appr.Exempt, ins, m) {
 		return rest.Decision{Effect: rest.Allow, Reason: "exempt from approval"}, nil
@@ -293,7 +346,7 @@ func (a *Authorizer) AuthorizeRows(ctx context.Context, req *rest.AuthzRequest, 
 	out := make([]rest.Decision, len(rows))
 	if req.Caller.Actor.Type == authctx.ActorService && !a.opts.DenyServices {
 		for i := range out {
-			out[i] = rest.Allowed
+			out[i] = rest.Allowed()
 		}
 		return out, nil
 	}
@@ -313,7 +366,7 @@ func (a *Authorizer) AuthorizeRows(ctx context.Context, req *rest.AuthzRequest, 
 	}
 	for i := range ins {
 		if rule.eval(&ins[i], m) {
-			out[i] = rest.Allowed
+			out[i] = rest.Allowed()
 		}
 	}
 	return out, nil

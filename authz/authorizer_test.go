@@ -9,7 +9,7 @@ import (
 
 	"github.com/tablegate/tablegate/authz"
 	"github.com/tablegate/tablegate/db"
-	"github.com/tablegate/tablegate/db/dbsqlc"
+	"github.com/tablegate/tablegate/internal/dbsqlc"
 )
 
 // tenantRules are the rules of the HTTP scenarios: delete by claim role,
@@ -108,7 +108,7 @@ func TestClaimsAuthorizerHTTP(t *testing.T) {
 	}
 
 	// Service callers refused when configured.
-	strict := mustAuthz(t)(authz.Claims(tenantRules(), &authz.Options{DenyServices: true}))
+	strict := mustAuthz(t)(authz.Claims(tenantRules(), &authz.Config{DenyServices: true}))
 	s2 := b.serve(strict)
 	idC := b.todo(tenantC, "c")
 	expectProblem(t, do(t, s2, "GET", path(idC), "service", ""), 403, "PERMISSION_DENIED", "todos.get")
@@ -247,11 +247,11 @@ func TestForOperation(t *testing.T) {
 			t.Fatalf("ForOperation(todos, %s) = %q, %v; want %q", op, got, err, want)
 		}
 	}
-	strict := mustAuthz(t)(authz.Claims(authz.Rules{"todos.delete": authz.Role("admin")}, &authz.Options{Strict: true}))
+	strict := mustAuthz(t)(authz.Claims(authz.Rules{"todos.delete": authz.Role("admin")}, &authz.Config{Strict: true}))
 	if _, err := strict.ForOperation("todos", restOp("get")); err == nil {
 		t.Fatal("strict ForOperation accepted an operation without a rule")
 	}
-	custom := mustAuthz(t)(authz.Claims(authz.Rules{"todo:remove": authz.Role("admin")}, &authz.Options{
+	custom := mustAuthz(t)(authz.Claims(authz.Rules{"todo:remove": authz.Role("admin")}, &authz.Config{
 		OperationKey: func(table string, op restOp) string {
 			if op == "delete" {
 				return "todo:remove"
@@ -286,15 +286,15 @@ func TestConfigErrors(t *testing.T) {
 		"nil rule":  func() error { _, err := authz.Claims(authz.Rules{"x": nil}, nil); return err },
 		"empty key": func() error { _, err := authz.Claims(authz.Rules{"": authz.Anyone()}, nil); return err },
 		"approvals without DB": func() error {
-			_, err := authz.Claims(nil, &authz.Options{Approvals: &authz.ApprovalOptions{Permissions: []string{"x"}}})
+			_, err := authz.Claims(nil, &authz.Config{Approvals: &authz.ApprovalConfig{Permissions: []string{"x"}}})
 			return err
 		},
 		"tenant claim under user_metadata": func() error {
-			_, err := authz.Claims(nil, &authz.Options{TenantClaim: "user_metadata.tenant_id"})
+			_, err := authz.Claims(nil, &authz.Config{TenantClaim: "user_metadata.tenant_id"})
 			return err
 		},
 		"negative TTL": func() error {
-			_, err := authz.Claims(nil, &authz.Options{Approvals: &authz.ApprovalOptions{DB: &db.DB{}, TTL: -1}})
+			_, err := authz.Claims(nil, &authz.Config{Approvals: &authz.ApprovalConfig{DB: &db.DB{}, TTL: -1}})
 			return err
 		},
 	}

@@ -29,7 +29,7 @@ func BenchmarkList50(b *testing.B) {
 		{"memberships", mustAuthz(b)(authz.Memberships(rules, nil))},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			o := &rest.Options{Caller: testCaller, Authorizer: c.a, PermissionsFromAuthorizer: c.a != nil}
+			o := &rest.Config{Caller: testCaller, Authorizer: c.a, PermissionsFromAuthorizer: c.a != nil}
 			res, err := rest.NewResource(context.Background(), bb.db, "todos", o)
 			if err != nil {
 				b.Fatal(err)

@@ -9,7 +9,7 @@
 //		"todos.delete": authz.Role("admin"),
 //		"todos.list":   authz.Member("tenant", authz.RowColumn("tenant_id")),
 //		"todos.purge":  authz.SignedIn(), // who may ask; gated below
-//	}, &authz.Options{Approvals: &authz.ApprovalOptions{
+//	}, &authz.Config{Approvals: &authz.ApprovalConfig{
 //		DB: d, Permissions: []string{"todos.purge"},
 //	}})
 //
@@ -22,15 +22,15 @@
 // query (the membership questions of all rows are asked together).
 //
 // Both implement rest.OperationPermissions: with
-// rest.Options.PermissionsFromAuthorizer, an operation is checked under
+// rest.Config.PermissionsFromAuthorizer, an operation is checked under
 // "<table>.<operation>" when the rules hold that key.
 //
 // Service callers are allowed every permission unless
-// [Options.DenyServices] is set. A key without a rule denies.
+// [Config.DenyServices] is set. A key without a rule denies.
 //
 // # Approvals
 //
-// [ApprovalOptions] gate keys behind a second person's yes. The first
+// [ApprovalConfig] gate keys behind a second person's yes. The first
 // attempt opens a pending approval (tablegate.approvals) and is refused
 // with 403 APPROVAL_REQUIRED carrying approval.id; a caller holding the
 // approver role approves it with [Approvals.Decide] (or the endpoint of

@@ -29,7 +29,7 @@ func Example_demo() {
 	a, err := authz.Claims(authz.Rules{
 		"todos.delete": authz.Role("admin"),
 		"todos.purge":  authz.SignedIn(), // who may ask for it
-	}, &authz.Options{Approvals: &authz.ApprovalOptions{
+	}, &authz.Config{Approvals: &authz.ApprovalConfig{
 		DB: adb, Permissions: []string{"todos.purge"},
 	}})
 	if err != nil {
@@ -45,7 +45,7 @@ func Example_demo() {
 			return rest.None{}, err
 		},
 	})
-	todos, err := rest.NewResource(ctx, d, "todos", &rest.Options{
+	todos, err := rest.NewResource(ctx, d, "todos", &rest.Config{
 		Authorizer: a, PermissionsFromAuthorizer: true, Caller: callerOf,
 		Actions: map[string]*rest.Action{"purge": purge},
 	})
@@ -55,6 +55,6 @@ func Example_demo() {
 	mux := http.NewServeMux()
 	mux.Handle("/api/todos/", http.StripPrefix("/api/todos", todos))
 	mux.Handle("/api/approvals/", http.StripPrefix("/api/approvals",
-		authz.NewApprovals(d).Handler(&authz.HandlerOptions{Caller: callerOf})))
+		authz.NewApprovals(d).Handler(&authz.HandlerConfig{Caller: callerOf})))
 	log.Fatal(http.ListenAndServe("127.0.0.1:8080", mux))
 }

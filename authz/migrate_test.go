@@ -14,11 +14,11 @@ func TestApprovalMigrationDownUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t, pgtest.EmptyURL(t))
-	p, closeDB, err := db.NewMigrator(pool)
+	p, err := db.NewMigrator(pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeDB()
+	defer p.Close()
 
 	state := func() (table, fn bool, setting int64) {
 		t.Helper()

@@ -11,7 +11,7 @@ import (
 
 // Rules maps permission keys ("todos.delete", "todos.purge") to the rule
 // that grants them. A key without a rule is denied to every caller but
-// services (see [Options.DenyServices]).
+// services (see [Config.DenyServices]).
 type Rules map[string]Rule
 
 // Rule decides whether the caller holds a permission for one request or
@@ -84,7 +84,7 @@ func Key() ID {
 
 // Tenant uses the caller's active tenant, read exactly as
 // tablegate.current_tenant_id() reads it (plugin.TenantFromClaims): the
-// claim [Options.TenantClaim] (default tenant_id, falling back to
+// claim [Config.TenantClaim] (default tenant_id, falling back to
 // app_metadata.tenant_id), counted only when it holds a uuid; never
 // user_metadata.
 func Tenant() ID {

@@ -12,7 +12,7 @@ import (
 )
 
 // decide runs a claims authorizer over one request without a database.
-func decide(t *testing.T, rule authz.Rule, opts *authz.Options, rawClaims string, req rest.AuthzRequest) rest.Effect {
+func decide(t *testing.T, rule authz.Rule, opts *authz.Config, rawClaims string, req rest.AuthzRequest) rest.Effect {
 	t.Helper()
 	a, err := authz.Claims(authz.Rules{"p": rule}, opts)
 	if err != nil {
@@ -21,9 +21,9 @@ func decide(t *testing.T, rule authz.Rule, opts *authz.Options, rawClaims string
 	req.Permission = "p"
 	switch rawClaims {
 	case "":
-		req.Caller = authctx.AuthContext(authctx.Anon(authctx.ReasonNone))
+		req.Caller = authctx.Anon(authctx.ReasonNone).Caller()
 	case "service":
-		req.Caller = authctx.AuthContext(authctx.Service("svc"))
+		req.Caller = authctx.Service("svc").Caller()
 	default:
 		req.Caller = caller(t, rawClaims)
 	}
@@ -41,7 +41,7 @@ func TestRules(t *testing.T) {
 	cases := []struct {
 		name   string
 		rule   authz.Rule
-		opts   *authz.Options
+		opts   *authz.Config
 		claims string
 		req    rest.AuthzRequest
 		want   rest.Effect
@@ -55,8 +55,8 @@ func TestRules(t *testing.T) {
 		{"role of the token's role claim is not a role", authz.Role("authenticated"), nil, claims(alice, ""), rest.AuthzRequest{}, rest.Deny},
 		{"anon has no roles", authz.Role("admin"), nil, "", rest.AuthzRequest{}, rest.Deny},
 		{"service allowed", authz.Role("admin"), nil, "service", rest.AuthzRequest{}, rest.Allow},
-		{"service denied", authz.Role("admin"), &authz.Options{DenyServices: true}, "service", rest.AuthzRequest{}, rest.Deny},
-		{"service denied, Anyone", authz.Anyone(), &authz.Options{DenyServices: true}, "service", rest.AuthzRequest{}, rest.Allow},
+		{"service denied", authz.Role("admin"), &authz.Config{DenyServices: true}, "service", rest.AuthzRequest{}, rest.Deny},
+		{"service denied, Anyone", authz.Anyone(), &authz.Config{DenyServices: true}, "service", rest.AuthzRequest{}, rest.Allow},
 
 		{"member row column", authz.Member("tenant", authz.RowColumn("tenant_id")), nil,
 			claims(alice, membershipsClaim(tm(tenantA))), rest.AuthzRequest{Row: row}, rest.Allow},
@@ -88,7 +88,7 @@ func TestRules(t *testing.T) {
 			claims(alice, `"tenant_id":"`+tenantA+`",`+membershipsClaim(tm(tenantA, "owner"))), rest.AuthzRequest{}, rest.Allow},
 		{"active tenant from app_metadata", authz.Member("tenant", authz.Tenant()), nil,
 			claims(alice, `"app_metadata":{"tenant_id":"`+tenantA+`"},`+membershipsClaim(tm(tenantA))), rest.AuthzRequest{}, rest.Allow},
-		{"active tenant renamed", authz.Member("tenant", authz.Tenant()), &authz.Options{TenantClaim: "app_metadata.org"},
+		{"active tenant renamed", authz.Member("tenant", authz.Tenant()), &authz.Config{TenantClaim: "app_metadata.org"},
 			claims(alice, `"app_metadata":{"org":"`+tenantA+`"},`+membershipsClaim(tm(tenantA))), rest.AuthzRequest{}, rest.Allow},
 		{"no active tenant", authz.Member("tenant", authz.Tenant()), nil,
 			claims(alice, membershipsClaim(tm(tenantA))), rest.AuthzRequest{}, rest.Deny},
@@ -124,7 +124,7 @@ func TestRulesGoClaims(t *testing.T) {
 		{"sub": alice, "roles": []string{"admin"}},
 		{"sub": alice, "memberships": []map[string]any{{"scope": "tenant", "id": "t1", "roles": []string{"owner"}}}},
 	} {
-		d, err := a.Authorize(context.Background(), &rest.AuthzRequest{Permission: "p", Caller: authctx.AuthContext(authctx.NewUser(c, "t", nil))})
+		d, err := a.Authorize(context.Background(), &rest.AuthzRequest{Permission: "p", Caller: authctx.NewUser(c, "t", nil).Caller()})
 		if err != nil || d.Effect != rest.Allow {
 			t.Fatalf("%v: %v %v", c, d, err)
 		}
@@ -155,10 +155,10 @@ func ExampleClaims() {
 	if err != nil {
 		panic(err)
 	}
-	user := func(raw string) authctx.Context {
+	user := func(raw string) authctx.Caller {
 		var c authctx.Claims
 		_ = json.Unmarshal([]byte(raw), &c)
-		return authctx.AuthContext(authctx.NewUser(c, "token", nil))
+		return authctx.NewUser(c, "token", nil).Caller()
 	}
 	admin := user(`{"sub":"11111111-1111-1111-1111-111111111111","roles":["admin"]}`)
 	member := user(`{"sub":"22222222-2222-2222-2222-222222222222",
@@ -167,7 +167,7 @@ func ExampleClaims() {
 
 	for _, c := range []struct {
 		who    string
-		caller authctx.Context
+		caller authctx.Caller
 		perm   string
 	}{
 		{"admin", admin, "todos.delete"},

@@ -157,13 +157,13 @@ func testCaller(r *http.Request) (authctx.Auth, error) {
 }
 
 // caller returns the repository context of claims, for direct calls.
-func caller(t testing.TB, raw string) authctx.Context {
+func caller(t testing.TB, raw string) authctx.Caller {
 	t.Helper()
 	var c authctx.Claims
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
 		t.Fatal(err)
 	}
-	return authctx.AuthContext(authctx.NewUser(c, "tok", json.RawMessage(raw)))
+	return authctx.NewUser(c, "tok", json.RawMessage(raw)).Caller()
 }
 
 // purgeAction is an item action gated by todos.purge: it marks the row
@@ -200,7 +200,7 @@ func purgeAction() *rest.Action {
 // endpoint under /api/approvals.
 func (b *bundle) serve(a rest.Authorizer) *httptest.Server {
 	b.t.Helper()
-	res, err := rest.NewResource(context.Background(), b.db, "todos", &rest.Options{
+	res, err := rest.NewResource(context.Background(), b.db, "todos", &rest.Config{
 		Authorizer:                a,
 		PermissionsFromAuthorizer: true,
 		Caller:                    testCaller,
@@ -212,7 +212,7 @@ func (b *bundle) serve(a rest.Authorizer) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/api/todos/", http.StripPrefix("/api/todos", res))
 	mux.Handle("/api/todos", http.StripPrefix("/api/todos", res))
-	ah := authz.NewApprovals(b.db).Handler(&authz.HandlerOptions{Caller: testCaller})
+	ah := authz.NewApprovals(b.db).Handler(&authz.HandlerConfig{Caller: testCaller})
 	mux.Handle("/api/approvals/", http.StripPrefix("/api/approvals", ah))
 	mux.Handle("/api/approvals", http.StripPrefix("/api/approvals", ah))
 	s := httptest.NewServer(mux)
@@ -301,16 +301,16 @@ func mustAuthz(t testing.TB) func(*authz.Authorizer, error) *authz.Authorizer {
 type restOp = rest.Operation
 
 // callerService is a service caller's repository context.
-func callerService() authctx.Context { return authctx.AuthContext(authctx.Service("admin")) }
+func callerService() authctx.Caller { return authctx.Service("admin").Caller() }
 
 // tryServe builds the todos resource with permissions from a and returns
 // the build error.
 func tryServe(b *bundle, a rest.Authorizer) error {
-	_, err := rest.NewResource(context.Background(), b.db, "todos", &rest.Options{
+	_, err := rest.NewResource(context.Background(), b.db, "todos", &rest.Config{
 		Authorizer: a, PermissionsFromAuthorizer: true, Caller: testCaller,
 	})
 	return err
 }
 
 // authctxAnon is the repository context of a caller without a session.
-func authctxAnon() authctx.Context { return authctx.AuthContext(authctx.Anon(authctx.ReasonNone)) }
+func authctxAnon() authctx.Caller { return authctx.Anon(authctx.ReasonNone).Caller() }

@@ -31,6 +31,11 @@ type loadSubject struct {
 	lat     []time.Duration // every request's latency
 	mallocs uint64          // process-wide mallocs during its rounds
 	cpu     time.Duration   // process CPU time (user+system) during its rounds
+	// backendCPU, when set, returns the CPU time used so far by the
+	// Postgres backends the subject's statements run on; dbcpu sums it
+	// over the subject's rounds.
+	backendCPU func() time.Duration
+	dbcpu      time.Duration
 }
 
 // alternate runs every subject for d per round, rotating which goes first,
@@ -47,8 +52,15 @@ func alternate(tb testing.TB, rounds int, d time.Duration, subs []*loadSubject) 
 			s := subs[(i+r)%len(subs)]
 			runtime.ReadMemStats(&m0)
 			c0 := processCPU()
+			var b0 time.Duration
+			if s.backendCPU != nil {
+				b0 = s.backendCPU()
+			}
 			s.rounds = append(s.rounds, throughput(tb, d, s.fn, &s.lat))
 			s.cpu += processCPU() - c0
+			if s.backendCPU != nil {
+				s.dbcpu += s.backendCPU() - b0
+			}
 			runtime.ReadMemStats(&m1)
 			s.mallocs += m1.Mallocs - m0.Mallocs
 		}

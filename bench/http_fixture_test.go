@@ -62,6 +62,7 @@ type httpFixture struct {
 	// and "agglit".
 	protos   map[string]http.Handler
 	resolver *authctx.Resolver
+	jwks     []byte // the inline JWKS of resolver
 }
 
 // newHTTPFixture builds the three handlers over pool (a pool on a database
@@ -100,7 +101,7 @@ func newHTTPFixture(tb testing.TB, pool *pgxpool.Pool) *httpFixture {
 		tb.Fatal(err)
 	}
 
-	rv, err := authctx.New(authctx.Config{JWKS: jwks})
+	rv, err := authctx.New(context.Background(), &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: jwks}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -108,13 +109,13 @@ func newHTTPFixture(tb testing.TB, pool *pgxpool.Pool) *httpFixture {
 	cursorKey := []byte("bench cursor key, 32 bytes long!")
 	// Options.Caller nil: the caller the middleware resolved.
 	d := db.New(pool, nil)
-	res, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey})
+	res, err := rest.NewResource(context.Background(), d, benchTable, &rest.Config{CursorKey: cursorKey})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	protos := map[string]http.Handler{}
 	for name, mode := range map[string]protoMode{"tglit": protoTGLiteral, "agg": protoAgg, "agglit": protoAggLiteral} {
-		alt, err := rest.NewResource(context.Background(), d, benchTable, &rest.Options{CursorKey: cursorKey,
+		alt, err := rest.NewResource(context.Background(), d, benchTable, &rest.Config{CursorKey: cursorKey,
 			Repository: protoRepo{mode}, Operations: []rest.Operation{rest.OpList, rest.OpGet}})
 		if err != nil {
 			tb.Fatal(err)
@@ -131,6 +132,7 @@ func newHTTPFixture(tb testing.TB, pool *pgxpool.Pool) *httpFixture {
 		postgrest: &rawServer{pool: pool, tokens: tokens, cursorKey: cursorKey, separate: true},
 		protos:    protos,
 		resolver:  rv,
+		jwks:      jwks,
 	}
 }
 

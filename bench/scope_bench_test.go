@@ -56,7 +56,7 @@ func BenchmarkScopeGet(b *testing.B) {
 	d := db.New(pool, nil)
 	claims := `{"role":"authenticated","sub":"` + benchUser + `"}`
 	// authctx caches the claims JSON of a verified token; do the same here.
-	caller := authctx.AuthContext(authctx.NewUser(authctx.Claims{"sub": benchUser, "role": "authenticated"}, "t", []byte(claims)))
+	caller := authctx.NewUser(authctx.Claims{"sub": benchUser, "role": "authenticated"}, "t", []byte(claims)).Caller()
 	var n int64
 	next := func() int64 { n = n%10000 + 1; return n } // racy on purpose: any id is fine
 

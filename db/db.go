@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,27 +28,151 @@ const (
 // refused; it never runs with more than the listed roles.
 var ErrRoleNotAllowed = errors.New("db: token role is not an allowed user role")
 
+// Defaults of the time budget (see [Config]).
+const (
+	// DefaultStatementTimeout bounds every statement a caller's request
+	// runs, set inside the request's transaction.
+	DefaultStatementTimeout = 5 * time.Second
+	// DefaultAcquireTimeout bounds the wait for a pooled connection.
+	DefaultAcquireTimeout = 2 * time.Second
+)
+
 // Config configures a [DB]. The zero value is the closed default.
 type Config struct {
 	// UserRoles lists the database roles a user may run as through the
 	// token's role claim. A token without a role claim runs as
 	// authenticated. Default: ["authenticated"].
 	UserRoles []string
+
+	// StatementTimeout bounds each statement of a caller's request: it is
+	// set with set_config('statement_timeout', …, true) in the same round
+	// trip as the caller's claims, so it lives only for the request's
+	// transaction and costs no extra round trip. A statement that runs
+	// longer is cancelled by Postgres (SQLSTATE 57014, answered 503 with
+	// Retry-After by [Problem]). Zero means [DefaultStatementTimeout];
+	// negative sets none (the role's or server's setting applies).
+	// Override it per call with [ScopeOpts].
+	StatementTimeout time.Duration
+
+	// AcquireTimeout bounds the wait for a pooled connection when every
+	// connection is busy; the request then fails with [ErrPoolBusy]
+	// (answered 503 with Retry-After). Zero means [DefaultAcquireTimeout];
+	// negative waits as long as the request's context allows.
+	AcquireTimeout time.Duration
+}
+
+func (c *Config) validate() error {
+	if c == nil {
+		return nil
+	}
+	if c.StatementTimeout > 0 && c.StatementTimeout < time.Millisecond {
+		return fmt.Errorf("db: StatementTimeout %v is below 1ms", c.StatementTimeout)
+	}
+	for _, r := range c.UserRoles {
+		if r == "" {
+			return errors.New("db: UserRoles holds an empty role")
+		}
+	}
+	return nil
 }
 
 // DB runs statements bound to a caller. It is safe for concurrent use.
 type DB struct {
-	pool      *pgxpool.Pool
-	userRoles []string
+	pool           *pgxpool.Pool
+	userRoles      []string
+	timeout        string // statement_timeout in ms as text; "" sets none
+	timeoutArg     any    // timeout boxed once (no allocation per request); nil for none
+	acquireTimeout time.Duration
 }
 
-// New returns a DB over pool. cfg may be nil.
+// New returns a DB over pool. cfg may be nil. New panics on an invalid
+// cfg (a StatementTimeout below one millisecond, an empty role), a
+// programming error found at start.
 func New(pool *pgxpool.Pool, cfg *Config) *DB {
-	d := &DB{pool: pool, userRoles: []string{RoleAuthenticated}}
-	if cfg != nil && len(cfg.UserRoles) > 0 {
-		d.userRoles = slices.Clone(cfg.UserRoles)
+	if err := cfg.validate(); err != nil {
+		panic(err.Error())
+	}
+	d := &DB{pool: pool, userRoles: []string{RoleAuthenticated},
+		timeout: timeoutText(DefaultStatementTimeout), acquireTimeout: DefaultAcquireTimeout}
+	if cfg != nil {
+		if len(cfg.UserRoles) > 0 {
+			d.userRoles = slices.Clone(cfg.UserRoles)
+		}
+		if cfg.StatementTimeout != 0 {
+			d.timeout = timeoutText(cfg.StatementTimeout)
+		}
+		if cfg.AcquireTimeout != 0 {
+			d.acquireTimeout = cfg.AcquireTimeout
+		}
+	}
+	if d.timeout != "" {
+		d.timeoutArg = d.timeout
 	}
 	return d
+}
+
+// ScopeOpts overrides the [Config] of one [DB.ReadWith] or [DB.TxWith]
+// call. A nil *ScopeOpts uses the Config.
+type ScopeOpts struct {
+	// StatementTimeout replaces Config.StatementTimeout for this call when
+	// non-zero; negative sets none.
+	StatementTimeout time.Duration
+
+	arg any // the boxed timeoutText, filled by Prepare
+}
+
+// Prepare renders the options once so that calls using them allocate
+// nothing for the setting. It returns o, and is optional: unprepared
+// options are rendered on every call. Not safe to call concurrently with
+// calls using o.
+func (o *ScopeOpts) Prepare() *ScopeOpts {
+	if o != nil && o.StatementTimeout != 0 {
+		o.arg = boxTimeout(o.StatementTimeout)
+	}
+	return o
+}
+
+// StatementTimeout returns the statement timeout in force without
+// per-call options (0 when none is set).
+func (d *DB) StatementTimeout() time.Duration {
+	if d.timeout == "" {
+		return 0
+	}
+	ms, _ := strconv.ParseInt(d.timeout, 10, 64)
+	return time.Duration(ms) * time.Millisecond
+}
+
+// timeoutText renders a statement timeout as Postgres reads it (an integer
+// number of milliseconds); "" for none.
+func timeoutText(t time.Duration) string {
+	if t <= 0 {
+		return ""
+	}
+	ms := t.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+// boxTimeout returns the statement_timeout parameter of t, nil for none.
+func boxTimeout(t time.Duration) any {
+	if txt := timeoutText(t); txt != "" {
+		return txt
+	}
+	return nil
+}
+
+// timeoutFor returns the statement_timeout parameter of one call (a
+// string boxed once), nil for none.
+func (d *DB) timeoutFor(o *ScopeOpts) any {
+	switch {
+	case o == nil || o.StatementTimeout == 0:
+		return d.timeoutArg
+	case o.arg != nil || o.StatementTimeout < 0:
+		return o.arg
+	}
+	return boxTimeout(o.StatementTimeout)
 }
 
 // Pool returns the underlying pool (for work that is not caller-bound,
@@ -61,8 +187,12 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// settingsSQL sets the caller into the current transaction only.
-const settingsSQL = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)`
+// settingsSQL sets the caller into the current transaction only;
+// settingsTimeoutSQL also sets the request's statement timeout.
+const (
+	settingsSQL        = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)`
+	settingsTimeoutSQL = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true)`
+)
 
 // Static claims of callers without a token.
 var (
@@ -72,29 +202,32 @@ var (
 
 // settings are the resolved role and claims of one caller.
 type settings struct {
-	role   string
-	claims []byte // sent as text; pgx encodes []byte without a copy
+	role    string
+	claims  []byte // sent as text; pgx encodes []byte without a copy
+	timeout any    // statement_timeout (ms) as a boxed string; nil sets none
 }
 
-// settingsFor resolves the database role and claims JSON of a caller.
-func (d *DB) settingsFor(c authctx.Context) (settings, error) {
+// settingsFor resolves the database role and claims JSON of a caller. The
+// role follows the role claim of the JSON actually sent, so the role and
+// what auth.jwt()/auth.role() read in policies never disagree.
+func (d *DB) settingsFor(c authctx.Caller) (settings, error) {
 	switch c.Actor.Type {
 	case authctx.ActorUser:
-		role := RoleAuthenticated
-		if v, ok := c.Claims["role"]; ok {
-			s, ok := v.(string)
-			if !ok || !slices.Contains(d.userRoles, s) {
-				return settings{}, ErrRoleNotAllowed
-			}
-			role = s
-		}
-		raw := c.ClaimsJSON
+		raw := c.ClaimsJSON()
 		if raw == nil {
 			b, err := json.Marshal(c.Claims)
 			if err != nil {
 				return settings{}, fmt.Errorf("db: marshal claims: %w", err)
 			}
 			raw = b
+		}
+		role := RoleAuthenticated
+		if v, ok := c.RoleClaim(); ok {
+			s, ok := v.(string)
+			if !ok || !slices.Contains(d.userRoles, s) {
+				return settings{}, ErrRoleNotAllowed
+			}
+			role = s
 		}
 		return settings{role: role, claims: raw}, nil
 	case authctx.ActorService:
@@ -106,38 +239,60 @@ func (d *DB) settingsFor(c authctx.Context) (settings, error) {
 
 // Read runs fn with a Querier that sends every statement together with the
 // caller settings in one pipelined round trip (one implicit transaction per
-// statement, no BEGIN or COMMIT). Use it for reads of one statement; use
-// [DB.Tx] when several statements must see one snapshot or when writing.
-func (d *DB) Read(ctx context.Context, c authctx.Context, fn func(q Querier) error) error {
+// statement, no BEGIN or COMMIT: Postgres commits when the round trip ends,
+// and an error of the statement or of its commit rolls it back). Use it for
+// reads of one statement, and for a write of one statement that nothing
+// else must see in its transaction; use [DB.Tx] when several statements
+// must see one snapshot or commit together.
+//
+// Each statement runs under the statement timeout of [Config] and waits
+// for a pooled connection at most Config.AcquireTimeout.
+func (d *DB) Read(ctx context.Context, c authctx.Caller, fn func(q Querier) error) error {
+	return d.ReadWith(ctx, c, nil, fn)
+}
+
+// ReadWith is [DB.Read] with per-call options; opts may be nil.
+func (d *DB) ReadWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn func(q Querier) error) error {
 	s, err := d.settingsFor(c)
 	if err != nil {
 		return err
 	}
-	return fn(&readQuerier{pool: d.pool, s: s})
+	s.timeout = d.timeoutFor(opts)
+	return fn(&readQuerier{d: d, s: s})
 }
 
 // readQuerier prefixes each statement with the caller settings.
 type readQuerier struct {
-	pool *pgxpool.Pool
-	s    settings
+	d *DB
+	s settings
 }
 
 func (q *readQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	return execPrefixed(ctx, q.pool, nil, false, q.s, sql, args)
+	conn, err := q.d.acquire(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	defer conn.Release()
+	return execPrefixed(ctx, conn, false, q.s, sql, args)
 }
 
 func (q *readQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return queryPrefixed(ctx, q.pool, nil, false, q.s, sql, args)
+	conn, err := q.d.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := queryPrefixed(ctx, conn, false, q.s, sql, args)
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	rows.(*batchRows).conn = conn
+	return rows, nil
 }
 
 func (q *readQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	rows, err := q.Query(ctx, sql, args...)
 	return &prefixedRow{rows: rows, err: err}
-}
-
-// batchSender is a pool or a connection.
-type batchSender interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // prefixBatch queues [begin,] settings and the statement.
@@ -146,19 +301,19 @@ func prefixBatch(begin bool, s settings, sql string, args []any) *pgx.Batch {
 	if begin {
 		b.Queue("begin")
 	}
-	b.Queue(settingsSQL, s.role, s.claims)
+	if s.timeout != nil {
+		b.Queue(settingsTimeoutSQL, s.role, s.claims, s.timeout)
+	} else {
+		b.Queue(settingsSQL, s.role, s.claims)
+	}
 	b.Queue(sql, args...)
 	return b
 }
 
-// sendPrefixed sends the prefixed batch on conn (or the pool when conn is
-// nil) and consumes the prefix results.
-func sendPrefixed(ctx context.Context, pool *pgxpool.Pool, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgx.BatchResults, error) {
-	var sender batchSender = pool
-	if conn != nil {
-		sender = conn
-	}
-	br := sender.SendBatch(ctx, prefixBatch(begin, s, sql, args))
+// sendPrefixed sends the prefixed batch on conn and consumes the prefix
+// results.
+func sendPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgx.BatchResults, error) {
+	br := conn.SendBatch(ctx, prefixBatch(begin, s, sql, args))
 	if begin {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -172,8 +327,8 @@ func sendPrefixed(ctx context.Context, pool *pgxpool.Pool, conn *pgxpool.Conn, b
 	return br, nil
 }
 
-func execPrefixed(ctx context.Context, pool *pgxpool.Pool, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgconn.CommandTag, error) {
-	br, err := sendPrefixed(ctx, pool, conn, begin, s, sql, args)
+func execPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgconn.CommandTag, error) {
+	br, err := sendPrefixed(ctx, conn, begin, s, sql, args)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -184,8 +339,8 @@ func execPrefixed(ctx context.Context, pool *pgxpool.Pool, conn *pgxpool.Conn, b
 	return tag, err
 }
 
-func queryPrefixed(ctx context.Context, pool *pgxpool.Pool, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgx.Rows, error) {
-	br, err := sendPrefixed(ctx, pool, conn, begin, s, sql, args)
+func queryPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgx.Rows, error) {
+	br, err := sendPrefixed(ctx, conn, begin, s, sql, args)
 	if err != nil {
 		return nil, err
 	}
@@ -197,10 +352,12 @@ func queryPrefixed(ctx context.Context, pool *pgxpool.Pool, conn *pgxpool.Conn, 
 	return &batchRows{Rows: rows, br: br}, nil
 }
 
-// batchRows closes the batch when the rows are closed.
+// batchRows closes the batch when the rows are closed, and releases the
+// connection of a read (conn; nil inside a transaction).
 type batchRows struct {
 	pgx.Rows
 	br     pgx.BatchResults
+	conn   *pgxpool.Conn
 	closed bool
 	err    error
 }
@@ -213,6 +370,10 @@ func (r *batchRows) Close() {
 	r.Rows.Close()
 	if err := r.br.Close(); err != nil && r.Rows.Err() == nil {
 		r.err = err
+	}
+	if r.conn != nil {
+		r.conn.Release()
+		r.conn = nil
 	}
 }
 

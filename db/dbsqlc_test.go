@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tablegate/tablegate/db"
-	"github.com/tablegate/tablegate/db/dbsqlc"
+	"github.com/tablegate/tablegate/internal/dbsqlc"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
 

@@ -1,7 +1,7 @@
 // Package db binds database work to the caller.
 //
 // Every statement tablegate sends runs as the caller: the database role is
-// picked from the actor ([authctx.Context]) and the verified claims are set
+// picked from the actor ([authctx.Caller]) and the verified claims are set
 // into request.jwt.claims, both with set_config(..., true) so they live only
 // for the transaction. Row-level security therefore decides what exists, in
 // Postgres, for every caller. A pooled connection can never carry one

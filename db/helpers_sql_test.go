@@ -15,7 +15,7 @@ const (
 )
 
 // scalar evaluates one SQL expression as the caller.
-func scalar[T any](t *testing.T, d *db.DB, c authctx.Context, expr string, args ...any) T {
+func scalar[T any](t *testing.T, d *db.DB, c authctx.Caller, expr string, args ...any) T {
 	t.Helper()
 	var v T
 	if err := d.Read(context.Background(), c, func(q db.Querier) error {
@@ -42,7 +42,7 @@ func TestClaimHelpers(t *testing.T) {
 
 	t.Run("is_anonymous", func(t *testing.T) {
 		for _, tc := range []struct {
-			c    authctx.Context
+			c    authctx.Caller
 			want bool
 		}{{full, false}, {guest, true}, {anonCaller, false}, {serviceCaller, false},
 			{user(authctx.Claims{"sub": alice, "is_anonymous": "true"}), false}} {
@@ -53,7 +53,7 @@ func TestClaimHelpers(t *testing.T) {
 	})
 	t.Run("has_role", func(t *testing.T) {
 		for _, tc := range []struct {
-			c    authctx.Context
+			c    authctx.Caller
 			role string
 			want bool
 		}{{full, "editor", true}, {full, "admin", false}, {metaRoles, "admin", true},
@@ -65,7 +65,7 @@ func TestClaimHelpers(t *testing.T) {
 	})
 	t.Run("current_tenant_id", func(t *testing.T) {
 		for _, tc := range []struct {
-			c    authctx.Context
+			c    authctx.Caller
 			want string
 		}{{full, tenantA}, {guest, tenantB}, {userMetaOnly, ""}, {badTenant, ""}, {anonCaller, ""}} {
 			if got := scalar[*string](t, d, tc.c, "tablegate.current_tenant_id()::text"); deref(got) != tc.want {
@@ -81,7 +81,7 @@ func TestClaimHelpers(t *testing.T) {
 		}
 		tableMember := user(authctx.Claims{"sub": bob})
 		for _, tc := range []struct {
-			c        authctx.Context
+			c        authctx.Caller
 			id, role string
 			want     bool
 			comment  string

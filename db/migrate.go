@@ -19,16 +19,18 @@ import (
 const MigrationTable = "tablegate_migrations"
 
 // NewMigrator returns a goose Provider over the embedded migrations for
-// pool, holding a session advisory lock while it migrates so that several
-// processes can call it at once. Close the returned closer when done.
-func NewMigrator(pool *pgxpool.Pool, opts ...goose.ProviderOption) (*goose.Provider, func() error, error) {
+// pool (version table [MigrationTable]), holding a session advisory lock
+// while it migrates so that several processes can call it at once. Close
+// the Provider when done: that closes its database/sql handle over pool,
+// not pool itself.
+func NewMigrator(pool *pgxpool.Pool) (*goose.Provider, error) {
 	sqlDB := stdlib.OpenDBFromPool(pool)
-	p, err := newProvider(sqlDB, opts...)
+	p, err := newProvider(sqlDB)
 	if err != nil {
 		_ = sqlDB.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return p, sqlDB.Close, nil
+	return p, nil
 }
 
 func newProvider(sqlDB *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
@@ -49,11 +51,11 @@ func newProvider(sqlDB *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, 
 
 // Migrate applies every pending embedded migration to the database of pool.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	p, closeDB, err := NewMigrator(pool)
+	p, err := NewMigrator(pool)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	defer p.Close()
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("db: migrate up: %w", err)
 	}

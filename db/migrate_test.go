@@ -62,11 +62,11 @@ func TestMigrationsUpDownUp(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p, closeDB, err := db.NewMigrator(pool)
+			p, err := db.NewMigrator(pool)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeDB()
+			defer p.Close()
 			if _, err := p.Up(ctx); err != nil {
 				t.Fatalf("up: %v", err)
 			}

@@ -2,13 +2,39 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
 )
+
+// ErrPoolBusy is returned by [DB.Read], [DB.Tx] and their variants when no
+// pooled connection became free within Config.AcquireTimeout: every
+// connection is serving another request. [Problem] answers it 503 with
+// Retry-After. It says nothing about the database's health (see [Ready]).
+var ErrPoolBusy = errors.New("db: no pooled connection became free in time")
+
+// ErrPoolClosed is returned when the pool was closed (the server is
+// shutting down). [Problem] answers it 503 with Retry-After.
+var ErrPoolClosed = errors.New("db: the connection pool is closed")
+
+// DefaultMaxConns returns the pool size tablegate uses when none is
+// configured: four connections per CPU this process may use
+// (GOMAXPROCS), at least 8 and at most 64. A request holds its connection
+// only while its statements run, so a few connections per core keep the
+// CPUs busy while others wait on the network; more only queue inside
+// Postgres. Size the sum over every instance below the server's
+// max_connections (docs/operations.md).
+func DefaultMaxConns() int32 {
+	n := 4 * runtime.GOMAXPROCS(0)
+	return int32(min(max(n, 8), 64))
+}
 
 // ConfigurePool applies tablegate's pool defaults to cfg:
 //
@@ -18,8 +44,9 @@ import (
 //     connection is closed only when the server does not react within
 //     five seconds.
 //
-// Call it on a config from [pgxpool.ParseConfig] before creating the pool,
-// or use [NewPool].
+// It leaves the pool size alone (see [DefaultMaxConns]). Call it on a
+// config from [pgxpool.ParseConfig] before creating the pool, or use
+// [NewPool].
 func ConfigurePool(cfg *pgxpool.Config) {
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{
@@ -43,3 +70,97 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	}
 	return pool, nil
 }
+
+// acquire takes a pooled connection, waiting at most the acquire timeout.
+func (d *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	if d.acquireTimeout <= 0 {
+		conn, err := d.pool.Acquire(ctx)
+		if err != nil {
+			return nil, acquireErr(ctx, err)
+		}
+		return conn, nil
+	}
+	actx, cancel := context.WithTimeout(ctx, d.acquireTimeout)
+	conn, err := d.pool.Acquire(actx)
+	cancel()
+	if err != nil {
+		return nil, acquireErr(ctx, err)
+	}
+	return conn, nil
+}
+
+// acquireErr names why no connection was acquired.
+func acquireErr(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, puddle.ErrClosedPool):
+		return ErrPoolClosed
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return ErrPoolBusy
+	}
+	return fmt.Errorf("db: acquire: %w", err)
+}
+
+// DefaultReadyTimeout bounds [Ready] when its context has no deadline.
+const DefaultReadyTimeout = 2 * time.Second
+
+// ErrNotReady wraps every error [Ready] returns.
+var ErrNotReady = errors.New("db: the database does not answer")
+
+// Ready reports whether the database behind pool answers: nil when it
+// does, else an error wrapping [ErrNotReady]. It is what a readiness
+// probe (/readyz) should call: a pool whose connections are all busy is
+// NOT a database that is down, so Ready never queues behind requests.
+// With an idle connection (or room to open one) it pings through the pool;
+// when every connection is busy it opens one short-lived connection of its
+// own, and a server that answers "too many connections" (SQLSTATE 53300)
+// counts as answering. It waits at most ctx's deadline, or
+// [DefaultReadyTimeout] without one. Safe for concurrent use.
+func Ready(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultReadyTimeout)
+		defer cancel()
+	}
+	st := pool.Stat()
+	if st.IdleConns() > 0 || st.TotalConns() < st.MaxConns() {
+		// A short acquire: when the pool fills up meanwhile, fall through.
+		actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		conn, err := pool.Acquire(actx)
+		cancel()
+		if err == nil {
+			defer conn.Release()
+			if err := conn.Ping(ctx); err != nil {
+				return fmt.Errorf("%w: %w", ErrNotReady, err)
+			}
+			return nil
+		}
+		if errors.Is(err, puddle.ErrClosedPool) {
+			return fmt.Errorf("%w: %w", ErrNotReady, ErrPoolClosed)
+		}
+		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %w", ErrNotReady, err)
+		}
+	}
+	// Saturated: ask the server directly.
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "53300" {
+			return nil // it answers: it is full, not down
+		}
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	return nil
+}
+
+// Ready reports whether the database answers; see the package function
+// [Ready].
+func (d *DB) Ready(ctx context.Context) error { return Ready(ctx, d.pool) }

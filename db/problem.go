@@ -20,6 +20,8 @@ import (
 //	23502 not null, 23514 check, 22xxx    → 422 unprocessable (22P02 → 400)
 //	40001 serialization, 40P01 deadlock   → 409 conflict with Retry-After
 //	connection failures, 57P0x, 53xxx     → 503 unavailable with Retry-After
+//	57014 statement timeout or cancelled  → 503 unavailable with Retry-After
+//	[ErrPoolBusy], [ErrPoolClosed]        → 503 unavailable with Retry-After
 //	a cancelled or expired context        → 503 unavailable with Retry-After
 //	anything else                         → 500 unexpected
 func Problem(err error) error {
@@ -31,6 +33,14 @@ func Problem(err error) error {
 	}
 	if errors.Is(err, ErrRoleNotAllowed) {
 		return problem.New(problem.KindForbidden, "The token's role is not allowed here.").WithCause(err)
+	}
+	if errors.Is(err, ErrPoolBusy) {
+		return problem.New(problem.KindUnavailable, "Every database connection is busy; try again shortly.").
+			WithHeader("Retry-After", "1").WithCause(err)
+	}
+	if errors.Is(err, ErrPoolClosed) {
+		return problem.New(problem.KindUnavailable, "The server is shutting down; try again.").
+			WithHeader("Retry-After", "1").WithCause(err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -75,7 +85,7 @@ func fromPgError(e *pgconn.PgError) *problem.Problem {
 		return problem.New(problem.KindConflict, "The request conflicted with a concurrent one; retry it.").
 			WithHeader("Retry-After", "1")
 	case e.Code == "57014":
-		return problem.New(problem.KindUnavailable, "The statement took too long and was cancelled.").
+		return problem.New(problem.KindUnavailable, "The request took longer than its time budget and was cancelled.").
 			WithHeader("Retry-After", "1")
 	case len(e.Code) == 5 && (e.Code[:2] == "53" || e.Code[:2] == "08" || e.Code[:3] == "57P"):
 		return problem.New(problem.KindUnavailable, "The database is unavailable; try again shortly.").

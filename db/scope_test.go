@@ -18,13 +18,13 @@ const (
 	bob   = "22222222-2222-4222-8222-222222222222"
 )
 
-func user(claims authctx.Claims) authctx.Context {
-	return authctx.AuthContext(authctx.NewUser(claims, "token", nil))
+func user(claims authctx.Claims) authctx.Caller {
+	return authctx.NewUser(claims, "token", nil).Caller()
 }
 
 var (
-	anonCaller    = authctx.AuthContext(authctx.Anon(authctx.ReasonNone))
-	serviceCaller = authctx.AuthContext(authctx.Service("svc"))
+	anonCaller    = authctx.Anon(authctx.ReasonNone).Caller()
+	serviceCaller = authctx.Service("svc").Caller()
 )
 
 // setupNotes creates a table owned by the admin role with RLS forced:
@@ -44,7 +44,7 @@ func setupNotes(t *testing.T, pool *pgxpool.Pool) {
 	}
 }
 
-func ids(t *testing.T, d *db.DB, c authctx.Context) []int {
+func ids(t *testing.T, d *db.DB, c authctx.Caller) []int {
 	t.Helper()
 	var out []int
 	err := d.Read(context.Background(), c, func(q db.Querier) error {
@@ -68,7 +68,7 @@ func TestScopeRLS(t *testing.T) {
 	d := db.New(pool, nil)
 	cases := []struct {
 		name   string
-		caller authctx.Context
+		caller authctx.Caller
 		want   []int
 	}{
 		{"alice sees her note", user(authctx.Claims{"sub": alice, "role": "authenticated"}), []int{1}},

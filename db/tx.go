@@ -23,14 +23,23 @@ import (
 // The Querier must not be used after fn returns (it then only returns an
 // error) nor from several goroutines at once: a transaction is one
 // connection, and statements on it run one after the other.
-func (d *DB) Tx(ctx context.Context, c authctx.Context, fn func(q Querier) error) (err error) {
+//
+// Every statement runs under the statement timeout of [Config]; the wait
+// for a pooled connection is bounded by Config.AcquireTimeout.
+func (d *DB) Tx(ctx context.Context, c authctx.Caller, fn func(q Querier) error) (err error) {
+	return d.TxWith(ctx, c, nil, fn)
+}
+
+// TxWith is [DB.Tx] with per-call options; opts may be nil.
+func (d *DB) TxWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn func(q Querier) error) (err error) {
 	s, err := d.settingsFor(c)
 	if err != nil {
 		return err
 	}
-	conn, err := d.pool.Acquire(ctx)
+	s.timeout = d.timeoutFor(opts)
+	conn, err := d.acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("db: acquire: %w", err)
+		return err
 	}
 	tq := &txQuerier{conn: conn, s: s}
 	defer func() {
@@ -69,7 +78,7 @@ func (q *txQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.C
 	}
 	if !q.started {
 		q.started = true
-		return execPrefixed(ctx, nil, q.conn, true, q.s, sql, args)
+		return execPrefixed(ctx, q.conn, true, q.s, sql, args)
 	}
 	return q.conn.Exec(ctx, sql, args...)
 }
@@ -82,7 +91,7 @@ func (q *txQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 	}
 	if !q.started {
 		q.started = true
-		return queryPrefixed(ctx, nil, q.conn, true, q.s, sql, args)
+		return queryPrefixed(ctx, q.conn, true, q.s, sql, args)
 	}
 	return q.conn.Query(ctx, sql, args...)
 }

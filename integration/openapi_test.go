@@ -206,7 +206,7 @@ func liveSetup(t *testing.T, description string) *liveBundle {
 		}
 		return authctx.NewUser(authctx.Claims{"sub": liveUser, "role": "authenticated"}, "t", nil), nil
 	}
-	res, err := rest.NewResources(context.Background(), db.New(pool, nil), map[string]*rest.Options{"todos": {
+	res, err := rest.NewResources(context.Background(), db.New(pool, nil), map[string]*rest.Config{"todos": {
 		Caller: caller,
 		Actions: map[string]*rest.Action{
 			"complete": rest.DefineAction(rest.ActionDef[completeIn, rest.None, completeOut]{
@@ -228,7 +228,7 @@ func liveSetup(t *testing.T, description string) *liveBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := spec.DefineAPI(&spec.Options{
+	api, err := spec.DefineAPI(&spec.Config{
 		Info:     spec.Info{Title: "Live", Version: "0.1.0", Description: description},
 		BasePath: "/v1", Resources: res,
 	})
@@ -340,7 +340,7 @@ func FuzzYAMLStrings(f *testing.F) {
 	for _, s := range []string{"", "yes", "null", "~", "- x", "a: b", "#c", "\"q\"", "'s'", "\\", "\t\n\r", "\u0085\u2028\u2029\ufeff", "0x1F", "1e3", "@x", "`x`", "%x", "!x", "&a *a", "|", ">", "\x00\x7f", "\xff\xfe"} {
 		f.Add(s, s)
 	}
-	var base *spec.Options
+	var base *spec.Config
 	f.Fuzz(func(t *testing.T, title, description string) {
 		if base == nil {
 			base = fuzzOptions(t)
@@ -373,14 +373,14 @@ func FuzzYAMLStrings(f *testing.F) {
 // fuzzOptions builds one resource on a database that lives for the whole
 // fuzz run (the database is dropped when the process's first fuzz worker
 // test ends; the resource's description stays usable without it).
-func fuzzOptions(t *testing.T) *spec.Options {
+func fuzzOptions(t *testing.T) *spec.Config {
 	pool := pgtest.DB(t)
 	if _, err := pool.Exec(context.Background(), liveSQL); err != nil {
 		t.Fatal(err)
 	}
-	res, err := rest.NewResources(context.Background(), db.New(pool, nil), map[string]*rest.Options{"todos": nil})
+	res, err := rest.NewResources(context.Background(), db.New(pool, nil), map[string]*rest.Config{"todos": nil})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &spec.Options{Info: spec.Info{Version: "1"}, Resources: res}
+	return &spec.Config{Info: spec.Info{Version: "1"}, Resources: res}
 }

@@ -25,12 +25,12 @@ func BenchmarkGetTodo(b *testing.B) {
 		b.Fatal(err)
 	}
 	k := newKeys(b)
-	todos, err := rest.NewResource(context.Background(), db.New(pool, nil), "todos", &rest.Options{
+	todos, err := rest.NewResource(context.Background(), db.New(pool, nil), "todos", &rest.Config{
 		Select: []string{"id", "owner_id", "title", "done", "priority"}, Caller: restCaller})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{todos}})
+	srv, err := mcptools.New(&mcptools.Config{Resources: []*rest.Resource{todos}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func BenchmarkGetTodo(b *testing.B) {
 		}
 	})
 	b.Run("mcp http", func(b *testing.B) {
-		h, err := srv.Handler(mcptools.HTTPOptions{Resolver: k.rv,
+		h, err := srv.Handler(&mcptools.HTTPConfig{Resolver: k.rv,
 			Streamable: &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}})
 		if err != nil {
 			b.Fatal(err)

@@ -29,28 +29,40 @@ const (
 	MetaRetryAfter = "tablegate/retry_after"
 )
 
+// admit resolves the caller of a tool call, refuses it when there is none,
+// when its session expired or when guard refuses it, and returns the call's
+// raw arguments. A non-nil result is the refusal to answer with; every tool
+// admits its caller this way before doing its own work.
+func (s *Server) admit(req *mcp.CallToolRequest, guard func(authctx.Auth) *problem.Problem) (authctx.Auth, json.RawMessage, *mcp.CallToolResult) {
+	a, session, ok := s.callerOf(req)
+	if !ok {
+		return a, nil, s.problemResult(problem.WithCode(problem.CodeAuthRequired,
+			"The tool call carries no caller: serve the server with Handler, Connect or ServeStdio.").
+			WithHeader("WWW-Authenticate", "Bearer"))
+	}
+	if session && s.expired(a) {
+		return a, nil, s.problemResult(expiredProblem())
+	}
+	if guard != nil {
+		if p := guard(a); p != nil {
+			return a, nil, s.problemResult(p)
+		}
+	}
+	var raw json.RawMessage
+	if req.Params != nil {
+		raw = req.Params.Arguments
+	}
+	return a, raw, nil
+}
+
 // handler translates one tool call into a rest.Call, runs the pipeline and
 // translates the outcome back. It never runs any step of the pipeline
 // itself.
 func (s *Server) handler(t *tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, session, ok := s.callerOf(req)
-		if !ok {
-			return s.problemResult(problem.WithCode(problem.CodeAuthRequired,
-				"The tool call carries no caller: serve the server with Handler, Connect or ServeStdio.").
-				WithHeader("WWW-Authenticate", "Bearer")), nil
-		}
-		if session && s.expired(a) {
-			return s.problemResult(expiredProblem()), nil
-		}
-		if t.guard != nil {
-			if p := t.guard(a); p != nil {
-				return s.problemResult(p), nil
-			}
-		}
-		var raw json.RawMessage
-		if req.Params != nil {
-			raw = req.Params.Arguments
+		a, raw, refused := s.admit(req, t.guard)
+		if refused != nil {
+			return refused, nil
 		}
 		call, p := t.call(raw)
 		if p != nil {

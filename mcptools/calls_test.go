@@ -303,7 +303,7 @@ func TestSessionExpiry(t *testing.T) {
 	b := setup(t)
 	var now atomic.Int64
 	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix())
-	srv, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{b.todos},
+	srv, err := mcptools.New(&mcptools.Config{Resources: []*rest.Resource{b.todos},
 		Now: func() time.Time { return time.Unix(now.Load(), 0) }})
 	if err != nil {
 		t.Fatal(err)
@@ -352,8 +352,8 @@ func TestHooksAndOutput(t *testing.T) {
 		fired = append(fired, name)
 		mu.Unlock()
 	}
-	tags, err := rest.NewResource(context.Background(), b.db, "tags", &rest.Options{
-		Output: map[rest.Operation]*jsonschema.Schema{rest.OpGet: rest.SchemaFor[tagView]()},
+	tags, err := rest.NewResource(context.Background(), b.db, "tags", &rest.Config{
+		Output: map[rest.Operation]*jsonschema.Schema{rest.OpGet: rest.MustSchemaFor[tagView]()},
 		Hooks: rest.Hooks{
 			AuthorizeFunc: func(c *rest.Ctx, op rest.Operation, _ *rest.Target) error {
 				hook("authorize:" + string(op))
@@ -383,7 +383,7 @@ func TestHooksAndOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{tags}})
+	srv, err := mcptools.New(&mcptools.Config{Resources: []*rest.Resource{tags}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestHooksAndOutput(t *testing.T) {
 			getTag = tl
 		}
 	}
-	if getTag == nil || mustMarshal(t, getTag.OutputSchema) != mustMarshal(t, rest.SchemaFor[tagView]()) {
+	if getTag == nil || mustMarshal(t, getTag.OutputSchema) != mustMarshal(t, rest.MustSchemaFor[tagView]()) {
 		t.Fatalf("getTag output schema %v", getTag)
 	}
 	st, ct := mcp.NewInMemoryTransports()
@@ -435,11 +435,11 @@ func TestResourceGuards(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.exec(`insert into tags (name) values ('public')`)
-	if _, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{b.tags},
+	if _, err := mcptools.New(&mcptools.Config{Resources: []*rest.Resource{b.tags},
 		Guards: map[*rest.Resource]func(authctx.Auth) *problem.Problem{b.todos: mcptools.AllowList()}}); !errors.Is(err, mcptools.ErrConfig) {
 		t.Fatalf("guard of an unserved resource: %v", err)
 	}
-	srv, err := mcptools.New(mcptools.Config{
+	srv, err := mcptools.New(&mcptools.Config{
 		Resources: []*rest.Resource{b.todos, b.tags},
 		Guards: map[*rest.Resource]func(authctx.Auth) *problem.Problem{
 			b.todos: mcptools.AllowList(authctx.AllowUser),

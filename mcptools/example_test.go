@@ -25,22 +25,22 @@ func Example() {
 	pool, drop := exampleDatabase(ctx)
 	defer drop()
 
-	todos, err := rest.NewResource(ctx, db.New(pool, nil), "todos", &rest.Options{
+	todos, err := rest.NewResource(ctx, db.New(pool, nil), "todos", &rest.Config{
 		Select:     []string{"id", "title", "done"},
 		Operations: []rest.Operation{rest.OpList, rest.OpGet, rest.OpCreate},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{todos}})
+	srv, err := mcptools.New(&mcptools.Config{Resources: []*rest.Resource{todos}})
 	if err != nil {
 		log.Fatal(err)
 	}
 
 	// Over HTTP: every request's caller is resolved (in an application,
-	// with the authctx.Resolver of the REST routes: HTTPOptions.Resolver)
+	// with the authctx.Resolver of the REST routes: HTTPConfig.Resolver)
 	// and admitted by the allow list, then the handler mounts anywhere.
-	h, err := srv.Handler(mcptools.HTTPOptions{
+	h, err := srv.Handler(&mcptools.HTTPConfig{
 		Caller: func(r *http.Request) authctx.Auth { return authctx.Anon(authctx.ReasonNone) },
 		Allow:  []authctx.Allow{authctx.AllowUser},
 	})

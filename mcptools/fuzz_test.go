@@ -20,7 +20,7 @@ func fuzzTools(tb testing.TB) []*tool {
 		Columns:      []rest.Column{{Name: "id", TypeName: "int8"}, {Name: "title", TypeName: "text"}},
 		DefaultLimit: 50, MaxLimit: 1000, MaxBodyBytes: 1 << 10,
 	}
-	obj := rest.SchemaFor[map[string]any]()
+	obj := rest.MustSchemaFor[map[string]any]()
 	var out []*tool
 	for _, op := range []rest.OperationInfo{
 		{Operation: rest.OpList, ID: "listTodos", Method: http.MethodGet, Path: "/"},

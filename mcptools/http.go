@@ -8,14 +8,15 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
 )
 
-// HTTPOptions configures [Server.Handler].
-type HTTPOptions struct {
+// HTTPConfig configures [Server.Handler].
+type HTTPConfig struct {
 	// Resolver resolves the caller of every HTTP request: the same custom
 	// resolvers, apikey check, Bearer verification and claims schema as
 	// the REST routes. The request it sees carries no cookies: MCP clients
@@ -68,25 +69,40 @@ func AllowList(allow ...authctx.Allow) func(authctx.Auth) *problem.Problem {
 // A client-sent value is always removed first.
 const callHeader = "Tablegate-Mcp-Call"
 
+// validate checks an HTTPConfig before a handler is built.
+func (cfg *HTTPConfig) validate() error {
+	if cfg.Caller == nil && cfg.Resolver == nil {
+		return fmt.Errorf("%w: HTTPConfig needs a Resolver or a Caller", ErrConfig)
+	}
+	if strings.ContainsAny(cfg.ResourceMetadataURL, "\"\r\n") {
+		return fmt.Errorf("%w: HTTPConfig.ResourceMetadataURL holds a quote or newline", ErrConfig)
+	}
+	return nil
+}
+
 // Handler returns the Streamable HTTP transport of the server as an
 // http.Handler; mount it anywhere (the demo uses /mcp). Every HTTP request
 // — initialize, tools/list, tools/call, … — is resolved (cookies removed)
 // and admitted by the guard before the SDK sees it; a refusal is answered
 // with the guard's Problem Details. Each tool call then runs as the caller
-// of the HTTP request that carried it. It fails, wrapping [ErrConfig],
-// without a Resolver or Caller.
-func (s *Server) Handler(opts HTTPOptions) (http.Handler, error) {
+// of the HTTP request that carried it. A session (Mcp-Session-Id) belongs
+// to the caller that opened it — same kind and subject (user id, or
+// service key name); any other caller naming it gets 404, as for a
+// session that does not exist. It fails, wrapping [ErrConfig],
+// without a Resolver or Caller (a nil cfg has neither).
+func (s *Server) Handler(cfg *HTTPConfig) (http.Handler, error) {
+	if cfg == nil {
+		cfg = &HTTPConfig{}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	opts := *cfg
 	if opts.Caller == nil {
-		if opts.Resolver == nil {
-			return nil, fmt.Errorf("%w: HTTPOptions needs a Resolver or a Caller", ErrConfig)
-		}
 		opts.Caller = ResolverCaller(opts.Resolver)
 	}
 	if opts.Admit == nil {
 		opts.Admit = AllowList(opts.Allow...)
-	}
-	if strings.ContainsAny(opts.ResourceMetadataURL, "\"\r\n") {
-		return nil, fmt.Errorf("%w: HTTPOptions.ResourceMetadataURL holds a quote or newline", ErrConfig)
 	}
 	so := &mcp.StreamableHTTPOptions{Logger: s.log}
 	if opts.Streamable != nil {
@@ -99,8 +115,26 @@ func (s *Server) Handler(opts HTTPOptions) (http.Handler, error) {
 
 type httpHandler struct {
 	s     *Server
-	opts  HTTPOptions
+	opts  HTTPConfig
 	inner http.Handler
+	// owners binds each session (Mcp-Session-Id) to the caller that
+	// opened it (ownerOf); requests of anyone else naming it get 404.
+	owners sync.Map // string → string
+}
+
+// sessionHeader is the Streamable HTTP session id header.
+const sessionHeader = "Mcp-Session-Id"
+
+// ownerOf names a caller for session binding: its kind and subject (the
+// user id, or the service key's name).
+func ownerOf(a authctx.Auth) string {
+	switch {
+	case a.Kind == authctx.KindUser && a.User != nil:
+		return "user:" + a.User.ID
+	case a.Kind == authctx.KindService:
+		return "service:" + a.KeyName
+	}
+	return string(a.Kind) + ":"
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -121,6 +155,15 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, p)
 		return
 	}
+	owner := ownerOf(a)
+	sid := rr.Header.Get(sessionHeader)
+	if sid != "" {
+		if o, ok := h.owners.Load(sid); ok && o.(string) != owner {
+			// Another caller's session: as if it did not exist.
+			h.refuse(w, problem.New(problem.KindNotFound, "No such MCP session."))
+			return
+		}
+	}
 	id, err := h.s.calls.put(a)
 	if err != nil {
 		h.refuse(w, problem.New(problem.KindUnexpected, "The server could not complete the request.").WithCause(err))
@@ -128,8 +171,60 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.s.calls.delete(id)
 	rr.Header.Set(callHeader, id)
-	h.inner.ServeHTTP(w, rr)
+	if r.Method == http.MethodGet {
+		// The standalone SSE stream lives as long as its session: lift the
+		// server's read and write timeouts for this response only (the
+		// session ends it: Streamable.SessionTimeout, DELETE, shutdown).
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
+	sw := &sessionWriter{ResponseWriter: w}
+	h.inner.ServeHTTP(sw, rr)
+	switch {
+	case sid == "" && sw.sid != "":
+		h.owners.Store(sw.sid, owner) // a session opened by this caller
+	case sid != "" && (sw.status == http.StatusNotFound ||
+		(r.Method == http.MethodDelete && sw.status < 300)):
+		h.owners.Delete(sid) // ended or unknown to the SDK
+	}
 }
+
+// sessionWriter records the status and the session id the SDK answers
+// with; it keeps flushing and http.ResponseController working.
+type sessionWriter struct {
+	http.ResponseWriter
+	status int
+	sid    string
+}
+
+func (w *sessionWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+		w.sid = w.Header().Get(sessionHeader)
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *sessionWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush implements http.Flusher (SSE streams).
+func (w *sessionWriter) Flush() {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // refuse writes the guard's problem, naming the protected resource
 // metadata on a 401.

@@ -35,6 +35,11 @@ type Config struct {
 	// guard alone.
 	Guards map[*rest.Resource]func(authctx.Auth) *problem.Problem
 
+	// Handlers are served as tools too: every operation each describes
+	// (package authz's approvals endpoint, for one), run in-process on the
+	// request the same call makes over HTTP, as the call's caller.
+	Handlers []HandlerTools
+
 	// Name, Title and Version describe the server to clients (defaults
 	// [DefaultName], none and "dev").
 	Name, Title, Version string
@@ -43,7 +48,7 @@ type Config struct {
 	Instructions string
 
 	// Problems renders the Problem Details of tool errors. Set it to the
-	// rest.Options.Problems of the resources so both adapters send the same
+	// rest.Config.Problems of the resources so both adapters send the same
 	// type URLs.
 	Problems problem.Writer
 
@@ -63,18 +68,40 @@ type Server struct {
 	mcp    *mcp.Server
 	tools  []*tool
 	byName map[string]*tool
+	extra  []*handlerTool // Config.Handlers' operations
 	pw     problem.Writer
 	log    *slog.Logger
 	calls  callRegistry
 	now    func() time.Time
 }
 
+// validate checks what New can check before building anything.
+func (cfg *Config) validate() error {
+	if len(cfg.Resources) == 0 {
+		return fmt.Errorf("%w: no resources", ErrConfig)
+	}
+	for r := range cfg.Guards {
+		if !slices.Contains(cfg.Resources, r) {
+			return fmt.Errorf("%w: Guards names a resource not in Resources", ErrConfig)
+		}
+	}
+	for i, r := range cfg.Resources {
+		if r == nil {
+			return fmt.Errorf("%w: resource %d is nil", ErrConfig, i)
+		}
+	}
+	return nil
+}
+
 // New builds the server and its tools. It fails, with an error wrapping
 // [ErrConfig], without resources, for a nil resource, or when two
 // operations share an operation id.
-func New(cfg Config) (*Server, error) {
-	if len(cfg.Resources) == 0 {
-		return nil, fmt.Errorf("%w: no resources", ErrConfig)
+func New(cfg *Config) (*Server, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	s := &Server{pw: cfg.Problems, log: cfg.Logger, byName: map[string]*tool{}, now: cfg.Now}
 	if s.now == nil {
@@ -88,15 +115,7 @@ func New(cfg Config) (*Server, error) {
 		impl.Version = "dev"
 	}
 	s.mcp = mcp.NewServer(impl, &mcp.ServerOptions{Instructions: cfg.Instructions, Logger: cfg.Logger})
-	for r := range cfg.Guards {
-		if !slices.Contains(cfg.Resources, r) {
-			return nil, fmt.Errorf("%w: Guards names a resource not in Resources", ErrConfig)
-		}
-	}
-	for i, r := range cfg.Resources {
-		if r == nil {
-			return nil, fmt.Errorf("%w: resource %d is nil", ErrConfig, i)
-		}
+	for _, r := range cfg.Resources {
 		d := r.Describe()
 		for _, op := range d.Operations {
 			t, err := newTool(r, d, op)
@@ -112,6 +131,22 @@ func New(cfg Config) (*Server, error) {
 			s.mcp.AddTool(t.def, s.handler(t))
 		}
 	}
+	for i, ht := range cfg.Handlers {
+		if ht.Handler == nil {
+			return nil, fmt.Errorf("%w: handler %d is nil", ErrConfig, i)
+		}
+		for _, op := range ht.Handler.Operations() {
+			t, err := newHandlerTool(ht.Handler, op, ht.Guard)
+			if err != nil {
+				return nil, fmt.Errorf("%w: handler %d operation %q: %v", ErrConfig, i, op.ID, err)
+			}
+			if _, dup := s.byName[op.ID]; dup || slices.ContainsFunc(s.extra, func(e *handlerTool) bool { return e.def.Name == op.ID }) {
+				return nil, fmt.Errorf("%w: tool %q is defined twice", ErrConfig, op.ID)
+			}
+			s.extra = append(s.extra, t)
+			s.mcp.AddTool(t.def, s.handlerToolFunc(t))
+		}
+	}
 	return s, nil
 }
 
@@ -122,9 +157,12 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // Tools returns the definitions of the tools, in order. The values are
 // shared: do not modify them.
 func (s *Server) Tools() []*mcp.Tool {
-	out := make([]*mcp.Tool, len(s.tools))
-	for i, t := range s.tools {
-		out[i] = t.def
+	out := make([]*mcp.Tool, 0, len(s.tools)+len(s.extra))
+	for _, t := range s.tools {
+		out = append(out, t.def)
+	}
+	for _, t := range s.extra {
+		out = append(out, t.def)
 	}
 	return out
 }

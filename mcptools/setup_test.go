@@ -82,16 +82,16 @@ var authorizer = rest.AuthorizerFunc(func(_ context.Context, req *rest.AuthzRequ
 	switch req.Permission {
 	case permDelete:
 		if req.Caller.Claims["app_role"] == "admin" {
-			return rest.Allowed, nil
+			return rest.Allowed(), nil
 		}
-		return rest.Denied, nil
+		return rest.Denied(), nil
 	case permArchive:
 		if req.Caller.Claims["approval"] == "appr-1" {
-			return rest.Allowed, nil
+			return rest.Allowed(), nil
 		}
 		return rest.ApprovalRequired("appr-1"), nil
 	}
-	return rest.Denied, nil
+	return rest.Denied(), nil
 })
 
 type completeIn struct {
@@ -113,8 +113,8 @@ type statsOut struct {
 
 // todoOptions are the todos resource: every CRUD operation, delete under a
 // permission, and three actions.
-func todoOptions() *rest.Options {
-	return &rest.Options{
+func todoOptions() *rest.Config {
+	return &rest.Config{
 		Select:      []string{"id", "owner_id", "title", "done", "priority"},
 		ReadOnly:    []string{"owner_id"},
 		Permissions: map[rest.Operation]string{rest.OpDelete: permDelete},
@@ -183,14 +183,14 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.tags, err = rest.NewResource(context.Background(), b.db, "tags", &rest.Options{
+	b.tags, err = rest.NewResource(context.Background(), b.db, "tags", &rest.Config{
 		Operations: []rest.Operation{rest.OpList, rest.OpGet},
 		Caller:     restCaller,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.srv, err = mcptools.New(mcptools.Config{Resources: []*rest.Resource{b.todos, b.tags}, Version: "test"})
+	b.srv, err = mcptools.New(&mcptools.Config{Resources: []*rest.Resource{b.todos, b.tags}, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,8 +370,12 @@ const testSecretKey = "sb_secret_test_0123456789"
 
 // newResolver builds the resolver the REST routes and the MCP adapter share.
 func newResolver(jwksURL string) (*authctx.Resolver, error) {
-	return authctx.New(authctx.Config{JWKSURL: jwksURL, Secret: true, SecretKeys: map[string]string{"ci": testSecretKey},
-		CookieName: testCookie})
+	return authctx.New(context.Background(), &authctx.Config{
+		VerifierConfig: authctx.VerifierConfig{JWKSURL: jwksURL},
+		Secret:         true,
+		SecretKeys:     map[string]string{"ci": testSecretKey},
+		CookieName:     testCookie,
+	})
 }
 
 func newKeys(t testing.TB) *keys {
@@ -427,6 +431,9 @@ func restCaller(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom
 // restHandler is the REST routes as an application mounts them: the
 // resolver's middleware, then authctx's guard (full users only).
 func (b *bundle) restHandler() http.Handler {
-	return b.keys.rv.Middleware(authctx.Guard()(
-		http.StripPrefix("/api", rest.Resources(map[string]*rest.Resource{"todos": b.todos, "tags": b.tags}))))
+	set, err := rest.NewResourceSet(map[string]*rest.Resource{"todos": b.todos, "tags": b.tags}, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return b.keys.rv.Middleware(authctx.Guard()(http.StripPrefix("/api", set)))
 }

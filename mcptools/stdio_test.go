@@ -42,7 +42,7 @@ func stdioChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	srv, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{todos}})
+	srv, err := mcptools.New(&mcptools.Config{Resources: []*rest.Resource{todos}})
 	if err != nil {
 		return fail(err)
 	}

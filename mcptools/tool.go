@@ -149,7 +149,7 @@ func listParams(d *rest.Description) []param {
 		{Type: "array", Items: cond, MinItems: jsonschema.Ptr(1)},
 	}}
 	var cols []string
-	for _, c := range d.Columns {
+	for _, c := range d.Filterable() {
 		cols = append(cols, c.Name)
 	}
 	colNames := make([]any, len(cols))

@@ -4,6 +4,7 @@ import (
 	"maps"
 
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/rest"
 )
 
 // Default actor columns.
@@ -39,8 +40,11 @@ type Actor struct {
 	built                bool
 }
 
-// NewActor returns the actor plugin for cfg.
-func NewActor(cfg ActorConfig) *Actor {
+// NewActor returns the actor plugin for cfg (nil for the defaults).
+func NewActor(cfg *ActorConfig) *Actor {
+	if cfg == nil {
+		cfg = &ActorConfig{}
+	}
 	a := &Actor{createdBy: cfg.CreatedBy, updatedBy: cfg.UpdatedBy, service: cfg.ServiceValueFunc, built: true}
 	if a.createdBy == "" {
 		a.createdBy = DefaultCreatedByColumn
@@ -72,7 +76,7 @@ func (a *Actor) Columns() (write, readOnly []string) {
 // Value returns what the plugin stamps for the caller: the user id (also
 // for anonymous sign-ins), the service value, or nil (NULL) for a caller
 // without a session.
-func (a *Actor) Value(c authctx.Context) any {
+func (a *Actor) Value(c authctx.Caller) any {
 	switch c.Actor.Type {
 	case authctx.ActorUser:
 		if c.Actor.ID == "" {
@@ -91,10 +95,10 @@ func (a *Actor) Value(c authctx.Context) any {
 // BeforeCreate returns the create body with created-by and updated-by set
 // to the actor, replacing whatever it held. It never fails. data is not
 // modified.
-func (a *Actor) BeforeCreate(c authctx.Context, data map[string]any) (map[string]any, error) {
+func (a *Actor) BeforeCreate(c authctx.Caller, data rest.Row) (rest.Row, error) {
 	out := maps.Clone(data)
 	if out == nil {
-		out = map[string]any{}
+		out = rest.Row{}
 	}
 	v := a.Value(c)
 	if a.createdBy != "" {
@@ -109,10 +113,10 @@ func (a *Actor) BeforeCreate(c authctx.Context, data map[string]any) (map[string
 // BeforeUpdate returns the update body with updated-by set to the actor
 // and created-by removed (it never changes after create). It never fails.
 // data is not modified.
-func (a *Actor) BeforeUpdate(c authctx.Context, data map[string]any) (map[string]any, error) {
+func (a *Actor) BeforeUpdate(c authctx.Caller, data rest.Row) (rest.Row, error) {
 	out := maps.Clone(data)
 	if out == nil {
-		out = map[string]any{}
+		out = rest.Row{}
 	}
 	if a.createdBy != "" {
 		delete(out, a.createdBy)

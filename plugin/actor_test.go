@@ -11,11 +11,11 @@ import (
 
 func TestActor(t *testing.T) {
 	t.Parallel()
-	a := plugin.NewActor(plugin.ActorConfig{})
+	a := plugin.NewActor(nil)
 	if w, ro := a.Columns(); !slices.Equal(w, []string{"created_by", "updated_by"}) || !slices.Equal(ro, w) {
 		t.Fatalf("columns %v %v", w, ro)
 	}
-	create := func(a *plugin.Actor, c authctx.Context, data map[string]any) map[string]any {
+	create := func(a *plugin.Actor, c authctx.Caller, data map[string]any) map[string]any {
 		t.Helper()
 		out, err := a.BeforeCreate(c, data)
 		if err != nil {
@@ -23,7 +23,7 @@ func TestActor(t *testing.T) {
 		}
 		return out
 	}
-	update := func(a *plugin.Actor, c authctx.Context, data map[string]any) map[string]any {
+	update := func(a *plugin.Actor, c authctx.Caller, data map[string]any) map[string]any {
 		t.Helper()
 		out, err := a.BeforeUpdate(c, data)
 		if err != nil {
@@ -56,7 +56,7 @@ func TestActor(t *testing.T) {
 		t.Fatalf("update: %v", got)
 	}
 
-	only := plugin.NewActor(plugin.ActorConfig{CreatedBy: "author", UpdatedBy: plugin.NoColumn,
+	only := plugin.NewActor(&plugin.ActorConfig{CreatedBy: "author", UpdatedBy: plugin.NoColumn,
 		ServiceValueFunc: func(string) any { return nil }})
 	if w, _ := only.Columns(); !slices.Equal(w, []string{"author"}) {
 		t.Fatalf("columns %v", w)

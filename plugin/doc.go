@@ -4,16 +4,15 @@
 //
 // # With package rest
 //
-// [NewResource] builds a [rest.Resource] with plugins (the seed's
-// tenant({ claim }) resource option) and refuses to build it when the
+// [NewResource] builds a [rest.Resource] with plugins and refuses to build it when the
 // table lacks a column a plugin writes; [With] applies plugins to
-// [rest.Options] for [rest.NewResources]. Plugins compose with the
+// [rest.Config] for [rest.NewResources]. Plugins compose with the
 // application's hooks: they run before its BeforeCreateFunc and
 // BeforeUpdateFunc (which see the filled values) and again after them.
 //
-//	tenant, err := plugin.NewTenant(plugin.TenantConfig{Claim: "app_metadata.org_id"})
-//	todos, err := plugin.NewResource(ctx, d, "todos", &rest.Options{Hooks: hooks},
-//		tenant, plugin.NewActor(plugin.ActorConfig{}))
+//	tenant, err := plugin.NewTenant(&plugin.TenantConfig{Claim: "app_metadata.org_id"})
+//	todos, err := plugin.NewResource(ctx, d, "todos", &rest.Config{Hooks: hooks},
+//		tenant, plugin.NewActor(nil))
 //
 // # One tenant claim
 //
@@ -25,7 +24,7 @@
 // and [CheckTenantClaim] tells when the two disagree, so one setting renames
 // the claim for the plugin and every policy together:
 //
-//	cfg := plugin.TenantConfig{Claim: "app_metadata.org_id"}
+//	cfg := &plugin.TenantConfig{Claim: "app_metadata.org_id"}
 //	if err := plugin.SyncTenantClaim(ctx, pool, cfg.Claim); err != nil { … }
 //	tenant, err := plugin.NewTenant(cfg)
 //

@@ -9,14 +9,14 @@ import (
 )
 
 func ExampleNewTenant() {
-	tenant, err := plugin.NewTenant(plugin.TenantConfig{Claim: "app_metadata.org_id"})
+	tenant, err := plugin.NewTenant(&plugin.TenantConfig{Claim: "app_metadata.org_id"})
 	if err != nil {
 		panic(err)
 	}
-	caller := authctx.AuthContext(authctx.NewUser(authctx.Claims{
+	caller := authctx.NewUser(authctx.Claims{
 		"sub":          "a1a1a1a1-0000-4000-8000-0000000000a1",
 		"app_metadata": map[string]any{"org_id": "aaaaaaaa-0000-4000-8000-000000000001"},
-	}, "token", nil))
+	}, "token", nil).Caller()
 
 	body, _ := tenant.BeforeCreate(caller, map[string]any{"title": "Buy milk"})
 	fmt.Println(body["tenant_id"])
@@ -25,7 +25,7 @@ func ExampleNewTenant() {
 	p, _ := problem.As(err)
 	fmt.Println(p.Status, p.Code)
 
-	_, err = plugin.NewTenant(plugin.TenantConfig{Claim: "user_metadata.org_id"})
+	_, err = plugin.NewTenant(&plugin.TenantConfig{Claim: "user_metadata.org_id"})
 	fmt.Println(err)
 	// Output:
 	// aaaaaaaa-0000-4000-8000-000000000001
@@ -34,8 +34,8 @@ func ExampleNewTenant() {
 }
 
 func ExampleNewActor() {
-	actor := plugin.NewActor(plugin.ActorConfig{})
-	caller := authctx.AuthContext(authctx.Service("billing"))
+	actor := plugin.NewActor(nil)
+	caller := authctx.Service("billing").Caller()
 	body, _ := actor.BeforeCreate(caller, map[string]any{"title": "Invoice", "created_by": "someone else"})
 	fmt.Println(body["created_by"], body["updated_by"])
 	// Output: billing billing

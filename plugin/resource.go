@@ -17,12 +17,12 @@ import (
 // write their own.
 type Plugin interface {
 	// Columns lists the columns the plugin writes, and the columns a body
-	// may never name (added to [rest.Options.ReadOnly]).
+	// may never name (added to [rest.Config.ReadOnly]).
 	Columns() (write, readOnly []string)
 	// BeforeCreate returns the values to insert. It must not modify data.
-	BeforeCreate(c authctx.Context, data map[string]any) (map[string]any, error)
+	BeforeCreate(c authctx.Caller, data rest.Row) (rest.Row, error)
 	// BeforeUpdate returns the values to update. It must not modify data.
-	BeforeUpdate(c authctx.Context, data map[string]any) (map[string]any, error)
+	BeforeUpdate(c authctx.Caller, data rest.Row) (rest.Row, error)
 }
 
 // ErrNilPlugin is returned by [With] and [NewResource] for a nil plugin, or
@@ -36,8 +36,8 @@ var ErrNilPlugin = errors.New("plugin: nil or unbuilt plugin")
 // again, so that no hook can override what a plugin stamps. Errors of
 // plugins are problems (403 TENANT_MISMATCH, …) and end the request as is.
 // opts is not modified.
-func With(opts *rest.Options, plugins ...Plugin) (*rest.Options, error) {
-	var o rest.Options
+func With(opts *rest.Config, plugins ...Plugin) (*rest.Config, error) {
+	var o rest.Config
 	if opts != nil {
 		o = *opts
 	}
@@ -85,16 +85,16 @@ func With(opts *rest.Options, plugins ...Plugin) (*rest.Options, error) {
 	return &o, nil
 }
 
-func runAll(ps []Plugin, c authctx.Context, data rest.Row,
-	f func(Plugin, authctx.Context, map[string]any) (map[string]any, error)) (rest.Row, error) {
-	v := map[string]any(data)
+func runAll(ps []Plugin, c authctx.Caller, data rest.Row,
+	f func(Plugin, authctx.Caller, rest.Row) (rest.Row, error)) (rest.Row, error) {
+	v := data
 	for _, p := range ps {
 		var err error
 		if v, err = f(p, c, v); err != nil {
 			return nil, err
 		}
 	}
-	return rest.Row(v), nil
+	return v, nil
 }
 
 func isNilPointer(p Plugin) bool {
@@ -109,12 +109,12 @@ func isNilPointer(p Plugin) bool {
 
 // NewResource applies the plugins to opts with [With], builds the resource
 // with [rest.NewResource], and fails, with an error wrapping
-// [rest.ErrBuild], when the table lacks a column a plugin writes. The
-// seed's tenant({ claim }) is:
+// [rest.ErrBuild], when the table lacks a column a plugin writes. A
+// resource whose rows belong to the caller's tenant:
 //
-//	tenant, err := plugin.NewTenant(plugin.TenantConfig{Claim: "app_metadata.org_id"})
-//	todos, err := plugin.NewResource(ctx, d, "todos", opts, tenant, plugin.NewActor(plugin.ActorConfig{}))
-func NewResource(ctx context.Context, d *db.DB, table string, opts *rest.Options, plugins ...Plugin) (*rest.Resource, error) {
+//	tenant, err := plugin.NewTenant(&plugin.TenantConfig{Claim: "app_metadata.org_id"})
+//	todos, err := plugin.NewResource(ctx, d, "todos", opts, tenant, plugin.NewActor(nil))
+func NewResource(ctx context.Context, d *db.DB, table string, opts *rest.Config, plugins ...Plugin) (*rest.Resource, error) {
 	o, err := With(opts, plugins...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: table %q: %w", rest.ErrBuild, table, err)

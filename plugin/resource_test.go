@@ -115,12 +115,12 @@ func TestPluginsThroughREST(t *testing.T) {
 			if path == "" {
 				path = "tenant_id"
 			}
-			tenant, err := plugin.NewTenant(plugin.TenantConfig{Claim: claim})
+			tenant, err := plugin.NewTenant(&plugin.TenantConfig{Claim: claim})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var hookSaw any
-			opts := &rest.Options{
+			opts := &rest.Config{
 				Caller: httpCaller(path),
 				Hooks: rest.Hooks{BeforeCreateFunc: func(c *rest.Ctx, data rest.Row) (rest.Row, error) {
 					hookSaw = data["tenant_id"]
@@ -133,7 +133,7 @@ func TestPluginsThroughREST(t *testing.T) {
 					return data, nil
 				}},
 			}
-			res, err := plugin.NewResource(t.Context(), db.New(pool, nil), "todos", opts, tenant, plugin.NewActor(plugin.ActorConfig{}))
+			res, err := plugin.NewResource(t.Context(), db.New(pool, nil), "todos", opts, tenant, plugin.NewActor(nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,11 +211,11 @@ func TestNewResourceRefuses(t *testing.T) {
 	pool := pgtest.DB(t)
 	adminExec(t, pool, `create table public.plain (id int primary key, title text)`)
 	d := db.New(pool, nil)
-	tenant, _ := plugin.NewTenant(plugin.TenantConfig{})
+	tenant, _ := plugin.NewTenant(nil)
 	if _, err := plugin.NewResource(t.Context(), d, "plain", nil, tenant); !errors.Is(err, rest.ErrBuild) || !strings.Contains(err.Error(), `"tenant_id"`) {
 		t.Errorf("missing tenant column: %v", err)
 	}
-	if _, err := plugin.NewResource(t.Context(), d, "plain", nil, plugin.NewActor(plugin.ActorConfig{})); !errors.Is(err, rest.ErrBuild) {
+	if _, err := plugin.NewResource(t.Context(), d, "plain", nil, plugin.NewActor(nil)); !errors.Is(err, rest.ErrBuild) {
 		t.Errorf("missing actor columns: %v", err)
 	}
 	var nilTenant *plugin.Tenant

@@ -60,15 +60,15 @@ func TestOneTenantClaimForAll(t *testing.T) {
 
 	// One caller carrying two candidate tenants: A under app_metadata.org_id,
 	// B under the default tenant_id.
-	caller := authctx.AuthContext(authctx.NewUser(authctx.Claims{
+	caller := authctx.NewUser(authctx.Claims{
 		"sub": userA1, "role": "authenticated", "is_anonymous": false,
 		"tenant_id": tenantB, "app_metadata": map[string]any{"org_id": tenantA},
-	}, "tok", nil))
+	}, "tok", nil).Caller()
 
 	// seen returns the tenant each of the four readers resolves.
 	seen := func(cfg plugin.TenantConfig) [4]string {
 		t.Helper()
-		tp, err := plugin.NewTenant(cfg)
+		tp, err := plugin.NewTenant(&cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestSyncTenantClaimRefuses(t *testing.T) {
 	}
 	// The API roles may not rename it, even through the helper.
 	d := db.New(pool, nil)
-	caller := authctx.AuthContext(authctx.NewUser(authctx.Claims{"sub": userA1, "role": "authenticated"}, "tok", nil))
+	caller := authctx.NewUser(authctx.Claims{"sub": userA1, "role": "authenticated"}, "tok", nil).Caller()
 	err := d.Tx(t.Context(), caller, func(q db.Querier) error {
 		return plugin.SyncTenantClaim(t.Context(), q, "org_id")
 	})
@@ -207,7 +207,7 @@ func TestTenantReadsAgree(t *testing.T) {
 		if err := plugin.SyncTenantClaim(t.Context(), pool, claim); err != nil {
 			t.Fatal(err)
 		}
-		tp, err := plugin.NewTenant(plugin.TenantConfig{Claim: claim})
+		tp, err := plugin.NewTenant(&plugin.TenantConfig{Claim: claim})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestTenantReadsAgree(t *testing.T) {
 			for k, v := range shape {
 				c[k] = v
 			}
-			caller := authctx.AuthContext(authctx.NewUser(c, "tok", nil))
+			caller := authctx.NewUser(c, "tok", nil).Caller()
 			goTenant, _ := tp.ActiveTenant(caller)
 			var dbTenant string
 			err := d.Read(t.Context(), caller, func(q db.Querier) error {

@@ -6,13 +6,14 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
 )
 
 // DefaultTenantColumn is the tenant column when none is configured.
 const DefaultTenantColumn = "tenant_id"
 
-// TenantConfig configures the tenant plugin (the seed's claims.tenant and
-// tenant({ claim })). The zero value reads claim tenant_id (falling back to
+// TenantConfig configures the tenant plugin: which claim holds the
+// caller's tenant and which column stores it. The zero value reads claim tenant_id (falling back to
 // app_metadata.tenant_id) into column tenant_id.
 type TenantConfig struct {
 	// Claim is the dotted path of the tenant claim, e.g.
@@ -32,10 +33,16 @@ type Tenant struct {
 	column string
 }
 
-// NewTenant validates cfg and returns the plugin. An invalid claim path
-// returns an error wrapping [ErrClaimPath]: the resource is never built
-// with a claim the database would refuse.
-func NewTenant(cfg TenantConfig) (*Tenant, error) {
+// NewTenant validates cfg (nil for the defaults) and returns the plugin.
+// An invalid claim path returns an error wrapping [ErrClaimPath]: the
+// resource is never built with a claim the database would refuse.
+func NewTenant(cfg *TenantConfig) (*Tenant, error) {
+	if cfg == nil {
+		cfg = &TenantConfig{}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	t := &Tenant{claim: cfg.Claim, column: cfg.Column}
 	if t.claim == "" {
 		t.claim = DefaultTenantClaim
@@ -43,10 +50,15 @@ func NewTenant(cfg TenantConfig) (*Tenant, error) {
 	if t.column == "" {
 		t.column = DefaultTenantColumn
 	}
-	if err := ValidateClaimPath(t.claim); err != nil {
-		return nil, err
-	}
 	return t, nil
+}
+
+// validate checks the claim path (empty means [DefaultTenantClaim]).
+func (c *TenantConfig) validate() error {
+	if c.Claim == "" {
+		return nil
+	}
+	return ValidateClaimPath(c.Claim)
 }
 
 // Claim returns the tenant claim path.
@@ -63,7 +75,7 @@ func (t *Tenant) Columns() (write, readOnly []string) { return []string{t.column
 // ActiveTenant returns the caller's active tenant, read like
 // tablegate.current_tenant_id() (see [TenantFromClaims]). Callers other than
 // users have none.
-func (t *Tenant) ActiveTenant(c authctx.Context) (string, bool) {
+func (t *Tenant) ActiveTenant(c authctx.Caller) (string, bool) {
 	if c.Actor.Type != authctx.ActorUser {
 		return "", false
 	}
@@ -76,7 +88,7 @@ func (t *Tenant) ActiveTenant(c authctx.Context) (string, bool) {
 // 403 TENANT_MISMATCH; a caller other than a service without an active
 // tenant answers 403 TENANT_REQUIRED. A service caller's body is returned
 // as is. data is not modified.
-func (t *Tenant) BeforeCreate(c authctx.Context, data map[string]any) (map[string]any, error) {
+func (t *Tenant) BeforeCreate(c authctx.Caller, data rest.Row) (rest.Row, error) {
 	if c.Actor.Type == authctx.ActorService {
 		return data, nil
 	}
@@ -89,7 +101,7 @@ func (t *Tenant) BeforeCreate(c authctx.Context, data map[string]any) (map[strin
 	}
 	out := maps.Clone(data)
 	if out == nil {
-		out = map[string]any{}
+		out = rest.Row{}
 	}
 	out[t.column] = active
 	return out, nil
@@ -100,7 +112,7 @@ func (t *Tenant) BeforeCreate(c authctx.Context, data map[string]any) (map[strin
 // TENANT_MISMATCH (rows never move between tenants through the API), and a
 // body that does not name the tenant is returned as is. Service callers
 // are left alone. data is not modified.
-func (t *Tenant) BeforeUpdate(c authctx.Context, data map[string]any) (map[string]any, error) {
+func (t *Tenant) BeforeUpdate(c authctx.Caller, data rest.Row) (rest.Row, error) {
 	v, named := data[t.column]
 	if !named || c.Actor.Type == authctx.ActorService {
 		return data, nil

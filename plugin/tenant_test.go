@@ -18,27 +18,27 @@ const (
 	guestA  = "9a9a9a9a-0000-4000-8000-00000000009a"
 )
 
-func userCtx(claims authctx.Claims) authctx.Context {
-	return authctx.AuthContext(authctx.NewUser(claims, "tok", nil))
+func userCtx(claims authctx.Claims) authctx.Caller {
+	return authctx.NewUser(claims, "tok", nil).Caller()
 }
 
 var (
-	noSession = authctx.AuthContext(authctx.Anon(authctx.ReasonNone))
-	service   = authctx.AuthContext(authctx.Service("svc"))
+	noSession = authctx.Anon(authctx.ReasonNone).Caller()
+	service   = authctx.Service("svc").Caller()
 )
 
 func TestNewTenant(t *testing.T) {
 	t.Parallel()
-	tp, err := plugin.NewTenant(plugin.TenantConfig{})
+	tp, err := plugin.NewTenant(nil)
 	if err != nil || tp.Claim() != "tenant_id" || tp.Column() != "tenant_id" {
 		t.Fatalf("defaults: %v %v", tp, err)
 	}
-	tp, err = plugin.NewTenant(plugin.TenantConfig{Claim: "app_metadata.org_id", Column: "org"})
+	tp, err = plugin.NewTenant(&plugin.TenantConfig{Claim: "app_metadata.org_id", Column: "org"})
 	if err != nil || tp.Claim() != "app_metadata.org_id" || tp.Column() != "org" {
 		t.Fatalf("configured: %v %v", tp, err)
 	}
 	for _, bad := range []string{"user_metadata.org", "app_metadata..org", "exp", "roles"} {
-		if _, err := plugin.NewTenant(plugin.TenantConfig{Claim: bad}); !errors.Is(err, plugin.ErrClaimPath) {
+		if _, err := plugin.NewTenant(&plugin.TenantConfig{Claim: bad}); !errors.Is(err, plugin.ErrClaimPath) {
 			t.Errorf("claim %q: %v", bad, err)
 		}
 	}
@@ -69,14 +69,14 @@ func containsString(s, sub string) bool {
 
 func TestTenantCreate(t *testing.T) {
 	t.Parallel()
-	tp, _ := plugin.NewTenant(plugin.TenantConfig{})
+	tp, _ := plugin.NewTenant(nil)
 	full := userCtx(authctx.Claims{"sub": userA1, "tenant_id": tenantA})
 	viaMeta := userCtx(authctx.Claims{"sub": userA1, "app_metadata": map[string]any{"tenant_id": tenantA}})
 	guest := userCtx(authctx.Claims{"sub": guestA, "tenant_id": tenantA, "is_anonymous": true})
 
 	for _, tc := range []struct {
 		name string
-		c    authctx.Context
+		c    authctx.Caller
 		body map[string]any
 		want map[string]any
 	}{
@@ -101,7 +101,7 @@ func TestTenantCreate(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		c    authctx.Context
+		c    authctx.Caller
 		body map[string]any
 		code problem.Code
 	}{
@@ -124,7 +124,7 @@ func TestTenantCreate(t *testing.T) {
 
 func TestTenantUpdate(t *testing.T) {
 	t.Parallel()
-	tp, _ := plugin.NewTenant(plugin.TenantConfig{Claim: "app_metadata.org_id", Column: "org_id"})
+	tp, _ := plugin.NewTenant(&plugin.TenantConfig{Claim: "app_metadata.org_id", Column: "org_id"})
 	full := userCtx(authctx.Claims{"sub": userA1, "tenant_id": tenantB, "app_metadata": map[string]any{"org_id": tenantA}})
 	got, err := tp.BeforeUpdate(full, map[string]any{"title": "y"})
 	if err != nil || !maps.Equal(got, map[string]any{"title": "y"}) {

@@ -1,7 +1,8 @@
 // Package problem implements RFC 9457 Problem Details, the one error body
 // tablegate sends: every refusal or failure, from the guard to the database,
-// is written as application/problem+json with the fields the seed's
-// section 2.7 names.
+// is written as application/problem+json: type, title, status, detail,
+// plus kind, code, and permission, approval, errors or request_id where
+// they apply.
 //
 // A [*Problem] is also a Go error, so hooks and handlers return it like any
 // other error; [Write] renders it, and [From] turns any other error into a

@@ -14,8 +14,8 @@ import (
 // 204 by default.
 type None struct{}
 
-// ActionInput is what an action handler receives besides the [Ctx] (seed
-// 2.5 handler's {id, data, query}).
+// ActionInput is what an action handler receives besides the [Ctx]: the
+// key of an item action, the decoded body and the decoded query.
 type ActionInput[I, Q any] struct {
 	// ID is the parsed key of an item action; nil for collection actions.
 	ID any
@@ -64,7 +64,7 @@ type Response struct {
 }
 
 // Action is a custom operation of a resource, built by [DefineAction] and
-// named by its key in [Options.Actions]. An Action is immutable and may be
+// named by its key in [Config.Actions]. An Action is immutable and may be
 // shared between resources.
 type Action struct {
 	// Method, Path, Status, Summary, Description, Deprecated, Permission
@@ -77,11 +77,18 @@ type Action struct {
 	Permission           string
 	Emits                []string
 	// Input, Query and Output are the schemas of body, query parameters
-	// and response; nil when the action has none.
+	// and response; nil when the action has none. An action whose output
+	// type is [RowJSON] or [Rows] has a nil Output here: each resource
+	// serving it describes the output with its own row schema
+	// ([OperationInfo].Output).
 	Input, Query, Output *jsonschema.Schema
 
 	err error
 	run func(c *Ctx, in actionCall) (any, error)
+	// rowOutput is RowJSON's or Rows' type when that is the output type
+	// and no Output schema was given: each resource describes it with its
+	// own row schema. Nil otherwise.
+	rowOutput reflect.Type
 }
 
 // actionCall carries the already-validated input of one action call.
@@ -120,7 +127,15 @@ func DefineAction[I, Q, O any](def ActionDef[I, Q, O]) *Action {
 	}
 	infer(&a.Input, reflect.TypeFor[I](), "input")
 	infer(&a.Query, reflect.TypeFor[Q](), "query")
-	infer(&a.Output, reflect.TypeFor[O](), "output")
+	switch reflect.TypeFor[O]() {
+	case rowJSONType, rowsType:
+		// Described per resource by its row schema (see describe).
+		if a.Output == nil {
+			a.rowOutput = reflect.TypeFor[O]()
+		}
+	default:
+		infer(&a.Output, reflect.TypeFor[O](), "output")
+	}
 	if a.Status == 0 {
 		if reflect.TypeFor[O]() == noneType {
 			a.Status = http.StatusNoContent

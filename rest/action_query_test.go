@@ -15,7 +15,7 @@ func TestActionQueryPointerFields(t *testing.T) {
 		Done  *bool `json:"done,omitempty"`
 		Limit *int  `json:"limit,omitempty"`
 	}
-	res := b.resource("todos", &Options{Actions: map[string]*Action{
+	res := b.resource("todos", &Config{Actions: map[string]*Action{
 		"probe": DefineAction(ActionDef[None, q, map[string]any]{
 			Method: "GET", Path: "/probe",
 			Handler: func(c *Ctx, in ActionInput[None, q]) (map[string]any, error) {

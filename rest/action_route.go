@@ -31,8 +31,9 @@ func validMethod(m string) bool {
 	return false
 }
 
-// bindAction checks an action's name, method and path (seed 2.5 rules)
-// and compiles its schemas.
+// bindAction checks an action's name (not a CRUD name), method and path
+// (under the collection or /{id}, no clash with CRUD routes) and compiles
+// its schemas.
 func (r *Resource) bindAction(name string, a *Action) (*boundAction, error) {
 	if a == nil {
 		return nil, fmt.Errorf("action %q is nil", name)
@@ -115,7 +116,7 @@ func (r *Resource) bindAction(name string, a *Action) (*boundAction, error) {
 // checkRouteClashes rejects two routes with the same method and path shape.
 func (r *Resource) checkRouteClashes() error {
 	seen := map[string]string{}
-	for _, op := range CRUD {
+	for _, op := range crud {
 		if r.ops[op] {
 			p := "/"
 			if op.Item() {

@@ -99,7 +99,7 @@ func TestActions(t *testing.T) {
 	b := setup(t)
 	l := &hookLog{}
 	az := &recordingAuthorizer{log: l}
-	res := b.resource("todos", &Options{
+	res := b.resource("todos", &Config{
 		Select:     []string{"id", "title", "done"},
 		Authorizer: az,
 		Actions:    todoActions(l),
@@ -255,7 +255,7 @@ func TestActionBuildRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := fakeResource(t, &Options{Actions: c.actions, Operations: c.ops})
+			_, err := fakeResource(t, &Config{Actions: c.actions, Operations: c.ops})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want it to contain %q", err, c.want)
 			}
@@ -263,7 +263,7 @@ func TestActionBuildRules(t *testing.T) {
 	}
 	// Allowed: PUT on the item path does not clash with CRUD; a clash
 	// with a CRUD operation that is not served is fine.
-	if _, err := fakeResource(t, &Options{Actions: map[string]*Action{"replace": act("PUT", "/{id}"), "add": act("POST", "/")},
+	if _, err := fakeResource(t, &Config{Actions: map[string]*Action{"replace": act("PUT", "/{id}"), "add": act("POST", "/")},
 		Operations: []Operation{OpList, OpGet}}); err != nil {
 		t.Errorf("valid actions refused: %v", err)
 	}
@@ -274,18 +274,18 @@ func TestBuildErrors(t *testing.T) {
 	b := setup(t)
 	cases := []struct {
 		table string
-		o     *Options
+		o     *Config
 		want  string
 	}{
 		{"nope", nil, `table "nope"`},
 		{"public.nope", nil, "no such table"},
-		{"todos", &Options{Select: []string{"id", "nope"}}, `select column "nope"`},
-		{"todos", &Options{Select: []string{}}, "select lists no column"},
-		{"todos", &Options{Key: "nope"}, `key column "nope"`},
-		{"todos", &Options{ReadOnly: []string{"nope"}}, `read-only column "nope"`},
-		{"todos", &Options{Operations: []Operation{OpList}, Permissions: map[Operation]string{OpCreate: "x"}}, "not served"},
-		{"todos", &Options{Input: map[Operation]*jsonschema.Schema{OpList: SchemaFor[completeIn]()}}, "only create and update"},
-		{"todos", &Options{DefaultLimit: 10, MaxLimit: 5}, "exceeds MaxLimit"},
+		{"todos", &Config{Select: []string{"id", "nope"}}, `select column "nope"`},
+		{"todos", &Config{Select: []string{}}, "select lists no column"},
+		{"todos", &Config{Key: "nope"}, `key column "nope"`},
+		{"todos", &Config{ReadOnly: []string{"nope"}}, `read-only column "nope"`},
+		{"todos", &Config{Operations: []Operation{OpList}, Permissions: map[Operation]string{OpCreate: "x"}}, "not served"},
+		{"todos", &Config{Input: map[Operation]*jsonschema.Schema{OpList: MustSchemaFor[completeIn]()}}, "only create and update"},
+		{"todos", &Config{DefaultLimit: 10, MaxLimit: 5}, "exceeds MaxLimit"},
 	}
 	for _, c := range cases {
 		_, err := NewResource(context.Background(), b.db, c.table, c.o)
@@ -295,13 +295,13 @@ func TestBuildErrors(t *testing.T) {
 	}
 	b.exec(`create table nokey (a int, b text); grant select on nokey to authenticated;
 	        create table twokey (a int, b int, primary key (a, b));`)
-	if _, err := NewResource(context.Background(), b.db, "nokey", nil); err == nil || !strings.Contains(err.Error(), "no primary key; set Options.Key") {
+	if _, err := NewResource(context.Background(), b.db, "nokey", nil); err == nil || !strings.Contains(err.Error(), "no primary key; set Config.Key") {
 		t.Errorf("nokey: %v", err)
 	}
 	if _, err := NewResource(context.Background(), b.db, "twokey", nil); err == nil || !strings.Contains(err.Error(), "composite primary key") {
 		t.Errorf("twokey: %v", err)
 	}
-	if _, err := NewResource(context.Background(), b.db, "nokey", &Options{Key: "a"}); err != nil {
+	if _, err := NewResource(context.Background(), b.db, "nokey", &Config{Key: "a"}); err != nil {
 		t.Errorf("nokey with Key: %v", err)
 	}
 }

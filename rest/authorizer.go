@@ -29,18 +29,30 @@ type Decision struct {
 	ApprovalID string
 	// Reason explains a denial for logs; it is not sent to the caller.
 	Reason string
+	// Then, on a decision that does not allow, is work the decision needs
+	// outside the request's transaction, such as recording an approval
+	// that must survive the refusal. The pipeline first rolls the
+	// request's transaction back and releases its connection, then calls
+	// Then; its decision replaces this one. A refusal is answered as
+	// usual; Allow runs the request once more from the start (once: a
+	// second Allow from Then is answered as a denial). So a request never
+	// holds a pooled connection while Then waits for another. Callers of
+	// Authorize outside the pipeline must call Then themselves.
+	Then func(ctx context.Context) (Decision, error)
 }
 
-// Allowed, Denied and ApprovalRequired build decisions.
-var (
-	Allowed = Decision{Effect: Allow}
-	Denied  = Decision{Effect: Deny}
-)
+// Allowed returns the decision that allows.
+func Allowed() Decision { return Decision{Effect: Allow} }
+
+// Denied returns the decision that denies (the zero Decision denies too).
+func Denied() Decision { return Decision{Effect: Deny} }
 
 // ApprovalRequired returns the decision that waits for approval id.
 func ApprovalRequired(id string) Decision { return Decision{Effect: NeedsApproval, ApprovalID: id} }
 
-// AuthzRequest is what the authorizer sees for one check (seed 4.4).
+// AuthzRequest is what the authorizer sees for one check: the permission
+// key, the table and operation, the caller, the key and row (item
+// operations) and the body, with the request's transaction.
 type AuthzRequest struct {
 	// Permission is the permission key being checked.
 	Permission string
@@ -56,7 +68,7 @@ type AuthzRequest struct {
 	// Data is the request body (create, update, actions).
 	Data Row
 	// Caller is the verified request context (actor, claims).
-	Caller authctx.Context
+	Caller authctx.Caller
 	// DB is the caller-bound transaction of the request, for authorizers
 	// that read memberships or approvals (RLS applies).
 	DB db.Querier
@@ -75,9 +87,20 @@ type Authorizer interface {
 	AuthorizeRows(ctx context.Context, req *AuthzRequest, rows []Row) ([]Decision, error)
 }
 
+// Admission is implemented by authorizers that bound how many requests
+// under some permission keys run at once (authz bounds approval-gated
+// keys, so that a burst of them cannot take every pooled connection and
+// core from other callers). The pipeline calls Admit before it opens the
+// request's transaction (operations and actions with a permission; lists
+// are not admitted) and release when the request is done. An error ends
+// the request like an Authorize error.
+type Admission interface {
+	Admit(ctx context.Context, permission string) (release func(), err error)
+}
+
 // OperationPermissions is implemented by authorizers that name the
 // permission of a CRUD operation themselves, for
-// [Options.PermissionsFromAuthorizer] (the seed's forOperation).
+// [Config.PermissionsFromAuthorizer].
 type OperationPermissions interface {
 	// ForOperation returns the permission key of op on table. An empty key
 	// leaves the operation without a permission check.

@@ -11,7 +11,7 @@ import (
 func TestConcurrentRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.resource("todos", &Options{Hooks: Hooks{AfterCreateFunc: func(c *Ctx, r Row) (any, error) { return r, nil }}})
+	res := b.resource("todos", &Config{Hooks: Hooks{AfterCreateFunc: func(c *Ctx, r Row) (any, error) { return r, nil }}})
 	s := server(t, "todos", res)
 	users := []string{alice, bob, "33333333-3333-3333-3333-333333333333", "44444444-4444-4444-4444-444444444444"}
 	var wg sync.WaitGroup

@@ -53,7 +53,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 func TestCRUDRoutesAndStatuses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.resource("todos", &Options{
+	res := b.resource("todos", &Config{
 		Select:   []string{"id", "owner_id", "title", "slug", "done", "priority", "seq"},
 		ReadOnly: []string{"owner_id"},
 	})
@@ -140,7 +140,7 @@ func TestCRUDRoutesAndStatuses(t *testing.T) {
 func TestErrorStatuses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.resource("todos", &Options{MaxBodyBytes: 256})
+	res := b.resource("todos", &Config{MaxBodyBytes: 256})
 	s := server(t, "todos", res)
 
 	// 405 with Allow.
@@ -157,7 +157,7 @@ func TestErrorStatuses(t *testing.T) {
 	isProblem(t, do(t, s, "GET", "/api/todos/a/b/c", alice, ""), 404, "not_found")
 
 	// Operations not listed are not served.
-	ro := b.resource("todos", &Options{Operations: []Operation{OpList, OpGet}})
+	ro := b.resource("todos", &Config{Operations: []Operation{OpList, OpGet}})
 	s2 := server(t, "todos", ro)
 	r = do(t, s2, "POST", "/api/todos", alice, `{"title":"x"}`)
 	isProblem(t, r, 405, "")
@@ -284,14 +284,17 @@ func TestWideTable(t *testing.T) {
 func TestResourcesSet(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	rs, err := NewResources(t.Context(), b.db, map[string]*Options{
+	rs, err := NewResources(t.Context(), b.db, map[string]*Config{
 		"todos": {Caller: testCaller},
 		"notes": {Caller: testCaller, Operations: []Operation{OpList, OpCreate}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := Resources(rs)
+	set, err := NewResourceSet(rs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := strings.Join(set.Names(), ","); got != "notes,todos" {
 		t.Errorf("names %s", got)
 	}
@@ -318,7 +321,7 @@ func TestResourcesSet(t *testing.T) {
 	}
 	isProblem(t, do(t, s, "GET", "/v1/nope", alice, ""), 404, "not_found")
 	isProblem(t, do(t, s, "GET", "/v1/", alice, ""), 404, "not_found")
-	_, err = NewResources(t.Context(), b.db, map[string]*Options{"todos": nil, "missing": nil})
+	_, err = NewResources(t.Context(), b.db, map[string]*Config{"todos": nil, "missing": nil})
 	if !errors.Is(err, ErrBuild) {
 		t.Errorf("missing table: %v", err)
 	}

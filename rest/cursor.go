@@ -11,18 +11,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/tablegate/tablegate/authctx"
 )
 
 // A cursor is base64url(nonce) "." base64url(AES-256-GCM sealed JSON array
 // of the last row's order values), with the table and the canonical
-// filters and order as additional data. It is opaque to clients (the
+// filters and order and the caller (cursorBinding) as additional data. It
+// is opaque to clients (the
 // values are encrypted: the last row of a page may be one the authorizer
 // dropped, and the key is in the cursor even when it is not selected),
-// tamper-evident, and valid only for the query (filters and order) that
-// produced it; a different limit is fine. Keyset pagination keeps it
+// tamper-evident, and valid only for the caller and the query (filters
+// and order) that produced it; a different limit is fine. Keyset pagination keeps it
 // stable under inserts.
 
-// newCursorAEAD derives the cursor cipher from Options.CursorKey.
+// newCursorAEAD derives the cursor cipher from Config.CursorKey.
 func newCursorAEAD(key []byte) cipher.AEAD {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("tablegate list cursor v2"))
@@ -37,12 +40,26 @@ func newCursorAEAD(key []byte) cipher.AEAD {
 	return aead
 }
 
-// cursorAD is the additional data that binds a cursor to its query.
+// cursorAD is the additional data that binds a cursor to its query and
+// its caller.
 func (r *Resource) cursorAD(lq *ListQuery) []byte {
-	ad := make([]byte, 0, len(r.table)+1+len(lq.canon))
+	ad := make([]byte, 0, len(r.table)+2+len(lq.canon)+len(lq.bind))
 	ad = append(ad, r.table...)
 	ad = append(ad, 0)
-	return append(ad, lq.canon...)
+	ad = append(ad, lq.canon...)
+	ad = append(ad, 0)
+	return append(ad, lq.bind...)
+}
+
+// cursorBinding names the caller a cursor is sealed to: actor kind and
+// id, the role claim and the active tenant (claim tenant_id, else
+// app_metadata.tenant_id). Another caller replaying the cursor — another
+// user, the same user in another role or tenant — gets 400, never rows
+// positioned by values it cannot see.
+func cursorBinding(c authctx.Caller) string {
+	role, _ := c.Claims["role"].(string)
+	b, _ := json.Marshal([]string{string(c.Actor.Type), c.Actor.ID, role, c.Claims.TenantID()})
+	return string(b)
 }
 
 // signCursor seals the order values of the last row.

@@ -81,7 +81,7 @@ func TestCustomRepository(t *testing.T) {
 	b := setup(t)
 	b.exec(`insert into items (id, grp, name) select i, case when i = 3 then 13 else 1 end, 'n' || i from generate_series(1, 5) i`)
 	repo := &itemRepo{}
-	s := server(t, "items", b.resource("items", &Options{Repository: repo, Operations: []Operation{OpList, OpGet}}))
+	s := server(t, "items", b.resource("items", &Config{Repository: repo, Operations: []Operation{OpList, OpGet}}))
 	r := do(t, s, "GET", "/api/items/2", alice, "")
 	if r.status != 200 || r.body != `{"id":2,"grp":1,"name":"n2","extra":"from repo"}` {
 		t.Errorf("get: %s", r)

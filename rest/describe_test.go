@@ -25,13 +25,13 @@ type todoLabel struct {
 func TestDescribeAndInputSchemas(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.resource("todos", &Options{
+	res := b.resource("todos", &Config{
 		Select:      []string{"id", "title", "done", "created_at", "seq"},
 		Operations:  []Operation{OpList, OpGet, OpCreate, OpUpdate},
-		Input:       map[Operation]*jsonschema.Schema{OpCreate: SchemaFor[todoCreate]()},
-		Output:      map[Operation]*jsonschema.Schema{OpGet: SchemaFor[todoLabel]()},
+		Input:       map[Operation]*jsonschema.Schema{OpCreate: MustSchemaFor[todoCreate]()},
+		Output:      map[Operation]*jsonschema.Schema{OpGet: MustSchemaFor[todoLabel]()},
 		Permissions: map[Operation]string{OpCreate: "todos.create"},
-		Authorizer:  AuthorizerFunc(func(context.Context, *AuthzRequest) (Decision, error) { return Allowed, nil }),
+		Authorizer:  AuthorizerFunc(func(context.Context, *AuthzRequest) (Decision, error) { return Allowed(), nil }),
 		Hooks: Hooks{AfterGetFunc: func(c *Ctx, row Row) (any, error) {
 			return todoLabel{ID: row["id"].(string), Label: strings.ToUpper(row["title"].(string))}, nil
 		}},

@@ -16,7 +16,7 @@ type Column struct {
 	// HasDefault reports a default (or identity/generated value).
 	HasDefault bool
 	// ReadOnly reports a column a body may not set (generated, identity
-	// ALWAYS, or listed in Options.ReadOnly).
+	// ALWAYS, or listed in Config.ReadOnly).
 	ReadOnly bool
 	// Selected reports whether the column is in the resource's select list.
 	Selected bool
@@ -63,6 +63,10 @@ type Description struct {
 	Columns []Column
 	// AllColumns are all columns of the table, in table order.
 	AllColumns []Column
+	// FilterColumns are the columns a list may filter and order by
+	// (Config.FilterColumns; all of Columns by default). Read it with
+	// [Description.Filterable].
+	FilterColumns []Column
 	// Row is the JSON Schema of a row (the selected columns).
 	Row *jsonschema.Schema
 	// Operations are the served CRUD operations (route order), then the
@@ -72,6 +76,15 @@ type Description struct {
 	DefaultLimit, MaxLimit int
 	// MaxBodyBytes is the body limit.
 	MaxBodyBytes int64
+}
+
+// Filterable returns the columns a list may filter and order by:
+// FilterColumns, or Columns when FilterColumns is nil.
+func (d *Description) Filterable() []Column {
+	if d.FilterColumns != nil {
+		return d.FilterColumns
+	}
+	return d.Columns
 }
 
 // Operation returns the info of an operation or action by name.

@@ -9,7 +9,7 @@
 //	PATCH  /{key}   update → 200 row
 //	DELETE /{key}   delete → 204
 //
-// plus the custom [Action]s declared in [Options.Actions]. [Resources]
+// plus the custom [Action]s declared in [Config.Actions]. [NewResourceSet]
 // serves many tables under one handler, one path segment per table.
 //
 // Every statement runs bound to the caller (see package db): row-level
@@ -33,9 +33,16 @@
 // (col=eq.v, neq, gt, gte, lt, lte, in.(a,b), is.null|true|false|unknown,
 // like, ilike, each negatable with not.), order=col.asc|desc[.nullsfirst|
 // .nullslast] (comma separated), limit (default 50, capped by
-// [Options.MaxLimit]), an opaque keyset cursor (sealed with AES-GCM: clients can neither read
-// nor alter it), and count=exact.
+// [Config.MaxLimit]), an opaque keyset cursor (sealed with AES-GCM: clients can neither read
+// nor alter it; it opens only for the same caller — subject, role and
+// tenant — and the same filters and order), and count=exact.
 // Unknown columns or operators answer 400 naming the parameter.
+//
+// # Caching
+//
+// Every response varies on Authorization and Cookie; a response to a
+// request with credentials is Cache-Control: private, no-store
+// ([Config.CacheControl]), so no shared cache keeps one caller's rows.
 //
 // # Repositories
 //
@@ -43,7 +50,7 @@
 // key once and builds SQL from quoted identifiers and bound parameters
 // only; Postgres renders rows as JSON (json_build_object for one row,
 // json_agg for a page), so the get and list paths pass bytes through
-// without decoding them in Go. [Options.Repository] swaps in any
+// without decoding them in Go. [Config.Repository] swaps in any
 // [Repository], e.g. one over sqlc-generated queries (see
 // examples/todos); routing, validation, RLS scoping, cursors, hooks and
 // errors stay the same.
@@ -52,8 +59,12 @@
 //
 // Every refusal is an application/problem+json body from package problem:
 // 400 malformed key, body or query; 404 missing or hidden row; 405 with
-// Allow; 413 body above [Options.MaxBodyBytes]; 415 non-JSON body; 403 for
-// a policy refusal or a denied permission; 409 conflicts; 422 check and
+// Allow; 413 body above [Config.MaxBodyBytes]; 415 non-JSON body; 403 for
+// a policy refusal or a denied permission (an update or delete of a row
+// the caller can read but a policy does not let them change is a 403, not
+// a 404); 400 naming the parameter for a filter value no column can hold
+// (a NUL byte, invalid UTF-8) or an order term naming an unknown column;
+// 409 conflicts; 422 check and
 // not-null violations; 503 with Retry-After when the database is down. A
 // hook's error that is a *problem.Problem is sent as is; any other error or
 // a panic becomes a 500 of kind unexpected carrying a request id, logged

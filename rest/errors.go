@@ -1,10 +1,6 @@
 package rest
 
-import (
-	"net/http"
-
-	"github.com/tablegate/tablegate/problem"
-)
+import "github.com/tablegate/tablegate/problem"
 
 // Helpers for the caller's mistakes: every one is a 4xx problem whose
 // detail names the parameter or path, never a value.
@@ -46,5 +42,3 @@ func schemaFailed(what string, errs []problem.FieldError) *problem.Problem {
 	p.Errors = errs
 	return p
 }
-
-var _ = http.StatusOK

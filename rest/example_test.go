@@ -25,7 +25,7 @@ func ExampleNewResource() {
 	type completeIn struct {
 		Note string `json:"note,omitempty"`
 	}
-	todos, err := rest.NewResource(ctx, d, "todos", &rest.Options{
+	todos, err := rest.NewResource(ctx, d, "todos", &rest.Config{
 		Select:      []string{"id", "title", "done", "created_at"},
 		Permissions: map[rest.Operation]string{rest.OpDelete: "todos.delete"},
 		Hooks: rest.Hooks{

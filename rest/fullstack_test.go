@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,7 +20,7 @@ import (
 // TestFullStack runs the seed's section 7 rows that involve the caller
 // through the real authctx resolver, cross-site check and guard in front
 // of a resource that reads the caller from the request context (no
-// Options.Caller).
+// Config.Caller).
 func TestFullStack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -36,13 +37,14 @@ func TestFullStack(t *testing.T) {
 		"kty": "EC", "crv": "P-256", "kid": "k1", "alg": "ES256", "use": "sig",
 		"x": pad(key.X), "y": pad(key.Y)}}})
 	const project = "https://abcdefghijklmnopqrst.supabase.co"
-	rv, err := authctx.New(authctx.Config{ProjectURL: project, JWKS: jwks})
+	rv, err := authctx.New(context.Background(), &authctx.Config{ProjectURL: project, VerifierConfig: authctx.VerifierConfig{JWKS: jwks}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rv.Close)
 	sign := func(sub string, anonymous bool) string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
+			"iss": project + "/auth/v1", "aud": "authenticated",
 			"sub": sub, "role": "authenticated", "exp": time.Now().Add(time.Hour).Unix(), "is_anonymous": anonymous,
 		})
 		tok.Header["kid"] = "k1"
@@ -52,7 +54,7 @@ func TestFullStack(t *testing.T) {
 		}
 		return s
 	}
-	res, err := NewResource(t.Context(), b.db, "todos", &Options{Select: []string{"id", "owner_id", "title"}})
+	res, err := NewResource(t.Context(), b.db, "todos", &Config{Select: []string{"id", "owner_id", "title"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // SQL builds, or is refused with a 400 problem; never a panic. Bound
 // values never reach the SQL text. Seed corpus: testdata/fuzz/FuzzListQuery.
 func FuzzListQuery(f *testing.F) {
-	r, err := fakeResource(f, &Options{MaxLimit: 100, CursorKey: []byte("fuzz")})
+	r, err := fakeResource(f, &Config{MaxLimit: 100, CursorKey: []byte("fuzz")})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -60,9 +60,9 @@ func FuzzParseBody(f *testing.F) {
 		Title string `json:"title"`
 		Score *int   `json:"score,omitempty"`
 	}
-	r, err := fakeResource(f, &Options{
+	r, err := fakeResource(f, &Config{
 		ReadOnly: []string{"secret"},
-		Input:    map[Operation]*jsonschema.Schema{OpCreate: SchemaFor[in]()},
+		Input:    map[Operation]*jsonschema.Schema{OpCreate: MustSchemaFor[in]()},
 	})
 	if err != nil {
 		f.Fatal(err)

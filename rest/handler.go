@@ -12,13 +12,21 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // ServeHTTP serves the resource's routes relative to its mount point
-// (mount with http.StripPrefix, or use [Resources]): it parses the route,
+// (mount with http.StripPrefix, or use [NewResourceSet]): it parses the route,
 // key, body and caller, runs [Resource.Do] and writes the result or the
 // problem. HEAD is served like GET without a body.
+//
+// A nil *Resource (the result of a failed [NewResource] whose error was not
+// checked) answers every request with a 500 problem instead of panicking.
 func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if r == nil {
+		problem.Write(w, problem.New(problem.KindUnexpected, "This resource is not available."))
+		return
+	}
 	segs, ok := splitPath(req.URL.EscapedPath())
 	if !ok {
 		r.opts.Problems.Write(w, routeNotFound())
@@ -32,8 +40,9 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if len(call.RequestID) > 64 {
 		call.RequestID = ""
 	}
+	r.cacheHeaders(w, req)
 	// Do recovers the pipeline's panics; this covers what runs before it
-	// (Options.Caller, reading the body).
+	// (Config.Caller, reading the body).
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -80,6 +89,7 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.opts.Problems.Write(w, methodNotAllowed(a))
 		return
 	}
+	r.reportRoute(req, call.Operation, ba)
 	// Parse the query only where it is read: list, actions, and hooks
 	// (Target.Query).
 	if call.Operation == OpList || ba != nil || r.hasHooks {
@@ -128,6 +138,45 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
+// reportRoute tells telemetry (when a telemetry.Handler serves the
+// request) the route pattern, operation and table.
+func (r *Resource) reportRoute(req *http.Request, op Operation, ba *boundAction) {
+	if telemetry.FromContext(req.Context()) == nil {
+		return
+	}
+	pattern := "/"
+	switch {
+	case ba != nil:
+		pattern = ba.docPath
+	case op == OpGet || op == OpUpdate || op == OpDelete:
+		pattern = "/{" + r.key.Name + "}"
+	}
+	telemetry.SetRoute(req.Context(), req.URL.EscapedPath(), pattern, string(op), r.table)
+}
+
+// cacheHeaders marks every response as depending on the credentials, and
+// a response to a request with credentials as private (Config.CacheControl).
+func (r *Resource) cacheHeaders(w http.ResponseWriter, req *http.Request) {
+	h := w.Header()
+	h.Add("Vary", "Authorization, Cookie")
+	if h.Get("Cache-Control") != "" {
+		return // e.g. the refreshed session's no-store, already stricter
+	}
+	credentialed := req.Header.Get("Authorization") != "" || req.Header.Get("Cookie") != "" ||
+		req.Header.Get("Apikey") != ""
+	if !credentialed {
+		a := authctx.AuthFrom(req.Context())
+		credentialed = a.Kind != "" && a.Kind != authctx.KindAnon
+	}
+	if credentialed {
+		cc := r.opts.CacheControl
+		if cc == "" {
+			cc = DefaultCacheControl
+		}
+		h.Set("Cache-Control", cc)
+	}
+}
+
 func (r *Resource) caller(req *http.Request) (authctx.Auth, error) {
 	if r.opts.Caller != nil {
 		return r.opts.Caller(req)
@@ -135,7 +184,7 @@ func (r *Resource) caller(req *http.Request) (authctx.Auth, error) {
 	return defaultCaller(req)
 }
 
-// defaultCaller is the caller when Options.Caller is nil: the state the
+// defaultCaller is the caller when Config.Caller is nil: the state the
 // authctx middleware stored in the request context, anon without one.
 func defaultCaller(r *http.Request) (authctx.Auth, error) {
 	return authctx.AuthFrom(r.Context()), nil

@@ -13,8 +13,8 @@ import (
 // Numbers are json.Number, so bigint and numeric values keep every digit.
 type Row map[string]any
 
-// Ctx is what hooks, authorizers and action handlers receive (seed 2.6
-// ctx). It is a context.Context, so it can be passed directly to
+// Ctx is what hooks, authorizers and action handlers receive: the
+// request's transaction, table, HTTP request, caller and operation. It is a context.Context, so it can be passed directly to
 // sqlc-generated queries together with DB:
 //
 //	todo, err := queries.TodoGet(c, c.DB, id)
@@ -29,18 +29,27 @@ type Ctx struct {
 	Table string
 	// Request is the HTTP request, nil outside HTTP (e.g. MCP).
 	Request *http.Request
-	// Caller is the verified request context: actor and claims (the
-	// seed's ctx.context; renamed because Ctx is itself a context).
-	Caller authctx.Context
-	// Auth is the caller's auth state.
+	// Caller is the verified caller: actor and claims. Its Claims are this
+	// request's own copy: changing them changes neither other requests nor
+	// the claims the transaction runs with.
+	Caller authctx.Caller
+	// Auth is the caller's auth state (its User.Claims are the same copy
+	// as Caller.Claims).
 	Auth authctx.Auth
 	// Operation is the operation or action running.
 	Operation Operation
+	// Action is the definition of the action running (its Emits,
+	// Permission, ...); nil for CRUD operations. Packages that act on an
+	// action's declarations, such as events, read it here.
+	Action *Action
 	// RequestID identifies the request in logs and unexpected-error bodies.
 	RequestID string
+
+	res *Resource // for Row and Rows
 }
 
-// Target is what an operation addresses (seed 2.6 target).
+// Target is what an operation addresses: the key, the current row (item
+// operations) and the request body.
 type Target struct {
 	// ID is the parsed key of an item operation or item action (int64 for
 	// integer keys, string otherwise); nil for collection operations.
@@ -64,7 +73,8 @@ type Page struct {
 	Count *int64 `json:"count,omitempty"`
 }
 
-// Hooks are the business-logic hooks of a resource (seed 4.3). Every field
+// Hooks are the business-logic hooks of a resource, run in the caller's
+// transaction: AuthorizeFunc, then Before*, the statement, After*. Every field
 // is optional. A hook ends the request by returning an error: a
 // *problem.Problem is sent as is; any other error, or a panic, becomes a
 // 500 of kind unexpected that reveals nothing internal (logged with its
@@ -87,7 +97,7 @@ type Hooks struct {
 	// BeforeDeleteFunc returns an error to stop the delete.
 	BeforeDeleteFunc func(c *Ctx, t *Target) error
 	// AfterListFunc returns the list response, e.g. the page with
-	// transformed items (describe the item shape in Options.Output[OpList]).
+	// transformed items (describe the item shape in Config.Output[OpList]).
 	AfterListFunc func(c *Ctx, page *Page) (any, error)
 	// AfterGetFunc returns the get response.
 	AfterGetFunc func(c *Ctx, row Row) (any, error)

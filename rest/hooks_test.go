@@ -57,12 +57,12 @@ func (a *recordingAuthorizer) decide(req *AuthzRequest, row Row) Decision {
 	}
 	if src != nil {
 		if t, _ := src["title"].(string); strings.HasPrefix(t, "deny") {
-			return Denied
+			return Denied()
 		} else if strings.HasPrefix(t, "approve") {
 			return ApprovalRequired("appr-1")
 		}
 	}
-	return Allowed
+	return Allowed()
 }
 
 func (a *recordingAuthorizer) Authorize(ctx context.Context, req *AuthzRequest) (Decision, error) {
@@ -74,7 +74,7 @@ func (a *recordingAuthorizer) Authorize(ctx context.Context, req *AuthzRequest) 
 	// The authorizer runs on the request's caller-bound transaction.
 	var n int
 	if err := req.DB.QueryRow(ctx, "select count(*) from todos").Scan(&n); err != nil {
-		return Denied, err
+		return Denied(), err
 	}
 	return a.decide(req, req.Row), nil
 }
@@ -98,7 +98,7 @@ func (a *recordingAuthorizer) last() *AuthzRequest {
 }
 
 func hookedTodos(b *bundle, l *hookLog, az Authorizer, logs *syncBuffer) *Resource {
-	return b.resource("todos", &Options{
+	return b.resource("todos", &Config{
 		Select:      []string{"id", "owner_id", "title", "done", "priority"},
 		Permissions: map[Operation]string{OpList: "todos.read", OpGet: "todos.read", OpCreate: "todos.write", OpUpdate: "todos.write", OpDelete: "todos.delete"},
 		Authorizer:  az,
@@ -423,7 +423,7 @@ func getPageBody(t testing.TB, body string) pageResp {
 func TestPermissionsWithoutAuthorizer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.resource("todos", &Options{Permissions: map[Operation]string{OpGet: "todos.read", OpCreate: "todos.write", OpList: "todos.read"}})
+	res := b.resource("todos", &Config{Permissions: map[Operation]string{OpGet: "todos.read", OpCreate: "todos.write", OpList: "todos.read"}})
 	s := server(t, "todos", res)
 	m := isProblem(t, do(t, s, "POST", "/api/todos", "service", `{"title":"x","owner_id":"`+alice+`"}`), 403, "forbidden")
 	if m["code"] != "PERMISSION_DENIED" || m["permission"] != "todos.write" {
@@ -454,14 +454,14 @@ func (forOpAuthorizer) ForOperation(table string, op Operation) (string, error) 
 func TestPermissionsFromAuthorizer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := NewResource(context.Background(), b.db, "todos", &Options{
+	_, err := NewResource(context.Background(), b.db, "todos", &Config{
 		PermissionsFromAuthorizer: true,
-		Authorizer:                AuthorizerFunc(func(context.Context, *AuthzRequest) (Decision, error) { return Allowed, nil }),
+		Authorizer:                AuthorizerFunc(func(context.Context, *AuthzRequest) (Decision, error) { return Allowed(), nil }),
 	})
 	if !errors.Is(err, ErrBuild) || !strings.Contains(err.Error(), "ForOperation") {
 		t.Errorf("authorizer without ForOperation: %v", err)
 	}
-	_, err = NewResource(context.Background(), b.db, "todos", &Options{PermissionsFromAuthorizer: true})
+	_, err = NewResource(context.Background(), b.db, "todos", &Config{PermissionsFromAuthorizer: true})
 	if !errors.Is(err, ErrBuild) {
 		t.Errorf("no authorizer: %v", err)
 	}
@@ -472,11 +472,11 @@ func TestPermissionsFromAuthorizer(t *testing.T) {
 		seen = append(seen, req.Permission)
 		mu.Unlock()
 		if req.Permission == "todos.create" {
-			return Denied, nil
+			return Denied(), nil
 		}
-		return Allowed, nil
+		return Allowed(), nil
 	})}
-	res := b.resource("todos", &Options{PermissionsFromAuthorizer: true, Authorizer: az,
+	res := b.resource("todos", &Config{PermissionsFromAuthorizer: true, Authorizer: az,
 		Permissions: map[Operation]string{OpUpdate: "custom.update"}})
 	want := map[Operation]string{OpList: "todos.list", OpGet: "todos.get", OpCreate: "todos.create", OpUpdate: "custom.update", OpDelete: ""}
 	for op, key := range want {
@@ -509,7 +509,7 @@ var errShared = problem.New(problem.KindConflict, "shared refusal")
 func TestSharedProblemValue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.resource("todos", &Options{Hooks: Hooks{AuthorizeFunc: func(*Ctx, Operation, *Target) error { return errShared }}})
+	res := b.resource("todos", &Config{Hooks: Hooks{AuthorizeFunc: func(*Ctx, Operation, *Target) error { return errShared }}})
 	s := server(t, "todos", res)
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {

@@ -16,11 +16,11 @@ import (
 // Benchmarks that justify rendering JSON in Postgres. Run with
 //
 //	go test ./rest -run '^$' -bench . -benchmem
-func benchBundle(b *testing.B) (*bundle, authctx.Context) {
+func benchBundle(b *testing.B) (*bundle, authctx.Caller) {
 	bb := setup(b)
 	bb.exec(`insert into todos (owner_id, title, priority, secret)
 	         select $1, 'todo number ' || i, i, md5(i::text) from generate_series(1, 200) i`, alice)
-	return bb, authctx.AuthContext(user(alice))
+	return bb, user(alice).Caller()
 }
 
 const benchCols = `id, owner_id, title, slug, done, priority, created_at`
@@ -121,7 +121,7 @@ func BenchmarkList50DecodeInGo(b *testing.B) {
 // request of the get and list paths.
 func BenchmarkHandlerGet(b *testing.B) {
 	bb, _ := benchBundle(b)
-	res := bb.resource("todos", &Options{Select: []string{"id", "owner_id", "title", "slug", "done", "priority", "created_at"}})
+	res := bb.resource("todos", &Config{Select: []string{"id", "owner_id", "title", "slug", "done", "priority", "created_at"}})
 	var id string
 	_ = bb.pool.QueryRow(context.Background(), "select id from todos limit 1").Scan(&id)
 	req := httptest.NewRequest("GET", "/"+id, nil)
@@ -138,7 +138,7 @@ func BenchmarkHandlerGet(b *testing.B) {
 
 func BenchmarkHandlerList50(b *testing.B) {
 	bb, _ := benchBundle(b)
-	res := bb.resource("todos", &Options{Select: []string{"id", "owner_id", "title", "slug", "done", "priority", "created_at"}})
+	res := bb.resource("todos", &Config{Select: []string{"id", "owner_id", "title", "slug", "done", "priority", "created_at"}})
 	req := httptest.NewRequest("GET", "/?limit=50", nil)
 	req.Header.Set("X-Test-User", alice)
 	b.ReportAllocs()

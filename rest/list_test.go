@@ -51,7 +51,7 @@ func TestListFiltersOrderLimitCount(t *testing.T) {
 	        select i, i % 3, case when i % 5 = 0 then null else i * 10 end, format('item-%s', lpad(i::text, 2, '0'))
 	        from generate_series(1, 20) i`)
 	b.exec(`insert into items (id, grp, score, name) values (21, 13, 1, 'hidden')`)
-	s := server(t, "items", b.resource("items", &Options{MaxLimit: 100}))
+	s := server(t, "items", b.resource("items", &Config{MaxLimit: 100}))
 	cases := []struct {
 		q    string
 		want string // ids, comma separated
@@ -123,7 +123,7 @@ func TestCursorWalk(t *testing.T) {
 	        select i, i % 7, case when i % 11 = 0 then null else (i * 7919) % 1000 end, md5(i::text)
 	        from generate_series(1, 10000) i`)
 	b.exec(`insert into items (id, grp, score, name) select i, 13, 1, 'hidden' from generate_series(20001, 20100) i`)
-	s := server(t, "items", b.resource("items", &Options{}))
+	s := server(t, "items", b.resource("items", &Config{}))
 	orders := []string{"", "id.desc", "score.desc", "score.asc.nullsfirst", "grp,score.desc.nullslast", "name", "grp.desc,name.asc"}
 	for oi, order := range orders {
 		t.Run("order="+order, func(t *testing.T) {
@@ -179,7 +179,7 @@ func TestHostileInputsAreInert(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.exec(`insert into items (id, grp, score, name) select i, 1, i, 'n' || i from generate_series(1, 5) i`)
-	res := b.resource("items", &Options{Operations: []Operation{OpList, OpGet}})
+	res := b.resource("items", &Config{Operations: []Operation{OpList, OpGet}})
 	s := server(t, "items", res)
 	ts := server(t, "todos", b.resource("todos", nil))
 	hostile := []struct {

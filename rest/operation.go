@@ -10,7 +10,8 @@ import (
 // action — the action's name.
 type Operation string
 
-// The five CRUD operations of the seed's section 2.4.
+// The five CRUD operations: list and create on the collection, get,
+// update and delete on one row.
 const (
 	OpList   Operation = "list"
 	OpGet    Operation = "get"
@@ -19,9 +20,12 @@ const (
 	OpDelete Operation = "delete"
 )
 
-// CRUD lists the five CRUD operations in route order. Callers must not
-// modify it.
-var CRUD = []Operation{OpList, OpGet, OpCreate, OpUpdate, OpDelete}
+// CRUD returns the five CRUD operations in route order (a new slice on
+// every call).
+func CRUD() []Operation { return append([]Operation(nil), crud...) }
+
+// crud lists the five CRUD operations in route order.
+var crud = []Operation{OpList, OpGet, OpCreate, OpUpdate, OpDelete}
 
 // IsCRUD reports whether o is one of the five CRUD operations.
 func (o Operation) IsCRUD() bool {

@@ -1,15 +1,17 @@
 package rest
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
 )
 
-// Defaults of [Options].
+// Defaults of [Config].
 const (
 	// DefaultLimit is the page size of a list without a limit parameter.
 	DefaultLimit = 50
@@ -17,13 +19,16 @@ const (
 	DefaultMaxLimit = 1000
 	// DefaultMaxBodyBytes caps request bodies (1 MiB); larger bodies answer 413.
 	DefaultMaxBodyBytes = 1 << 20
+	// DefaultCacheControl is the Cache-Control of responses to callers
+	// with credentials ([Config.CacheControl]).
+	DefaultCacheControl = "private, no-store"
 )
 
-// Options configures a [Resource]. The zero value serves every CRUD
+// Config configures a [Resource]. The zero value serves every CRUD
 // operation on every column of the table with no hooks and no
-// permissions. Options are read once by [NewResource]; changing them
+// permissions. A Config is read once by [NewResource]; changing it
 // afterwards has no effect.
-type Options struct {
+type Config struct {
 	// Operations lists the CRUD operations served. Nil serves all five;
 	// an operation not listed is not served (its method answers 405).
 	Operations []Operation
@@ -45,7 +50,7 @@ type Options struct {
 
 	// Input maps create or update to a JSON
 	// Schema the body must satisfy before the repository is touched. Build
-	// one from a Go type with [SchemaFor]. Failures answer 400 naming the
+	// one from a Go type with [MustSchemaFor]. Failures answer 400 naming the
 	// failing paths, never values.
 	Input map[Operation]*jsonschema.Schema
 
@@ -62,7 +67,7 @@ type Options struct {
 	// PermissionsFromAuthorizer asks the authorizer's ForOperation (it must
 	// implement [OperationPermissions]) for the key of every enabled CRUD
 	// operation not listed in Permissions. Building fails if the authorizer
-	// is nil or lacks ForOperation. This is the seed's permissions: true.
+	// is nil or lacks ForOperation.
 	PermissionsFromAuthorizer bool
 
 	// Authorizer decides permissions. An operation or action with a
@@ -96,6 +101,36 @@ type Options struct {
 	// MaxBodyBytes caps request bodies (default [DefaultMaxBodyBytes]).
 	MaxBodyBytes int64
 
+	// CacheControl is the Cache-Control of every response (problems
+	// included) to a request that carries credentials (an Authorization,
+	// Cookie or apikey header, or a caller other than anon); default
+	// [DefaultCacheControl], so that no shared cache keeps one caller's
+	// rows. An action's *Response may set its own; a Cache-Control already
+	// on the response (the session refresh's) is kept. Every response also
+	// carries Vary: Authorization, Cookie.
+	CacheControl string
+
+	// StatementTimeout is the time budget of each statement this
+	// resource's operations and actions run (hooks included), replacing
+	// db.Config.StatementTimeout. It is set inside the request's
+	// transaction in the same round trip as the caller's claims. A
+	// statement over budget is cancelled by Postgres and the request
+	// answers 503 with Retry-After. Zero uses the DB's; negative sets none.
+	StatementTimeout time.Duration
+
+	// StatementTimeouts overrides StatementTimeout for single CRUD
+	// operations or actions (keyed by action name), e.g. a longer budget
+	// for an export action or a shorter one for list.
+	StatementTimeouts map[Operation]time.Duration
+
+	// FilterColumns, when not nil, lists the only selected columns a list
+	// may filter and order by; any other answers 400 (the key column may
+	// always order). List the columns an index serves, so that no caller
+	// can ask for a scan of the whole table (an ilike over an unindexed
+	// column). Nil allows every selected column. The description (OpenAPI,
+	// MCP) advertises only these columns.
+	FilterColumns []string
+
 	// CursorKey seals list cursors (AES-256-GCM under a key derived from
 	// it, so clients can neither read nor alter them). Empty uses a random key
 	// drawn when the resource is built: cursors then stay valid only on
@@ -112,13 +147,23 @@ type Options struct {
 }
 
 // SchemaFor returns the JSON Schema inferred from the Go type T, for
-// [Options.Input], [Options.Output] and action schemas. It panics if T
-// cannot be described (a programming error, found when the resource is
-// built); use jsonschema.For directly to handle the error.
-func SchemaFor[T any]() *jsonschema.Schema {
+// [Config.Input], [Config.Output] and action schemas, or the error that
+// says why T cannot be described.
+func SchemaFor[T any]() (*jsonschema.Schema, error) {
 	s, err := jsonschema.For[T](nil)
 	if err != nil {
-		panic("rest: SchemaFor: " + err.Error())
+		return nil, fmt.Errorf("rest: SchemaFor: %w", err)
+	}
+	return s, nil
+}
+
+// MustSchemaFor is [SchemaFor] for package-level declarations: it panics
+// if T cannot be described (a programming error, found when the program
+// starts).
+func MustSchemaFor[T any]() *jsonschema.Schema {
+	s, err := SchemaFor[T]()
+	if err != nil {
+		panic(err.Error())
 	}
 	return s
 }

@@ -3,19 +3,17 @@ package rest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // Call is one request to a resource's pipeline, independent of HTTP. The
@@ -26,7 +24,7 @@ type Call struct {
 	// Key is the raw key text of an item operation or item action.
 	Key string
 	// Body is the raw JSON body (create, update, actions); nil for none.
-	// The caller enforces size limits ([Options.MaxBodyBytes] over HTTP).
+	// The caller enforces size limits ([Config.MaxBodyBytes] over HTTP).
 	Body []byte
 	// Query holds list parameters or an action's query parameters.
 	Query url.Values
@@ -58,24 +56,6 @@ type Result struct {
 
 const jsonType = "application/json"
 
-// hookError marks an error returned by a hook, authorizer or action
-// handler: a problem is sent as is, anything else is unexpected (never
-// translated as a database error).
-type hookError struct{ err error }
-
-// Error returns the hook's error text (for logs only).
-func (e *hookError) Error() string { return e.err.Error() }
-
-// Unwrap returns the hook's error.
-func (e *hookError) Unwrap() error { return e.err }
-
-func hookErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &hookError{err}
-}
-
 // Do runs one call through the pipeline: parse and validate key, body and
 // query → fetch the row under RLS (get, update, delete, item actions; 404
 // if hidden) → authorizer → Hooks.AuthorizeFunc → Before* hook →
@@ -101,57 +81,36 @@ func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) 
 			res, err = nil, &p
 		}
 	}()
-	return r.do(ctx, call)
-}
-
-// toProblem is the one translation point for errors of the pipeline.
-func (r *Resource) toProblem(call *Call, err error) *problem.Problem {
-	var he *hookError
-	if errors.As(err, &he) {
-		if p, ok := problem.As(he.err); ok {
-			return p
+	res, err = r.do(ctx, call)
+	for retried := false; ; retried = true {
+		var dd *deferredDecision
+		if !errors.As(err, &dd) {
+			return res, err
 		}
-		return r.unexpected(call, err)
-	}
-	if errors.Is(err, ErrNotFound) {
-		return notFound()
-	}
-	if p, ok := problem.As(err); ok {
-		return p
-	}
-	if p, ok := problem.As(db.Problem(err)); ok {
-		if p.Kind == problem.KindUnexpected {
-			p.RequestID = call.requestID()
-			r.log.ErrorContext(context.Background(), "rest: unexpected error", "request_id", call.RequestID,
-				"table", r.table, "operation", string(call.Operation), "error", err)
+		// The request's transaction has ended and its connection is back
+		// in the pool: only now may the authorizer's follow-up use one.
+		d, derr := dd.then(ctx)
+		if derr != nil {
+			return nil, hookErr(derr)
 		}
-		return p
+		if d.Effect != Allow || retried {
+			if d.Effect == Allow {
+				d = Decision{Effect: Deny, ApprovalID: d.ApprovalID, Reason: "allowed again after a retry"}
+			}
+			return nil, decisionProblem(dd.perm, d)
+		}
+		res, err = r.do(ctx, call)
 	}
-	return r.unexpected(call, err)
 }
 
-func (r *Resource) unexpected(call *Call, err error) *problem.Problem {
-	r.log.Error("rest: unexpected error", "request_id", call.requestID(), "table", r.table,
-		"operation", string(call.Operation), "error", err)
-	p := problem.New(problem.KindUnexpected, "The server could not complete the request.").WithCause(err)
-	p.RequestID = call.RequestID
-	return p
+// deferredDecision carries a Decision.Then out of the request's
+// transaction (see Decision.Then); Do runs it after the rollback.
+type deferredDecision struct {
+	perm string
+	then func(ctx context.Context) (Decision, error)
 }
 
-// requestID returns the call's request id, drawing one on first use (only
-// hooks and errors need it, so the hot path does not pay for it).
-func (c *Call) requestID() string {
-	if c.RequestID == "" {
-		c.RequestID = newRequestID()
-	}
-	return c.RequestID
-}
-
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func (d *deferredDecision) Error() string { return "rest: decision deferred past the transaction" }
 
 func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 	op := call.Operation
@@ -169,11 +128,14 @@ func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 	}
 	switch call.Auth.Kind {
 	case authctx.KindInvalid:
+		if errors.Is(call.Auth.Err, authctx.ErrKeysNotLoaded) {
+			return nil, authctx.KeysNotLoadedProblem()
+		}
 		return nil, invalidCaller()
 	case "":
 		call.Auth = authctx.Anon(authctx.ReasonNone)
 	}
-	caller := authctx.AuthContext(call.Auth)
+	caller := call.Auth.Caller()
 
 	t := &Target{Query: call.Query}
 	if op.Item() || (ba != nil && ba.item) {
@@ -184,9 +146,19 @@ func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 		t.ID = k
 	}
 
+	if adm, ok := r.authz.(Admission); ok && op != OpList {
+		if perm := r.permission(op); perm != "" {
+			release, err := adm.Admit(ctx, perm)
+			if err != nil {
+				return nil, hookErr(err)
+			}
+			defer release()
+		}
+	}
+
 	switch op {
 	case OpList:
-		lq, err := r.parseList(call.Query)
+		lq, err := r.parseListAs(call.Query, cursorBinding(caller))
 		if err != nil {
 			return nil, err
 		}
@@ -206,10 +178,21 @@ func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 	return r.action(ctx, call, caller, t, ba)
 }
 
-// newCtx builds the hook context of a call.
-func (r *Resource) newCtx(ctx context.Context, call *Call, caller authctx.Context, q db.Querier) *Ctx {
-	return &Ctx{Context: ctx, DB: q, Table: r.table, Request: call.Request, Caller: caller,
-		Auth: call.Auth, Operation: call.Operation, RequestID: call.requestID()}
+// newCtx builds the hook context of a call. Hooks, authorizers and
+// actions get their own deep copy of the claims (Ctx.Auth and Ctx.Caller
+// share it): the resolved ones are shared by every request presenting the
+// same token, and the transaction already runs with the verified claims.
+func (r *Resource) newCtx(ctx context.Context, call *Call, caller authctx.Caller, q db.Querier) *Ctx {
+	auth := call.Auth.Clone()
+	if auth.User != nil && caller.Actor.Type == authctx.ActorUser {
+		caller.Claims = auth.User.Claims
+	}
+	c := &Ctx{Context: ctx, DB: q, Table: r.table, Request: call.Request, Caller: caller,
+		Auth: auth, Operation: call.Operation, RequestID: call.requestID(), res: r}
+	if ba := r.actions[string(call.Operation)]; ba != nil && !call.Operation.IsCRUD() {
+		c.Action = ba.Action
+	}
+	return c
 }
 
 // permission returns the permission key of an operation or action.
@@ -228,22 +211,17 @@ func (r *Resource) check(c *Ctx, perm string, t *Target) error {
 	if r.authz == nil {
 		return problem.PermissionDenied(perm)
 	}
+	_, span := authzSpan(c, perm, c.Operation, r.table)
 	d, err := r.authz.Authorize(c, &AuthzRequest{Permission: perm, Table: r.table, Operation: c.Operation,
 		Key: t.ID, Row: t.Row, Data: t.Data, Caller: c.Caller, DB: c.DB})
+	telemetry.EndSpan(span, err)
 	if err != nil {
 		return hookErr(err)
 	}
-	return decisionProblem(perm, d)
-}
-
-func decisionProblem(perm string, d Decision) error {
-	switch d.Effect {
-	case Allow:
-		return nil
-	case NeedsApproval:
-		return problem.ApprovalRequired(perm, d.ApprovalID)
+	if d.Effect != Allow && d.Then != nil {
+		return &deferredDecision{perm: perm, then: d.Then}
 	}
-	return problem.PermissionDenied(perm)
+	return decisionProblem(perm, d)
 }
 
 // fetch reads the addressed row under RLS into t.Row.
@@ -260,12 +238,12 @@ func (r *Resource) fetch(c *Ctx, t *Target) (json.RawMessage, error) {
 	return raw, nil
 }
 
-func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Context, t *Target) (*Result, error) {
+func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Caller, t *Target) (*Result, error) {
 	perm := r.perms[OpGet]
 	h := &r.hooks
 	if perm == "" && h.AuthorizeFunc == nil && h.AfterGetFunc == nil {
 		var raw json.RawMessage
-		err := r.d.Read(ctx, caller, func(q db.Querier) error {
+		err := r.d.ReadWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 			var err error
 			raw, err = r.repo.Get(ctx, q, t.ID)
 			return err
@@ -276,7 +254,7 @@ func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Context, 
 		return &Result{Status: http.StatusOK, Body: raw, ContentType: jsonType}, nil
 	}
 	var body []byte
-	err := r.d.Tx(ctx, caller, func(q db.Querier) error {
+	err := r.d.TxWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		raw, err := r.fetch(c, t)
 		if err != nil {
@@ -307,14 +285,22 @@ func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Context, 
 	return &Result{Status: http.StatusOK, Body: body, ContentType: jsonType}, nil
 }
 
-func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Context, t *Target) (*Result, error) {
+func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Caller, t *Target) (*Result, error) {
 	op := call.Operation
 	perm := r.perms[op]
 	h := &r.hooks
 	needRow := op != OpCreate && (perm != "" || h.AuthorizeFunc != nil ||
 		(op == OpUpdate && h.BeforeUpdateFunc != nil) || (op == OpDelete && h.BeforeDeleteFunc != nil))
 	res := &Result{Status: http.StatusOK, ContentType: jsonType}
-	err := r.d.Tx(ctx, caller, func(q db.Querier) error {
+	// With no hook and no permission, the write is one statement: it runs
+	// like a read, the caller's settings and the statement in one round
+	// trip, committed by Postgres when the round trip ends (one implicit
+	// transaction). Otherwise hooks and checks share one transaction.
+	run := r.d.TxWith
+	if r.writeIsOneStatement(op) {
+		run = r.d.ReadWith
+	}
+	err := run(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		if needRow {
 			if _, err := r.fetch(c, t); err != nil {
@@ -361,7 +347,7 @@ func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Context
 				}
 			}
 			if raw, err = r.repo.Update(c, q, t.ID, values); err != nil {
-				return err
+				return r.refusedWrite(c, q, t, needRow, err)
 			}
 			if h.AfterUpdateFunc != nil {
 				return r.after(c, h.AfterUpdateFunc, raw, res)
@@ -373,7 +359,7 @@ func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Context
 				}
 			}
 			res.Status, res.ContentType = http.StatusNoContent, ""
-			return r.repo.Delete(c, q, t.ID)
+			return r.refusedWrite(c, q, t, needRow, r.repo.Delete(c, q, t.ID))
 		}
 		res.Body = raw
 		return nil
@@ -382,6 +368,46 @@ func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Context
 		return nil, err
 	}
 	return res, nil
+}
+
+// writeIsOneStatement reports whether a create, update or delete runs
+// one statement: the table repository's (a custom Repository may run
+// several, which must share a transaction), with no permission and no hook
+// of the operation. (An update or delete that matches no row reads the row
+// back afterwards to tell 403 from 404: a second round trip, on the
+// failure path only.)
+func (r *Resource) writeIsOneStatement(op Operation) bool {
+	h := &r.hooks
+	if _, ok := r.repo.(*tableRepository); !ok || r.perms[op] != "" || h.AuthorizeFunc != nil {
+		return false
+	}
+	switch op {
+	case OpCreate:
+		return h.BeforeCreateFunc == nil && h.AfterCreateFunc == nil
+	case OpUpdate:
+		return h.BeforeUpdateFunc == nil && h.AfterUpdateFunc == nil
+	case OpDelete:
+		return h.BeforeDeleteFunc == nil
+	}
+	return false
+}
+
+// refusedWrite tells a row the caller may not see (ErrNotFound: 404)
+// from one they can read but a policy does not let them change: an UPDATE
+// or DELETE whose USING clause hides the row matches nothing either, so
+// when the row reads back in the same transaction the answer is 403.
+// fetched reports that the pipeline already read the row under RLS.
+func (r *Resource) refusedWrite(c *Ctx, q db.Querier, t *Target, fetched bool, err error) error {
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if !fetched {
+		if _, gerr := r.repo.Get(c, q, t.ID); gerr != nil {
+			return err
+		}
+	}
+	return problem.New(problem.KindForbidden, "You can read this row, but a row-level security policy does not let you "+
+		map[Operation]string{OpUpdate: "update", OpDelete: "delete"}[c.Operation]+" it.")
 }
 
 // after runs an After hook on a written row and renders its output.
@@ -400,7 +426,7 @@ func (r *Resource) after(c *Ctx, f func(*Ctx, Row) (any, error), raw json.RawMes
 
 // checkHookValues refuses values from a Before hook naming no column.
 func (r *Resource) checkHookValues(values Row) error {
-	if len(values) == 0 && values == nil {
+	if values == nil {
 		return hookErr(errors.New("before hook returned nil values"))
 	}
 	for k := range values {
@@ -411,12 +437,12 @@ func (r *Resource) checkHookValues(values Row) error {
 	return nil
 }
 
-func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Context, t *Target, lq *ListQuery) (*Result, error) {
+func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Caller, t *Target, lq *ListQuery) (*Result, error) {
 	perm := r.perms[OpList]
 	h := &r.hooks
 	if perm == "" && h.AuthorizeFunc == nil && h.AfterListFunc == nil {
 		var body []byte
-		err := r.d.Read(ctx, caller, func(q db.Querier) error {
+		err := r.d.ReadWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 			rp, err := r.repo.List(ctx, q, lq)
 			if err != nil {
 				return err
@@ -430,7 +456,7 @@ func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Context,
 		return &Result{Status: http.StatusOK, Body: body, ContentType: jsonType}, nil
 	}
 	var body []byte
-	err := r.d.Tx(ctx, caller, func(q db.Querier) error {
+	err := r.d.TxWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		if h.AuthorizeFunc != nil {
 			if err := h.AuthorizeFunc(c, OpList, t); err != nil {
@@ -482,8 +508,10 @@ func (r *Resource) filterRows(c *Ctx, perm string, t *Target, page *Page) error 
 	if len(page.Items) == 0 {
 		return nil
 	}
+	_, span := authzSpan(c, perm, OpList, r.table)
 	ds, err := r.authz.AuthorizeRows(c, &AuthzRequest{Permission: perm, Table: r.table, Operation: OpList,
 		Caller: c.Caller, DB: c.DB}, page.Items)
+	telemetry.EndSpan(span, err)
 	if err != nil {
 		return hookErr(err)
 	}
@@ -500,44 +528,7 @@ func (r *Resource) filterRows(c *Ctx, perm string, t *Target, page *Page) error 
 	return nil
 }
 
-// renderPage writes a raw page without decoding its rows.
-func (r *Resource) renderPage(rp *RawPage, lq *ListQuery) ([]byte, error) {
-	n := len(rp.ItemsJSON) + 40
-	for _, it := range rp.Items {
-		n += len(it) + 1
-	}
-	b := make([]byte, 0, n+128)
-	b = append(b, `{"items":`...)
-	if rp.ItemsJSON != nil {
-		b = append(b, rp.ItemsJSON...)
-	} else {
-		b = append(b, '[')
-		for i, it := range rp.Items {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, it...)
-		}
-		b = append(b, ']')
-	}
-	b = append(b, `,"next_cursor":`...)
-	if rp.Next != nil {
-		cur, err := r.signCursor(lq, rp.Next)
-		if err != nil {
-			return nil, err
-		}
-		b = strconv.AppendQuote(b, cur)
-	} else {
-		b = append(b, "null"...)
-	}
-	if rp.Count != nil {
-		b = append(b, `,"count":`...)
-		b = strconv.AppendInt(b, *rp.Count, 10)
-	}
-	return append(b, '}'), nil
-}
-
-func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Context, t *Target, ba *boundAction) (*Result, error) {
+func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Caller, t *Target, ba *boundAction) (*Result, error) {
 	in := actionCall{id: t.ID}
 	if len(bytes.TrimSpace(call.Body)) > 0 {
 		if ba.Input == nil {
@@ -570,7 +561,7 @@ func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Contex
 		in.query = qv
 	}
 	res := &Result{Status: ba.Status, ContentType: jsonType}
-	err := r.d.Tx(ctx, caller, func(q db.Querier) error {
+	err := r.d.TxWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		if ba.item {
 			if _, err := r.fetch(c, t); err != nil {
@@ -610,153 +601,4 @@ func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Contex
 		res.Body, res.ContentType = nil, ""
 	}
 	return res, nil
-}
-
-// convertQuery turns query parameters into JSON values typed by the
-// action's query schema, so "?n=3" validates against {"type":"integer"}.
-func (ba *boundAction) convertQuery(q url.Values) (map[string]any, error) {
-	out := make(map[string]any, len(q))
-	for k, vs := range q {
-		if len(vs) == 0 {
-			continue
-		}
-		typ := ba.qtypes[k]
-		if len(typ) > 6 && typ[:6] == "array:" {
-			arr := make([]any, 0, len(vs))
-			for _, v := range vs {
-				x, err := convertScalar(k, typ[6:], v)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, x)
-			}
-			out[k] = arr
-			continue
-		}
-		if typ == "array" {
-			arr := make([]any, len(vs))
-			for i, v := range vs {
-				arr[i] = v
-			}
-			out[k] = arr
-			continue
-		}
-		x, err := convertScalar(k, typ, vs[0])
-		if err != nil {
-			return nil, err
-		}
-		out[k] = x
-	}
-	return out, nil
-}
-
-func convertScalar(param, typ, v string) (any, error) {
-	switch typ {
-	case "integer":
-		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-			return nil, badParam(param, "must be an integer")
-		}
-		return json.Number(v), nil
-	case "number":
-		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			return nil, badParam(param, "must be a number")
-		}
-		return json.Number(v), nil
-	case "boolean":
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, badParam(param, "must be true or false")
-		}
-		return b, nil
-	}
-	return v, nil
-}
-
-// marshal renders a hook or action output.
-func marshal(v any) ([]byte, error) {
-	switch x := v.(type) {
-	case json.RawMessage:
-		return x, nil
-	case nil:
-		return []byte("null"), nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, hookErr(fmt.Errorf("encode response: %w", err))
-	}
-	return b, nil
-}
-
-// decodeJSON decodes one JSON value with numbers kept exact.
-func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, badBody("The body is not valid JSON.")
-	}
-	if dec.More() {
-		return nil, badBody("The body holds more than one JSON value.")
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, badBody("The body holds more than one JSON value.")
-	}
-	return v, nil
-}
-
-// decodeItems decodes the rows of a repository page.
-func decodeItems(rp *RawPage) ([]Row, error) {
-	if rp.ItemsJSON != nil {
-		dec := json.NewDecoder(bytes.NewReader(rp.ItemsJSON))
-		dec.UseNumber()
-		var rows []Row
-		if err := dec.Decode(&rows); err != nil {
-			return nil, fmt.Errorf("decode page: %w", err)
-		}
-		if rows == nil {
-			rows = []Row{}
-		}
-		return rows, nil
-	}
-	rows := make([]Row, 0, len(rp.Items))
-	for _, raw := range rp.Items {
-		row, err := decodeRow(raw)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
-// decodeRow decodes a row produced by the repository.
-func decodeRow(raw json.RawMessage) (Row, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("decode row: %w", err)
-	}
-	return Row(m), nil
-}
-
-// keyOf extracts the key's text from a row, "" when not selected.
-func (r *Resource) keyOf(raw json.RawMessage) string {
-	if _, ok := r.selName[r.key.Name]; !ok {
-		return ""
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return ""
-	}
-	v := m[r.key.Name]
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(v, &n) == nil {
-		return n.String()
-	}
-	return ""
 }

@@ -1,10 +1,12 @@
 package rest
 
 import (
+	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Reserved list parameters; every other parameter filters a column.
@@ -17,8 +19,12 @@ const (
 
 // parseList parses and validates the query of a list. Every error is a
 // 400 naming the parameter, never echoing its value.
-func (r *Resource) parseList(q url.Values) (*ListQuery, error) {
-	lq := &ListQuery{Limit: r.defaultLimit}
+func (r *Resource) parseList(q url.Values) (*ListQuery, error) { return r.parseListAs(q, "") }
+
+// parseListAs is parseList for the caller named by bind (cursorBinding):
+// a cursor opens only for the caller it was sealed to.
+func (r *Resource) parseListAs(q url.Values, bind string) (*ListQuery, error) {
+	lq := &ListQuery{Limit: r.defaultLimit, bind: bind}
 	var cursor string
 	var orderSet bool
 	type canonFilter struct{ col, raw string }
@@ -57,6 +63,9 @@ func (r *Resource) parseList(q url.Values) (*ListQuery, error) {
 			c, ok := r.selName[param]
 			if !ok {
 				return nil, badParam(param, "is not a selected column (filters name selected columns; reserved: limit, order, cursor, count)")
+			}
+			if r.filterable != nil && !r.filterable[c.Name] {
+				return nil, badParam(param, "is not a filterable column of this resource")
 			}
 			for _, v := range vals {
 				f, err := parseFilter(param, v)
@@ -148,7 +157,10 @@ func (r *Resource) parseOrder(s string) ([]OrderTerm, error) {
 		bits := strings.Split(part, ".")
 		c, ok := r.selName[bits[0]]
 		if !ok {
-			return nil, badParam(paramOrder, "names a column that is not selected")
+			return nil, badParam(paramOrder, fmt.Sprintf("names %s, which is not a selected column (selected: %s)", quoteShort(bits[0]), strings.Join(r.selNames(), ", ")))
+		}
+		if r.filterable != nil && !r.filterable[c.Name] && c != r.key {
+			return nil, badParam(paramOrder, "names a column this resource does not order by")
 		}
 		if seen[c.Name] {
 			return nil, badParam(paramOrder, "names a column twice")
@@ -177,9 +189,32 @@ func (r *Resource) parseOrder(s string) ([]OrderTerm, error) {
 	return terms, nil
 }
 
+// quoteShort quotes a caller-supplied name for a problem detail, cut to
+// 64 bytes so the echo stays short.
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// selNames lists the selected column names in select order.
+func (r *Resource) selNames() []string {
+	names := make([]string, 0, len(r.sel))
+	for _, c := range r.sel {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
 // parseFilter parses [not.]op.value for one column parameter.
 func parseFilter(param, v string) (Filter, error) {
 	var f Filter
+	if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+		// No Postgres text can hold these; refuse before the database
+		// answers with an encoding error.
+		return f, badParam(param, "holds a NUL byte or invalid UTF-8, which no column value can hold")
+	}
 	if strings.HasPrefix(v, "not.") {
 		f.Not, v = true, v[4:]
 	}

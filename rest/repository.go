@@ -14,7 +14,7 @@ var ErrNotFound = errors.New("rest: row not found")
 
 // Repository is the data access of a resource. The table repository built
 // by [NewResource] implements it with SQL generated from the introspected
-// table; set [Options.Repository] to back a resource with sqlc-generated
+// table; set [Config.Repository] to back a resource with sqlc-generated
 // queries instead.
 //
 // Every method runs on q, the caller-bound transaction or read scope of the
@@ -129,4 +129,5 @@ type ListQuery struct {
 	Count bool
 
 	canon string // filters and order in canonical form; binds cursors
+	bind  string // the caller a cursor is sealed to (cursorBinding)
 }

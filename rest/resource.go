@@ -65,25 +65,41 @@ type Resource struct {
 
 	input map[Operation]*validator
 
+	scopeDefault *db.ScopeOpts               // resource-wide budget; nil: the DB's
+	scopes       map[Operation]*db.ScopeOpts // per operation or action
+	filterable   map[string]bool             // nil: every selected column
+
 	defaultLimit, maxLimit int
 	maxBody                int64
 	cursorAEAD             cipher.AEAD // seals list cursors (cursor.go)
 	log                    *slog.Logger
-	opts                   Options
+	opts                   Config
 
 	desc Description
+}
+
+// validate checks what can be checked without the table.
+func (o *Config) validate() error {
+	maxLimit, defLimit := o.MaxLimit, o.DefaultLimit
+	if maxLimit <= 0 {
+		maxLimit = DefaultMaxLimit
+	}
+	if defLimit > maxLimit {
+		return fmt.Errorf("DefaultLimit %d exceeds MaxLimit %d", defLimit, maxLimit)
+	}
+	return nil
 }
 
 // NewResource introspects table (a name, optionally schema-qualified;
 // default schema public) once and builds its resource. It fails, with an
 // error wrapping [ErrBuild], for an unknown table, column or operation, a
-// table without a single-column primary key and no Options.Key, an invalid
+// table without a single-column primary key and no Config.Key, an invalid
 // action, or permissions the authorizer cannot name. opts may be nil.
-func NewResource(ctx context.Context, d *db.DB, table string, opts *Options) (*Resource, error) {
+func NewResource(ctx context.Context, d *db.DB, table string, opts *Config) (*Resource, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil *db.DB", ErrBuild)
 	}
-	var o Options
+	var o Config
 	if opts != nil {
 		o = *opts
 	}
@@ -93,6 +109,9 @@ func NewResource(ctx context.Context, d *db.DB, table string, opts *Options) (*R
 	}
 	if name == "" || schema == "" {
 		return nil, fmt.Errorf("%w: table name %q", ErrBuild, table)
+	}
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("%w: table %q: %v", ErrBuild, table, err)
 	}
 	cols, pk, err := introspect(ctx, d, schema, name)
 	if err != nil {
@@ -109,7 +128,7 @@ func NewResource(ctx context.Context, d *db.DB, table string, opts *Options) (*R
 	return r, nil
 }
 
-func (r *Resource) build(o *Options, pk []string, qualified string) error {
+func (r *Resource) build(o *Config, pk []string, qualified string) error {
 	// Key column.
 	switch {
 	case o.Key != "":
@@ -121,9 +140,9 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 	case len(pk) == 1:
 		r.key = r.byName[pk[0]]
 	case len(pk) > 1:
-		return fmt.Errorf("composite primary key (%s) is not supported; set Options.Key to a unique column", strings.Join(pk, ", "))
+		return fmt.Errorf("composite primary key (%s) is not supported; set Config.Key to a unique column", strings.Join(pk, ", "))
 	default:
-		return errors.New("no primary key; set Options.Key")
+		return errors.New("no primary key; set Config.Key")
 	}
 	switch r.key.TypeName {
 	case "int2", "int4", "int8":
@@ -170,7 +189,7 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 	r.ops = map[Operation]bool{}
 	ops := o.Operations
 	if ops == nil {
-		ops = CRUD
+		ops = crud
 	}
 	for _, op := range ops {
 		if !op.IsCRUD() {
@@ -181,6 +200,7 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 
 	// Schemas.
 	r.input = map[Operation]*validator{}
+	tightened := make(map[Operation]*jsonschema.Schema, len(o.Input))
 	for op, s := range o.Input {
 		if op != OpCreate && op != OpUpdate {
 			return fmt.Errorf("input schema for %q: only create and update take a body (actions declare their own)", op)
@@ -188,6 +208,9 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 		if !r.ops[op] {
 			return fmt.Errorf("input schema for %q, which is not served", op)
 		}
+		s = r.followNullability(s)
+		tightened[op] = s
+		r.opts.Input = tightened
 		v, err := newValidator(s)
 		if err != nil {
 			return fmt.Errorf("input schema for %q: %v", op, err)
@@ -211,9 +234,6 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 	if r.defaultLimit <= 0 {
 		r.defaultLimit = min(DefaultLimit, r.maxLimit)
 	}
-	if r.defaultLimit > r.maxLimit {
-		return fmt.Errorf("DefaultLimit %d exceeds MaxLimit %d", r.defaultLimit, r.maxLimit)
-	}
 	if r.maxBody <= 0 {
 		r.maxBody = DefaultMaxBodyBytes
 	}
@@ -227,7 +247,7 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 	if r.log == nil {
 		r.log = slog.Default()
 	}
-	r.hooks = o.Hooks
+	r.hooks = tracedHooks(o.Hooks)
 	h := &o.Hooks
 	r.hasHooks = h.AuthorizeFunc != nil || h.BeforeCreateFunc != nil || h.BeforeUpdateFunc != nil ||
 		h.BeforeDeleteFunc != nil || h.AfterListFunc != nil || h.AfterGetFunc != nil ||
@@ -253,7 +273,7 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 		if !ok {
 			return errors.New("PermissionsFromAuthorizer needs an Authorizer implementing ForOperation (rest.OperationPermissions)")
 		}
-		for _, op := range CRUD {
+		for _, op := range crud {
 			if !r.ops[op] || r.perms[op] != "" {
 				continue
 			}
@@ -264,6 +284,17 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 			if key != "" {
 				r.perms[op] = key
 			}
+		}
+	}
+
+	// Filterable columns.
+	if o.FilterColumns != nil {
+		r.filterable = map[string]bool{}
+		for _, n := range o.FilterColumns {
+			if _, ok := r.selName[n]; !ok {
+				return fmt.Errorf("filter column %q is not a selected column", n)
+			}
+			r.filterable[n] = true
 		}
 	}
 
@@ -288,15 +319,40 @@ func (r *Resource) build(o *Options, pk []string, qualified string) error {
 		return err
 	}
 
+	// Time budgets.
+	if o.StatementTimeout != 0 {
+		r.scopeDefault = (&db.ScopeOpts{StatementTimeout: o.StatementTimeout}).Prepare()
+	}
+	for op, d := range o.StatementTimeouts {
+		if op.IsCRUD() && !r.ops[op] || !op.IsCRUD() && r.actions[string(op)] == nil {
+			return fmt.Errorf("statement timeout for %q, which is neither a served operation nor an action", op)
+		}
+		if d == 0 {
+			continue
+		}
+		if r.scopes == nil {
+			r.scopes = map[Operation]*db.ScopeOpts{}
+		}
+		r.scopes[op] = (&db.ScopeOpts{StatementTimeout: d}).Prepare()
+	}
+
 	r.allowCRUD = [2]string{r.allowed(false), r.allowed(true)}
 	r.describe()
 	return nil
 }
 
+// scope returns the database options of an operation or action.
+func (r *Resource) scope(op Operation) *db.ScopeOpts {
+	if s, ok := r.scopes[op]; ok {
+		return s
+	}
+	return r.scopeDefault
+}
+
 // allowed lists the CRUD methods of the collection or item route.
 func (r *Resource) allowed(item bool) string {
 	var m []string
-	for _, op := range CRUD {
+	for _, op := range crud {
 		if r.ops[op] && op.Item() == item {
 			if !slices.Contains(m, op.Method()) {
 				m = append(m, op.Method())
@@ -326,6 +382,9 @@ func (r *Resource) describe() {
 	d.Key = r.key.Column
 	for _, c := range r.sel {
 		d.Columns = append(d.Columns, c.Column)
+		if r.filterable == nil || r.filterable[c.Name] {
+			d.FilterColumns = append(d.FilterColumns, c.Column)
+		}
 	}
 	for _, c := range r.cols {
 		d.AllColumns = append(d.AllColumns, c.Column)
@@ -333,7 +392,7 @@ func (r *Resource) describe() {
 	d.Row = rowSchema(r.sel, nil)
 	d.DefaultLimit, d.MaxLimit, d.MaxBodyBytes = r.defaultLimit, r.maxLimit, r.maxBody
 	itemPath := "/{" + r.key.Name + "}"
-	for _, op := range CRUD {
+	for _, op := range crud {
 		if !r.ops[op] {
 			continue
 		}
@@ -359,10 +418,61 @@ func (r *Resource) describe() {
 	for _, name := range r.actionNames {
 		ba := r.actions[name]
 		a := ba.Action
+		out := a.Output
+		switch a.rowOutput {
+		case rowJSONType:
+			out = d.Row
+		case rowsType:
+			out = rowsSchema(d.Row)
+		}
 		d.Operations = append(d.Operations, OperationInfo{Operation: Operation(name), ID: r.OperationID(Operation(name)),
 			Method: a.Method, Path: ba.docPath, Item: ba.item, Status: a.Status, Permission: a.Permission,
-			Input: a.Input, Query: a.Query, Output: a.Output, Action: a})
+			Input: a.Input, Query: a.Query, Output: out, Action: a})
 	}
+}
+
+// followNullability returns a copy of a body schema in which no property
+// naming a NOT NULL column admits null: a schema built from a Go struct of
+// pointers (optional fields) would otherwise let {"done": null} pass
+// validation only for Postgres to refuse it. Omitting the property stays
+// allowed where the schema allows it.
+func (r *Resource) followNullability(s *jsonschema.Schema) *jsonschema.Schema {
+	if s == nil || len(s.Properties) == 0 {
+		return s
+	}
+	s = s.CloneSchemas()
+	for name, p := range s.Properties {
+		c, ok := r.byName[name]
+		if !ok || !c.NotNull || p == nil {
+			continue
+		}
+		if p.Type == "null" {
+			p.Type = ""
+			p.Not = &jsonschema.Schema{} // only null was allowed: nothing is
+			continue
+		}
+		if len(p.Types) > 0 {
+			var keep []string
+			for _, t := range p.Types {
+				if t != "null" {
+					keep = append(keep, t)
+				}
+			}
+			if len(keep) == 1 {
+				p.Type, p.Types = keep[0], nil
+			} else {
+				p.Types = keep
+			}
+		}
+		for _, alts := range [][]*jsonschema.Schema{p.AnyOf, p.OneOf} {
+			for i, a := range alts {
+				if a != nil && a.Type == "null" && len(a.Types) == 0 {
+					alts[i] = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+				}
+			}
+		}
+	}
+	return s
 }
 
 // bodySchema is the documented body schema of create or update: the

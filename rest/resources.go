@@ -12,9 +12,9 @@ import (
 )
 
 // NewResources builds one resource per table of opts (table name → its
-// options, nil for defaults), for [Resources]. It stops at the first
+// options, nil for defaults), for [NewResourceSet]. It stops at the first
 // error.
-func NewResources(ctx context.Context, d *db.DB, opts map[string]*Options) (map[string]*Resource, error) {
+func NewResources(ctx context.Context, d *db.DB, opts map[string]*Config) (map[string]*Resource, error) {
 	out := make(map[string]*Resource, len(opts))
 	names := make([]string, 0, len(opts))
 	for n := range opts {
@@ -32,29 +32,39 @@ func NewResources(ctx context.Context, d *db.DB, opts map[string]*Options) (map[
 }
 
 // ResourceSet serves many resources under one handler, each under its
-// path segment: /{name}/... It is the Go counterpart of the seed's
-// resources(map, options) adapters. Safe for concurrent use.
+// path segment: /{name}/... Build it with [NewResourceSet]. Safe for
+// concurrent use.
 type ResourceSet struct {
 	byName   map[string]*Resource
 	names    []string
 	problems problem.Writer
 }
 
-// Resources returns one handler serving every resource of m under /{name}
-// (the map key, usually the table name). Mount it under any prefix with
-// http.StripPrefix. An unknown name answers 404.
-func Resources(m map[string]*Resource) *ResourceSet {
-	s := &ResourceSet{byName: make(map[string]*Resource, len(m))}
+// ResourceSetConfig configures a [ResourceSet]. Nil is valid.
+type ResourceSetConfig struct {
+	// Problems renders the 404 body of an unknown name (type URL base).
+	// The resources render their own errors with their own Config.Problems.
+	Problems problem.Writer
+}
+
+// NewResourceSet returns one handler serving every resource of m under
+// /{name} (the map key, usually the table name). Mount it under any prefix
+// with http.StripPrefix. An unknown name answers 404. It fails when a
+// name is empty or holds a '/', or a resource is nil.
+func NewResourceSet(m map[string]*Resource, cfg *ResourceSetConfig) (*ResourceSet, error) {
+	if cfg == nil {
+		cfg = &ResourceSetConfig{}
+	}
+	s := &ResourceSet{byName: make(map[string]*Resource, len(m)), problems: cfg.Problems}
 	for n, r := range m {
 		if r == nil || n == "" || strings.Contains(n, "/") {
-			panic(fmt.Sprintf("rest: Resources: invalid entry %q", n))
+			return nil, fmt.Errorf("%w: NewResourceSet: invalid entry %q", ErrBuild, n)
 		}
 		s.byName[n] = r
 		s.names = append(s.names, n)
-		s.problems = r.opts.Problems
 	}
 	sort.Strings(s.names)
-	return s
+	return s, nil
 }
 
 // Names returns the path segments served, sorted.

@@ -106,10 +106,10 @@ func setup(t testing.TB) *bundle {
 	return &bundle{t: t, pool: pool, db: db.New(pool, nil)}
 }
 
-func (b *bundle) resource(table string, o *Options) *Resource {
+func (b *bundle) resource(table string, o *Config) *Resource {
 	b.t.Helper()
 	if o == nil {
-		o = &Options{}
+		o = &Config{}
 	}
 	if o.Caller == nil {
 		o.Caller = testCaller

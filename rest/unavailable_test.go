@@ -34,7 +34,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	b := &bundle{t: t, pool: pool, db: db.New(pool, nil)}
-	s := server(t, "todos", b.resource("todos", &Options{Hooks: Hooks{AfterGetFunc: func(c *Ctx, r Row) (any, error) { return r, nil }}}))
+	s := server(t, "todos", b.resource("todos", &Config{Hooks: Hooks{AfterGetFunc: func(c *Ctx, r Row) (any, error) { return r, nil }}}))
 	down.Store(true)
 	pool.Reset()
 	for _, c := range []struct{ method, path, body string }{

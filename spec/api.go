@@ -17,10 +17,10 @@ import (
 // OpenAPIVersion is the OpenAPI version of every document DefineAPI builds.
 const OpenAPIVersion = "3.1.0"
 
-// DefaultAllow is the allow list of a resource without an entry in
-// Options.Allow: the guard's default ([authctx.Guard] with no arguments),
-// signed-in users only. Callers must not modify it.
-var DefaultAllow = []authctx.Allow{authctx.AllowUser}
+// DefaultAllow returns the allow list of a resource without an entry in
+// Config.Allow: the guard's default ([authctx.Guard] with no arguments),
+// signed-in users only (a new slice on every call).
+func DefaultAllow() []authctx.Allow { return []authctx.Allow{authctx.AllowUser} }
 
 // Names of the security schemes in components.securitySchemes.
 const (
@@ -46,18 +46,33 @@ type Info struct {
 	Title, Version string
 	// Description is optional CommonMark text.
 	Description string
+	// Contact and License, when set, are the info object's contact and
+	// license (linters ask for both).
+	Contact *Contact
+	License *License
+}
+
+// Contact is the info object's contact: who answers for the API.
+type Contact struct {
+	Name, URL, Email string
+}
+
+// License is the info object's license: Name, and an SPDX Identifier or
+// a URL.
+type License struct {
+	Name, Identifier, URL string
 }
 
 // PermissionDescriber is implemented by authorizers that can explain their
-// permission keys. When Options.Authorizer implements it, every permission
+// permission keys. When Config.Authorizer implements it, every permission
 // key used by an operation is listed with its text in the document's
 // x-service-permissions object.
 type PermissionDescriber interface {
 	DescribePermission(key string) string
 }
 
-// Options configures DefineAPI (the seed's defineApi options).
-type Options struct {
+// Config configures DefineAPI (the seed's defineApi options).
+type Config struct {
 	// Info is the document's title and version.
 	Info Info
 
@@ -68,7 +83,7 @@ type Options struct {
 
 	// Authorizer is the authorizer the resources were built with. The
 	// resources already resolved their permission keys when they were
-	// built (including rest.Options.PermissionsFromAuthorizer), so the
+	// built (including rest.Config.PermissionsFromAuthorizer), so the
 	// document reads the keys from them; an authorizer implementing
 	// [PermissionDescriber] adds a text to each key.
 	Authorizer rest.Authorizer
@@ -106,6 +121,34 @@ type Options struct {
 	// ProblemBaseURL is the base of problem type URLs (as
 	// problem.Writer.BaseURL); default problem.DefaultBaseURL.
 	ProblemBaseURL string
+
+	// Streams maps a resource's segment to its event stream (see
+	// [EventStream]), described and served at BasePath/<segment>/events.
+	Streams map[string]EventStream
+
+	// Handlers maps a path segment to a handler that is not a resource
+	// but describes its operations (package authz's approvals endpoint,
+	// with rest.DescribeHandler and authz.ApprovalOperations): it is served
+	// under BasePath/<segment> behind Guard(Allow[segment]...) like a
+	// resource, and described from its Operations.
+	Handlers map[string]rest.DescribedHandler
+
+	// Docs, when set, builds the handler of the reference page at
+	// BasePath/docs and of everything below it (its scripts) — normally
+	// reference.Page from package spec/reference, an interactive page with
+	// search and try-it. Nil serves the built-in static page ([API.HTML]).
+	Docs func(DocsPage) http.Handler
+}
+
+// DocsPage tells an [Config].Docs constructor where its page lives.
+type DocsPage struct {
+	// Path is the page's URL path (BasePath/docs); the handler also
+	// receives every request below Path+"/".
+	Path string
+	// DocumentURL is the URL path of the JSON document (BasePath/openapi.json).
+	DocumentURL string
+	// Title is the document's info.title.
+	Title string
 }
 
 // API is a generated OpenAPI 3.1 document with the handler that serves it
@@ -130,50 +173,88 @@ type Route struct {
 	OperationID string
 }
 
+// validate checks the definition before the document is built.
+func (opts *Config) validate() error {
+	if _, err := cleanBase(opts.BasePath); err != nil {
+		return err
+	}
+	if opts.Info.Title == "" || opts.Info.Version == "" {
+		return fmt.Errorf("%w: Info.Title and Info.Version are required", ErrDefine)
+	}
+	if len(opts.Resources) == 0 {
+		return fmt.Errorf("%w: no resources", ErrDefine)
+	}
+	for name, r := range opts.Resources {
+		switch {
+		case r == nil:
+			return fmt.Errorf("%w: resource %q is nil", ErrDefine, name)
+		case name == "" || strings.ContainsAny(name, "/{}?#%") || name == "." || name == "..":
+			return fmt.Errorf("%w: resource segment %q", ErrDefine, name)
+		case "/"+name == PathJSON || "/"+name == PathYAML || "/"+name == PathDocs:
+			return fmt.Errorf("%w: resource segment %q is reserved for the description", ErrDefine, name)
+		}
+	}
+	for name, es := range opts.Streams {
+		if _, ok := opts.Resources[name]; !ok || es == nil {
+			return fmt.Errorf("%w: Streams names %q, which is not a resource (or the stream is nil)", ErrDefine, name)
+		}
+		if err := checkAllow(es.Allow()); err != nil {
+			return fmt.Errorf("%w: Streams[%q]: %v", ErrDefine, name, err)
+		}
+	}
+	for name, h := range opts.Handlers {
+		switch {
+		case h == nil:
+			return fmt.Errorf("%w: handler %q is nil", ErrDefine, name)
+		case name == "" || strings.ContainsAny(name, "/{}?#%") || name == "." || name == "..":
+			return fmt.Errorf("%w: handler segment %q", ErrDefine, name)
+		case "/"+name == PathJSON || "/"+name == PathYAML || "/"+name == PathDocs:
+			return fmt.Errorf("%w: handler segment %q is reserved for the description", ErrDefine, name)
+		}
+		if _, dup := opts.Resources[name]; dup {
+			return fmt.Errorf("%w: segment %q is both a resource and a handler", ErrDefine, name)
+		}
+	}
+	for name, allow := range opts.Allow {
+		_, isResource := opts.Resources[name]
+		_, isHandler := opts.Handlers[name]
+		if !isResource && !isHandler {
+			return fmt.Errorf("%w: Allow names %q, which is not a resource or a handler", ErrDefine, name)
+		}
+		if err := checkAllow(allow); err != nil {
+			return fmt.Errorf("%w: Allow[%q]: %v", ErrDefine, name, err)
+		}
+	}
+	return nil
+}
+
 // DefineAPI builds the OpenAPI 3.1 description of opts.Resources and the
 // handler serving both the resources and the description. Routes and
 // description are derived from the same rest.Resource objects, so they
 // cannot differ. It fails, with an error wrapping ErrDefine, for a
 // missing title or version, an invalid base path or segment, an unknown
 // allow value, or two operations with the same id.
-func DefineAPI(opts *Options) (*API, error) {
+func DefineAPI(opts *Config) (*API, error) {
 	if opts == nil {
-		return nil, fmt.Errorf("%w: nil options", ErrDefine)
+		return nil, fmt.Errorf("%w: nil Config", ErrDefine)
 	}
-	base, err := cleanBase(opts.BasePath)
-	if err != nil {
+	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	if opts.Info.Title == "" || opts.Info.Version == "" {
-		return nil, fmt.Errorf("%w: Info.Title and Info.Version are required", ErrDefine)
-	}
-	if len(opts.Resources) == 0 {
-		return nil, fmt.Errorf("%w: no resources", ErrDefine)
-	}
-	for name, r := range opts.Resources {
-		switch {
-		case r == nil:
-			return nil, fmt.Errorf("%w: resource %q is nil", ErrDefine, name)
-		case name == "" || strings.ContainsAny(name, "/{}?#%") || name == "." || name == "..":
-			return nil, fmt.Errorf("%w: resource segment %q", ErrDefine, name)
-		case "/"+name == PathJSON || "/"+name == PathYAML || "/"+name == PathDocs:
-			return nil, fmt.Errorf("%w: resource segment %q is reserved for the description", ErrDefine, name)
-		}
-	}
-	for name, allow := range opts.Allow {
-		if _, ok := opts.Resources[name]; !ok {
-			return nil, fmt.Errorf("%w: Allow names %q, which is not a resource", ErrDefine, name)
-		}
-		if err := checkAllow(allow); err != nil {
-			return nil, fmt.Errorf("%w: Allow[%q]: %v", ErrDefine, name, err)
-		}
-	}
+	base, _ := cleanBase(opts.BasePath) // validated
 	b := newBuilder(opts, base)
-	doc, err := b.document()
+	typed, err := b.document()
 	if err != nil {
 		return nil, err
 	}
 	a := &API{base: base, ops: b.routes, problems: b.problems, resources: opts.Resources}
+	// The JSON, YAML and HTML renderers read the ordered tree of the
+	// typed document.
+	t, err := tree(typed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDefine, err)
+	}
+	doc := t.(*omap)
 	var jb bytes.Buffer
 	if err := writeJSON(&jb, doc, "", "  "); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDefine, err)
@@ -236,7 +317,7 @@ func (a *API) Routes() []Route { return slices.Clone(a.ops) }
 // BasePath/openapi.yaml) and the reference page (BasePath/docs).
 func (a *API) Handler() http.Handler { return a.handler }
 
-func (a *API) newHandler(opts *Options) http.Handler {
+func (a *API) newHandler(opts *Config) http.Handler {
 	mux := http.NewServeMux()
 	names := make([]string, 0, len(opts.Resources))
 	for n := range opts.Resources {
@@ -244,16 +325,34 @@ func (a *API) newHandler(opts *Options) http.Handler {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		var h http.Handler = http.StripPrefix(a.base+"/"+n, opts.Resources[n])
+		var h http.Handler = apiCSP(http.StripPrefix(a.base+"/"+n, opts.Resources[n]))
 		if opts.Guard != nil {
 			h = opts.Guard(allowOf(opts, n)...)(h)
 		}
 		mux.Handle(a.base+"/"+n, h)
 		mux.Handle(a.base+"/"+n+"/", h)
+		if es := opts.Streams[n]; es != nil {
+			// The stream admits callers itself (its own allow list).
+			mux.Handle("GET "+a.base+"/"+n+PathEvents, es)
+		}
+	}
+	for name, dh := range opts.Handlers {
+		var h http.Handler = apiCSP(http.StripPrefix(a.base+"/"+name, dh))
+		if opts.Guard != nil {
+			h = opts.Guard(allowOf(opts, name)...)(h)
+		}
+		mux.Handle(a.base+"/"+name, h)
+		mux.Handle(a.base+"/"+name+"/", h)
 	}
 	mux.Handle(a.base+PathJSON, a.meta("application/json", a.jsonDoc))
 	mux.Handle(a.base+PathYAML, a.meta("application/yaml", a.yamlDoc))
-	mux.Handle(a.base+PathDocs, a.meta("text/html; charset=utf-8", a.html))
+	if opts.Docs != nil {
+		docs := opts.Docs(DocsPage{Path: a.base + PathDocs, DocumentURL: a.base + PathJSON, Title: opts.Info.Title})
+		mux.Handle(a.base+PathDocs, docs)
+		mux.Handle(a.base+PathDocs+"/", docs)
+	} else {
+		mux.Handle(a.base+PathDocs, a.meta("text/html; charset=utf-8", a.html))
+	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.problems.Write(w, problem.New(problem.KindNotFound, "No such route."))
 	}))
@@ -271,6 +370,8 @@ func (a *API) meta(contentType string, body []byte) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		if strings.HasPrefix(contentType, "text/html") {
 			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		} else {
+			h.Set("Content-Security-Policy", APIContentSecurityPolicy)
 		}
 		h.Set("Content-Length", fmt.Sprint(len(body)))
 		w.WriteHeader(http.StatusOK)
@@ -280,9 +381,23 @@ func (a *API) meta(contentType string, body []byte) http.Handler {
 	})
 }
 
-func allowOf(opts *Options, name string) []authctx.Allow {
+// APIContentSecurityPolicy is the Content-Security-Policy of every
+// resource response and of the JSON and YAML documents: a browser that is
+// led to open one as a page runs nothing, loads nothing and frames nothing.
+// Only the reference page at BasePath/docs gets a policy of its own.
+const APIContentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'"
+
+// apiCSP sets [APIContentSecurityPolicy] on every response of next.
+func apiCSP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", APIContentSecurityPolicy)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func allowOf(opts *Config, name string) []authctx.Allow {
 	if a, ok := opts.Allow[name]; ok {
 		return a
 	}
-	return DefaultAllow
+	return DefaultAllow()
 }

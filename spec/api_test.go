@@ -15,7 +15,7 @@ import (
 func TestDefineAPIErrors(t *testing.T) {
 	b := setup(t)
 	todos := b.res["todos"]
-	for name, o := range map[string]*spec.Options{
+	for name, o := range map[string]*spec.Config{
 		"nil":            nil,
 		"no title":       {Info: spec.Info{Version: "1"}, Resources: b.res},
 		"no version":     {Info: spec.Info{Title: "x"}, Resources: b.res},
@@ -39,7 +39,7 @@ func TestDefineAPIErrors(t *testing.T) {
 }
 
 // TestSecurityFromAllow checks each allow list's security requirements,
-// and that authctx.Guard installed through Options.Guard enforces the
+// and that authctx.Guard installed through Config.Guard enforces the
 // same lists: what the document says a caller needs is what the guard
 // admits, and its refusals are documented statuses with Problem bodies.
 func TestSecurityFromAllow(t *testing.T) {
@@ -76,8 +76,8 @@ func TestSecurityFromAllow(t *testing.T) {
 		t.Errorf("meta security %q", got)
 	}
 	// Default allow list: user only, documented as bearer or cookie.
-	if len(spec.DefaultAllow) != 1 || spec.DefaultAllow[0] != authctx.AllowUser {
-		t.Errorf("DefaultAllow %v", spec.DefaultAllow)
+	if d := spec.DefaultAllow(); len(d) != 1 || d[0] != authctx.AllowUser {
+		t.Errorf("DefaultAllow %v", d)
 	}
 	d, _ := fetchDoc(t, b.api.Handler())
 	op := d["paths"].(map[string]any)["/todos"].(map[string]any)["get"].(map[string]any)
@@ -204,8 +204,13 @@ func TestDocumentShape(t *testing.T) {
 	}
 	// Security schemes and cookie name from the project URL.
 	ss := doc["components"].(map[string]any)["securitySchemes"].(map[string]any)
-	if ss["sessionCookie"].(map[string]any)["name"] != "sb-abcdefghijklmnop-auth-token" || ss["apikey"].(map[string]any)["name"] != "apikey" {
+	if ss["sessionCookie"].(map[string]any)["name"] != "sb-abcdefghijklmnop-auth-token" {
 		t.Errorf("security schemes %v", ss)
+	}
+	// No operation admits service callers here: the apikey scheme would be
+	// an unused component.
+	if _, ok := ss["apikey"]; ok {
+		t.Errorf("unused apikey scheme listed: %v", ss)
 	}
 	if _, ok := doc["x-service-permissions"].(map[string]any)["todos.update"]; !ok {
 		t.Error("x-service-permissions lacks todos.update")

@@ -14,24 +14,24 @@ import (
 
 // builder assembles one document.
 type builder struct {
-	opts     *Options
+	opts     *Config
 	base     string
 	problems problem.Writer
 
 	schemas   *omap // components.schemas
-	paths     map[string]*omap
+	paths     map[string]*pathItem
 	opIDs     map[string]string // operation id → where it is used
 	routes    []Route
 	perms     map[string]bool
 	responses map[int]bool // error statuses referenced
 }
 
-func newBuilder(opts *Options, base string) *builder {
+func newBuilder(opts *Config, base string) *builder {
 	return &builder{
 		opts: opts, base: base,
 		problems:  problem.Writer{BaseURL: opts.ProblemBaseURL},
 		schemas:   newMap(),
-		paths:     map[string]*omap{},
+		paths:     map[string]*pathItem{},
 		opIDs:     map[string]string{},
 		perms:     map[string]bool{},
 		responses: map[int]bool{},
@@ -51,13 +51,8 @@ func ref(kind, name string) *omap {
 	return newMap().set("$ref", "#/components/"+kind+"/"+name)
 }
 
-// httpMethods is the order of operations inside a path item.
-var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
-
-func (b *builder) document() (*omap, error) {
-	doc := newMap()
-	doc.set("openapi", OpenAPIVersion)
-	info := newMap().set("title", b.opts.Info.Title).set("version", b.opts.Info.Version)
+func (b *builder) document() (*document, error) {
+	doc := &document{OpenAPI: OpenAPIVersion, Info: info{Title: b.opts.Info.Title, Version: b.opts.Info.Version}}
 	desc := b.opts.Info.Description
 	if desc != "" {
 		desc += "\n\n"
@@ -65,36 +60,59 @@ func (b *builder) document() (*omap, error) {
 	desc += "Every route is bound to the caller: row-level security decides which rows exist. " +
 		"Errors are RFC 9457 problem details (application/problem+json). " +
 		"A method not listed for a path answers 405 with an Allow header; HEAD is served wherever GET is."
-	info.set("description", desc)
-	doc.set("info", info)
-	doc.set("jsonSchemaDialect", "https://json-schema.org/draft/2020-12/schema")
-	server := b.base
-	if server == "" {
-		server = "/"
+	doc.Info.Description = desc
+	if c := b.opts.Info.Contact; c != nil {
+		doc.Info.Contact = &contact{Name: c.Name, URL: c.URL, Email: c.Email}
 	}
-	doc.set("servers", []any{newMap().set("url", server)})
+	if l := b.opts.Info.License; l != nil {
+		doc.Info.License = &license{Name: l.Name, Identifier: l.Identifier}
+		if l.Identifier == "" {
+			doc.Info.License.URL = l.URL
+		}
+	}
+	doc.JSONSchemaDialect = "https://json-schema.org/draft/2020-12/schema"
+	srv := b.base
+	if srv == "" {
+		srv = "/"
+	}
+	doc.Servers = []server{{URL: srv}}
 
 	names := make([]string, 0, len(b.opts.Resources))
 	for n := range b.opts.Resources {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var tags []any
+	var tags []tag
 	for _, n := range names {
 		if err := b.resource(n, b.opts.Resources[n]); err != nil {
 			return nil, err
 		}
+		if es := b.opts.Streams[n]; es != nil {
+			if err := b.stream(n, b.opts.Resources[n], es); err != nil {
+				return nil, err
+			}
+		}
 		d := b.opts.Resources[n].Describe()
-		tags = append(tags, newMap().set("name", n).set("description",
-			fmt.Sprintf("Rows of the table %s.%s, key %s.", d.Schema, strings.TrimPrefix(d.Table, d.Schema+"."), d.Key.Name)))
+		tags = append(tags, tag{Name: n, Description: fmt.Sprintf("Rows of the table %s.%s, key %s.",
+			d.Schema, strings.TrimPrefix(d.Table, d.Schema+"."), d.Key.Name)})
+	}
+	hnames := make([]string, 0, len(b.opts.Handlers))
+	for n := range b.opts.Handlers {
+		hnames = append(hnames, n)
+	}
+	sort.Strings(hnames)
+	for _, n := range hnames {
+		if err := b.handler(n, b.opts.Handlers[n]); err != nil {
+			return nil, err
+		}
+		tags = append(tags, tag{Name: n, Description: "Routes of " + n + "."})
 	}
 	if err := b.metaRoutes(); err != nil {
 		return nil, err
 	}
-	tags = append(tags, newMap().set("name", "meta").set("description", "This description and its reference page."))
-	doc.set("tags", tags)
+	doc.Tags = append(tags, tag{Name: "meta", Description: "This description and its reference page."})
 
-	paths := newMap()
+	paths := newOrdered[*pathItem]()
 	keys := make([]string, 0, len(b.paths))
 	for p := range b.paths {
 		keys = append(keys, p)
@@ -103,19 +121,16 @@ func (b *builder) document() (*omap, error) {
 	for _, p := range keys {
 		paths.set(p, b.paths[p])
 	}
-	doc.set("paths", paths)
+	doc.Paths = paths
 
-	comps := newMap()
 	if err := b.addSchema("Problem", problemSchema()); err != nil {
 		return nil, err
 	}
-	comps.set("schemas", sortedMap(b.schemas))
-	comps.set("responses", b.errorResponses())
-	comps.set("securitySchemes", b.securitySchemes())
-	doc.set("components", comps)
+	doc.Components = components{Schemas: sortedMap(b.schemas), Responses: b.errorResponses(),
+		SecuritySchemes: b.usedSchemes(b.securitySchemes())}
 
 	if len(b.perms) > 0 {
-		pm := newMap()
+		pm := newOrdered[string]()
 		keys := make([]string, 0, len(b.perms))
 		for k := range b.perms {
 			keys = append(keys, k)
@@ -129,7 +144,7 @@ func (b *builder) document() (*omap, error) {
 			}
 			pm.set(k, text)
 		}
-		doc.set("x-service-permissions", pm)
+		doc.Permissions = pm
 	}
 	sort.Slice(b.routes, func(i, j int) bool {
 		if b.routes[i].Path != b.routes[j].Path {
@@ -151,29 +166,21 @@ func sortedMap(o *omap) *omap {
 }
 
 // addOperation places op at method and path (relative to the base path).
-func (b *builder) addOperation(path, method, id, where string, op *omap) error {
+func (b *builder) addOperation(path, method, id, where string, op *operation) error {
 	if prev, dup := b.opIDs[id]; dup {
 		return fmt.Errorf("%w: operation id %q is used by %s and %s", ErrDefine, id, prev, where)
 	}
 	b.opIDs[id] = where
 	item, ok := b.paths[path]
 	if !ok {
-		item = newMap()
+		item = &pathItem{ops: map[string]*operation{}}
 		b.paths[path] = item
 	}
 	m := strings.ToLower(method)
-	if _, dup := item.get(m); dup {
+	if _, dup := item.ops[m]; dup {
 		return fmt.Errorf("%w: %s %s is defined twice", ErrDefine, method, path)
 	}
-	item.set(m, op)
-	// Keep the path item's methods in the conventional order.
-	sorted := newMap()
-	for _, hm := range httpMethods {
-		if v, ok := item.get(hm); ok {
-			sorted.set(hm, v)
-		}
-	}
-	*item = *sorted
+	item.ops[m] = op // written in the conventional method order
 	b.routes = append(b.routes, Route{Method: method, Path: b.base + path, OperationID: id})
 	return nil
 }
@@ -202,44 +209,35 @@ func (b *builder) resource(name string, r *rest.Resource) error {
 	return nil
 }
 
-func (b *builder) operation(name, entity string, d *rest.Description, oi rest.OperationInfo, allow []authctx.Allow) (*omap, error) {
-	op := newMap()
-	op.set("operationId", oi.ID)
-	op.set("tags", []any{name})
+func (b *builder) operation(name, entity string, d *rest.Description, oi rest.OperationInfo, allow []authctx.Allow) (*operation, error) {
+	op := &operation{ID: oi.ID, Tags: []string{name}}
 	summary, description := crudText(name, d, oi.Operation)
 	if a := oi.Action; a != nil {
 		summary, description = a.Summary, a.Description
 		if summary == "" {
 			summary = fmt.Sprintf("%s (action on %s)", oi.Operation, name)
 		}
+		if description == "" {
+			description = fmt.Sprintf("Action %s of %s: %s %s.", oi.Operation, name, oi.Method, oi.Path)
+		}
 	}
-	op.set("summary", summary)
-	if description != "" {
-		op.set("description", description)
-	}
-	if oi.Action != nil && oi.Action.Deprecated {
-		op.set("deprecated", true)
-	}
+	op.Summary, op.Description = summary, description
+	op.Deprecated = oi.Action != nil && oi.Action.Deprecated
 
 	// Parameters.
-	var params []any
 	if oi.Item {
-		params = append(params, newMap().set("name", d.Key.Name).set("in", "path").set("required", true).
-			set("description", "The row's key ("+d.Key.Name+").").
-			set("schema", keySchema(d.Key)))
+		op.Parameters = append(op.Parameters, &parameter{Name: d.Key.Name, In: "path", Required: ptr(true),
+			Description: "The row's key (" + d.Key.Name + ").", Schema: keySchema(d.Key)})
 	}
 	if oi.Operation == rest.OpList {
-		params = append(params, listParams(d)...)
+		op.Parameters = append(op.Parameters, listParams(d)...)
 	}
 	if oi.Query != nil {
 		qp, err := b.queryParams(oi)
 		if err != nil {
 			return nil, err
 		}
-		params = append(params, qp...)
-	}
-	if len(params) > 0 {
-		op.set("parameters", params)
+		op.Parameters = append(op.Parameters, qp...)
 	}
 
 	// Request body.
@@ -259,9 +257,8 @@ func (b *builder) operation(name, entity string, d *rest.Description, oi rest.Op
 		if err := b.addSchema(comp, s); err != nil {
 			return nil, err
 		}
-		rb := newMap().set("required", true).set("content",
-			newMap().set("application/json", newMap().set("schema", ref("schemas", comp))))
-		op.set("requestBody", rb)
+		op.RequestBody = &requestBody{Required: true,
+			Content: newOrdered[*mediaType]().set("application/json", &mediaType{Schema: ref("schemas", comp)})}
 	}
 
 	// Responses.
@@ -269,27 +266,33 @@ func (b *builder) operation(name, entity string, d *rest.Description, oi rest.Op
 	if err != nil {
 		return nil, err
 	}
-	responses := newMap().set(strconv.Itoa(oi.Status), resp)
+	op.Responses = newOrdered[any]().set(strconv.Itoa(oi.Status), resp)
 	for _, st := range errorStatuses(oi, d.Key) {
-		responses.set(strconv.Itoa(st), ref("responses", errorResponseName[st]))
+		op.Responses.set(strconv.Itoa(st), ref("responses", errorResponseName[st]))
 		b.responses[st] = true
 	}
-	op.set("responses", responses)
-	op.set("security", securityFor(allow))
-	allowNames := make([]string, len(allow))
-	for i, a := range allow {
-		allowNames[i] = string(a)
-	}
-	op.set("x-service-allow", stringsAny(allowNames))
+	op.Security = securityFor(allow)
+	op.Allow = allowStrings(allow)
 	if oi.Permission != "" {
-		op.set("x-service-permission", oi.Permission)
+		op.Permission = oi.Permission
 		b.perms[oi.Permission] = true
 	}
-	if oi.Action != nil && len(oi.Action.Emits) > 0 {
-		op.set("x-service-emits", stringsAny(oi.Action.Emits))
+	if oi.Action != nil {
+		op.Emits = oi.Action.Emits
 	}
 	return op, nil
 }
+
+// allowStrings returns an allow list as strings (never nil).
+func allowStrings(allow []authctx.Allow) []string {
+	out := make([]string, len(allow))
+	for i, a := range allow {
+		out[i] = string(a)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func stringsAny(ss []string) []any {
 	out := make([]any, len(ss))
@@ -329,40 +332,37 @@ var listReserved = map[string]bool{"limit": true, "order": true, "cursor": true,
 
 const filterPattern = `^(not\.)?(eq|neq|gt|gte|lt|lte|like|ilike|is|in)\..*$`
 
-func listParams(d *rest.Description) []any {
-	var out []any
-	for _, c := range d.Columns {
+func listParams(d *rest.Description) []*parameter {
+	var out []*parameter
+	for _, c := range d.Filterable() {
 		if listReserved[c.Name] {
 			continue // the parameter name is taken by the list grammar
 		}
-		out = append(out, newMap().set("name", c.Name).set("in", "query").
-			set("description", "Filter on "+c.Name+" ("+c.Type+"): [not.]eq|neq|gt|gte|lt|lte|like|ilike|in.(a,b)|is.null|true|false|unknown, then the value. Repeat to AND conditions.").
-			set("style", "form").set("explode", true).
-			set("schema", newMap().set("type", "array").set("items", newMap().set("type", "string").set("pattern", filterPattern))))
+		out = append(out, &parameter{Name: c.Name, In: "query",
+			Description: "Filter on " + c.Name + " (" + c.Type + "): [not.]eq|neq|gt|gte|lt|lte|like|ilike|in.(a,b)|is.null|true|false|unknown, then the value. Repeat to AND conditions.",
+			Form:        true,
+			Schema:      newMap().set("type", "array").set("items", newMap().set("type", "string").set("pattern", filterPattern))})
 	}
 	var cols []string
-	for _, c := range d.Columns {
+	for _, c := range d.Filterable() {
 		cols = append(cols, c.Name)
 	}
 	out = append(out,
-		newMap().set("name", "order").set("in", "query").
-			set("description", "Comma-separated order terms <column>.asc|desc[.nullsfirst|.nullslast] on "+strings.Join(cols, ", ")+"; the key breaks ties.").
-			set("schema", newMap().set("type", "string")),
-		newMap().set("name", "limit").set("in", "query").
-			set("description", "Page size.").
-			set("schema", newMap().set("type", "integer").set("minimum", 1).set("maximum", d.MaxLimit).set("default", d.DefaultLimit)),
-		newMap().set("name", "cursor").set("in", "query").
-			set("description", "The next_cursor of the previous page (opaque, signed).").
-			set("schema", newMap().set("type", "string")),
-		newMap().set("name", "count").set("in", "query").
-			set("description", "exact adds count, the number of rows matching the filters.").
-			set("schema", newMap().set("type", "string").set("enum", []any{"exact"})),
+		&parameter{Name: "order", In: "query",
+			Description: "Comma-separated order terms <column>.asc|desc[.nullsfirst|.nullslast] on " + strings.Join(cols, ", ") + "; the key breaks ties.",
+			Schema:      newMap().set("type", "string")},
+		&parameter{Name: "limit", In: "query", Description: "Page size.",
+			Schema: newMap().set("type", "integer").set("minimum", 1).set("maximum", d.MaxLimit).set("default", d.DefaultLimit)},
+		&parameter{Name: "cursor", In: "query", Description: "The next_cursor of the previous page (opaque, signed).",
+			Schema: newMap().set("type", "string")},
+		&parameter{Name: "count", In: "query", Description: "exact adds count, the number of rows matching the filters.",
+			Schema: newMap().set("type", "string").set("enum", []any{"exact"})},
 	)
 	return out
 }
 
 // queryParams turns an action's query schema (an object) into parameters.
-func (b *builder) queryParams(oi rest.OperationInfo) ([]any, error) {
+func (b *builder) queryParams(oi rest.OperationInfo) ([]*parameter, error) {
 	v, err := b.embedSchema(oi.Query, componentName(oi.ID+"Query"))
 	if err != nil {
 		return nil, err
@@ -378,34 +378,32 @@ func (b *builder) queryParams(oi rest.OperationInfo) ([]any, error) {
 			}
 		}
 	}
-	var out []any
+	var out []*parameter
 	pv, _ := o.get("properties")
 	props, _ := pv.(*omap)
 	if props == nil {
 		return nil, nil
 	}
 	for _, k := range props.keys {
-		p := newMap().set("name", k).set("in", "query")
+		p := &parameter{Name: k, In: "query", Schema: props.m[k]}
 		if req[k] {
-			p.set("required", true)
+			p.Required = ptr(true)
 		}
 		if ps, ok := props.m[k].(*omap); ok {
 			if t, ok := ps.get("type"); ok && t == "array" {
-				p.set("style", "form").set("explode", true)
+				p.Form = true
 			}
 			if desc, ok := ps.get("description"); ok {
-				p.set("description", desc)
+				p.Description, _ = desc.(string)
 			}
 		}
-		p.set("schema", props.m[k])
 		out = append(out, p)
 	}
 	return out, nil
 }
 
-func (b *builder) successResponse(entity string, d *rest.Description, oi rest.OperationInfo) (*omap, error) {
-	resp := newMap()
-	resp.set("description", http.StatusText(oi.Status))
+func (b *builder) successResponse(entity string, d *rest.Description, oi rest.OperationInfo) (*response, error) {
+	resp := &response{Description: http.StatusText(oi.Status)}
 	var schema any
 	switch {
 	case oi.Output == nil:
@@ -433,12 +431,12 @@ func (b *builder) successResponse(entity string, d *rest.Description, oi rest.Op
 		schema = s
 	}
 	if oi.Operation == rest.OpCreate {
-		resp.set("headers", newMap().set("Location", newMap().
-			set("description", "The path of the new row (when the key column is selected).").
-			set("schema", newMap().set("type", "string"))))
+		resp.Headers = newOrdered[*header]().set("Location", &header{
+			Description: "The path of the new row (when the key column is selected).",
+			Schema:      newMap().set("type", "string")})
 	}
 	if schema != nil {
-		resp.set("content", newMap().set("application/json", newMap().set("schema", schema)))
+		resp.Content = newOrdered[*mediaType]().set("application/json", &mediaType{Schema: schema})
 	}
 	return resp, nil
 }
@@ -501,7 +499,7 @@ var errorResponseName = map[int]string{
 
 // securityFor maps a guard's allow list to security requirements: any one
 // requirement admits the request.
-func securityFor(allow []authctx.Allow) []any {
+func securityFor(allow []authctx.Allow) []*omap {
 	has := func(x authctx.Allow) bool {
 		for _, a := range allow {
 			if a == x {
@@ -510,7 +508,7 @@ func securityFor(allow []authctx.Allow) []any {
 		}
 		return false
 	}
-	var out []any
+	out := []*omap{}
 	if has(authctx.AllowUser) || has(authctx.AllowAnonymous) {
 		out = append(out, newMap().set(SchemeBearer, []any{}), newMap().set(SchemeCookie, []any{}))
 	}
@@ -523,7 +521,29 @@ func securityFor(allow []authctx.Allow) []any {
 	return out
 }
 
-func (b *builder) securitySchemes() *omap {
+// usedSchemes keeps the security schemes some operation names (an
+// unused scheme only confuses readers and linters).
+func (b *builder) usedSchemes(all *ordered[*securityScheme]) *ordered[*securityScheme] {
+	used := map[string]bool{}
+	for _, item := range b.paths {
+		for _, op := range item.ops {
+			for _, req := range op.Security {
+				for _, name := range req.keys {
+					used[name] = true
+				}
+			}
+		}
+	}
+	out := newOrdered[*securityScheme]()
+	for _, k := range all.keys {
+		if used[k] {
+			out.set(k, all.m[k])
+		}
+	}
+	return out
+}
+
+func (b *builder) securitySchemes() *ordered[*securityScheme] {
 	cookie := b.opts.CookieName
 	if cookie == "" {
 		cookie = "sb-<ref>-auth-token"
@@ -531,24 +551,24 @@ func (b *builder) securitySchemes() *omap {
 			cookie = name
 		}
 	}
-	return newMap().
-		set(SchemeBearer, newMap().set("type", "http").set("scheme", "bearer").set("bearerFormat", "JWT").
-			set("description", "An access token (ES256 or RS256) verified locally against the project's JWKS.")).
-		set(SchemeCookie, newMap().set("type", "apiKey").set("in", "cookie").set("name", cookie).
-			set("description", "The browser session written by the Supabase SSR client (possibly split into "+cookie+".0, .1, …). "+
-				"Unsafe methods relying on it are refused cross-site with 403 CROSS_SITE_REQUEST.")).
-		set(SchemeAPIKey, newMap().set("type", "apiKey").set("in", "header").set("name", "apikey").
-			set("description", "The project's secret key, for service callers."))
+	return newOrdered[*securityScheme]().
+		set(SchemeBearer, &securityScheme{Type: "http", Scheme: "bearer", BearerFormat: "JWT",
+			Description: "An access token (ES256 or RS256) verified locally against the project's JWKS."}).
+		set(SchemeCookie, &securityScheme{Type: "apiKey", In: "cookie", Name: cookie,
+			Description: "The browser session written by the Supabase SSR client (possibly split into " + cookie + ".0, .1, …). " +
+				"Unsafe methods relying on it are refused cross-site with 403 CROSS_SITE_REQUEST."}).
+		set(SchemeAPIKey, &securityScheme{Type: "apiKey", In: "header", Name: "apikey",
+			Description: "The project's secret key, for service callers."})
 }
 
 // metaRoutes documents the description's own routes.
 func (b *builder) metaRoutes() error {
 	add := func(path, id, summary, media string, schema *omap) error {
-		content := newMap().set("schema", schema)
-		op := newMap().set("operationId", id).set("tags", []any{"meta"}).set("summary", summary).
-			set("responses", newMap().set("200", newMap().set("description", "OK").
-				set("content", newMap().set(media, content)))).
-			set("security", []any{newMap()})
+		op := &operation{ID: id, Tags: []string{"meta"}, Summary: summary,
+			Description: summary + ", generated from the same objects as the routes; no credential needed.",
+			Responses: newOrdered[any]().set("200", &response{Description: "OK",
+				Content: newOrdered[*mediaType]().set(media, &mediaType{Schema: schema})}),
+			Security: []*omap{newMap()}}
 		return b.addOperation(path, http.MethodGet, id, "meta "+path, op)
 	}
 	if err := add(PathJSON, "getOpenAPIJSON", "This OpenAPI document as JSON", "application/json", newMap().set("type", "object")); err != nil {

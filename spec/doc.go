@@ -1,13 +1,13 @@
 // Package spec generates the OpenAPI 3.1 description of a set of
 // [rest.Resource] objects and serves it beside them.
 //
-// [DefineAPI] (the seed's defineApi) reads the same resource objects that
+// [DefineAPI] reads the same resource objects that
 // serve the routes — their [rest.Description]: key, selected columns with
 // their Postgres types, served operations and actions with ids, paths,
 // statuses, permissions and schemas — so the routes and their description
 // cannot differ. The [API] it returns serves, below the base path:
 //
-//	/<segment>/...     every resource, under its key in Options.Resources
+//	/<segment>/...     every resource, under its key in Config.Resources
 //	/openapi.json      the document
 //	/openapi.yaml      the same document as YAML
 //	/docs              a self-contained HTML reference (no scripts, no CDN)
@@ -34,9 +34,9 @@
 // Supabase SSR session cookie, sb-<ref>-auth-token by default) and apikey
 // (the secret key in the apikey header, for service callers). Each
 // operation's requirements follow the allow list of the guard in front of
-// its resource (Options.Allow, default [DefaultAllow] = user): user or
+// its resource (Config.Allow, default [DefaultAllow] = user): user or
 // anonymous → bearerAuth or sessionCookie; service → apikey; anon → no
-// credential. With Options.Guard = [authctx.Guard], the handler installs
+// credential. With Config.Guard = [authctx.Guard], the handler installs
 // the guard with the same list.
 //
 // HEAD is served wherever GET is and is not listed separately; any other

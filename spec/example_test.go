@@ -22,14 +22,14 @@ func ExampleDefineAPI() {
 	if _, err := pool.Exec(ctx, `create table todos (id bigint generated always as identity primary key, title text not null)`); err != nil {
 		log.Fatal(err)
 	}
-	todos, err := rest.NewResource(ctx, db.New(pool, nil), "todos", &rest.Options{
+	todos, err := rest.NewResource(ctx, db.New(pool, nil), "todos", &rest.Config{
 		Operations:  []rest.Operation{rest.OpList, rest.OpGet},
 		Permissions: map[rest.Operation]string{rest.OpGet: "todos.read"},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	api, err := spec.DefineAPI(&spec.Options{
+	api, err := spec.DefineAPI(&spec.Config{
 		Info:      spec.Info{Title: "Todos", Version: "1.0.0"},
 		BasePath:  "/api",
 		Resources: map[string]*rest.Resource{"todos": todos},

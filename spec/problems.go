@@ -8,7 +8,8 @@ import (
 	"github.com/tablegate/tablegate/problem"
 )
 
-// problemSchema is the schema of every error body (seed 2.7).
+// problemSchema is the schema of every error body (RFC 9457 fields plus
+// kind, code, permission, approval, errors and request_id).
 func problemSchema() *omap {
 	var kinds []any
 	for _, k := range problem.Kinds() {
@@ -111,9 +112,9 @@ var errorDescriptions = map[int]string{
 }
 
 // errorResponses renders components.responses for the statuses in use.
-func (b *builder) errorResponses() *omap {
+func (b *builder) errorResponses() *ordered[*response] {
 	ex := errorExamples()
-	out := newMap()
+	out := newOrdered[*response]()
 	for _, st := range []int{400, 401, 403, 404, 409, 413, 415, 422, 500, 503} {
 		if !b.responses[st] {
 			continue
@@ -122,22 +123,24 @@ func (b *builder) errorResponses() *omap {
 		for _, e := range ex[st] {
 			examples.set(e.name, newMap().set("summary", e.summary).set("value", b.render(e.p)))
 		}
-		media := newMap().set("schema", ref("schemas", "Problem"))
+		media := &mediaType{Schema: ref("schemas", "Problem")}
 		if examples.len() > 0 {
-			media.set("examples", examples)
+			media.Examples = examples
 		}
 		desc := errorDescriptions[st]
 		if st == http.StatusForbidden {
 			desc = forbiddenDescription()
 		}
-		resp := newMap().set("description", desc)
+		resp := &response{Description: desc}
 		switch st {
 		case http.StatusUnauthorized:
-			resp.set("headers", newMap().set("WWW-Authenticate", newMap().set("description", "Bearer challenge.").set("schema", newMap().set("type", "string"))))
+			resp.Headers = newOrdered[*header]().set("WWW-Authenticate",
+				&header{Description: "Bearer challenge.", Schema: newMap().set("type", "string")})
 		case http.StatusConflict, http.StatusServiceUnavailable:
-			resp.set("headers", newMap().set("Retry-After", newMap().set("description", "Seconds to wait before retrying, when retrying can help.").set("schema", newMap().set("type", "integer"))))
+			resp.Headers = newOrdered[*header]().set("Retry-After",
+				&header{Description: "Seconds to wait before retrying, when retrying can help.", Schema: newMap().set("type", "integer")})
 		}
-		resp.set("content", newMap().set(problem.MediaType, media))
+		resp.Content = newOrdered[*mediaType]().set(problem.MediaType, media)
 		out.set(errorResponseName[st], resp)
 	}
 	return out

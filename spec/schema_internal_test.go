@@ -21,7 +21,7 @@ func TestEmbedSchemaHoistsDefs(t *testing.T) {
 	}`), &s); err != nil {
 		t.Fatal(err)
 	}
-	b := newBuilder(&Options{}, "")
+	b := newBuilder(&Config{}, "")
 	v, err := b.embedSchema(&s, "Todo_create")
 	if err != nil {
 		t.Fatal(err)

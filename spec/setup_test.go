@@ -101,13 +101,13 @@ type noteView struct {
 type allowAll struct{}
 
 func (allowAll) Authorize(context.Context, *rest.AuthzRequest) (rest.Decision, error) {
-	return rest.Allowed, nil
+	return rest.Allowed(), nil
 }
 
 func (allowAll) AuthorizeRows(_ context.Context, _ *rest.AuthzRequest, rows []rest.Row) ([]rest.Decision, error) {
 	out := make([]rest.Decision, len(rows))
 	for i := range out {
-		out[i] = rest.Allowed
+		out[i] = rest.Allowed()
 	}
 	return out, nil
 }
@@ -171,7 +171,7 @@ func setup(t testing.TB) *bundle {
 		t.Fatal(err)
 	}
 	d := db.New(pool, nil)
-	res, err := rest.NewResources(context.Background(), d, map[string]*rest.Options{
+	res, err := rest.NewResources(context.Background(), d, map[string]*rest.Config{
 		"todos": {
 			Caller:      testCaller,
 			Authorizer:  allowAll{},
@@ -185,8 +185,8 @@ func setup(t testing.TB) *bundle {
 			Caller:     testCaller,
 			Operations: []rest.Operation{rest.OpList, rest.OpGet},
 			Output: map[rest.Operation]*jsonschema.Schema{
-				rest.OpGet:  rest.SchemaFor[noteView](),
-				rest.OpList: rest.SchemaFor[noteView](),
+				rest.OpGet:  rest.MustSchemaFor[noteView](),
+				rest.OpList: rest.MustSchemaFor[noteView](),
 			},
 			Hooks: rest.Hooks{
 				AfterGetFunc: func(c *rest.Ctx, row rest.Row) (any, error) { return viewOf(row), nil },
@@ -212,8 +212,8 @@ func setup(t testing.TB) *bundle {
 	return &bundle{pool: pool, db: d, res: res, api: api}
 }
 
-func apiOptions(res map[string]*rest.Resource) *spec.Options {
-	return &spec.Options{
+func apiOptions(res map[string]*rest.Resource) *spec.Config {
+	return &spec.Config{
 		Info:       spec.Info{Title: "Todo API", Version: "1.4.0", Description: "Todos with tenants."},
 		BasePath:   "/api",
 		Authorizer: allowAll{},

@@ -122,3 +122,28 @@ func FuzzBase64(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTokensOnly: TokensOnly never panics; what it returns is valid JSON
+// without a top-level user member, equal to StringifyJSON's output when
+// the input had no user.
+func FuzzTokensOnly(f *testing.F) {
+	for _, s := range []string{
+		`{"access_token":"a","user":{"id":"u"},"refresh_token":"r"}`, `{"user":1,"user":2}`, `{"0":1,"user":null,"a":[]}`,
+		`[]`, `{}`, `{"access_token":"a\u2028"}`, `{"user`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out, err := TokensOnly(raw)
+		if err != nil {
+			return
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(out, &m) != nil {
+			t.Fatalf("TokensOnly(%q) = %q is not a JSON object", raw, out)
+		}
+		if _, has := m["user"]; has {
+			t.Fatalf("TokensOnly(%q) kept user: %q", raw, out)
+		}
+	})
+}

@@ -36,12 +36,7 @@ func EncodeJSON(v any) ([]byte, error) {
 // surrogate escapes ("\ud800") become U+FFFD, where JavaScript would keep
 // them; GoTrue never sends them.
 func StringifyJSON(raw []byte) ([]byte, error) {
-	if !validJSON(raw) {
-		return nil, errors.New("ssrcookie: invalid JSON")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	v, err := readValue(dec)
+	v, err := parseJS(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +47,17 @@ func StringifyJSON(raw []byte) ([]byte, error) {
 }
 
 func validJSON(b []byte) bool { return json.Valid(b) }
+
+// parseJS parses raw like JSON.parse: objects keep JavaScript property
+// order, numbers stay exact.
+func parseJS(raw []byte) (any, error) {
+	if !validJSON(raw) {
+		return nil, errors.New("ssrcookie: invalid JSON")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return readValue(dec)
+}
 
 // jsObject is an object with JavaScript property order.
 type jsObject struct {
@@ -266,4 +272,27 @@ func jsNumber(f float64) string {
 		out = "-" + out
 	}
 	return out
+}
+
+// TokensOnly returns the session JSON raw without its "user" member, the
+// value @supabase/ssr 0.12 stores with cookies.encode "tokens-only" (the
+// other members keep their order and JavaScript printing). raw must be a
+// JSON object; a session without user is returned re-printed unchanged.
+func TokensOnly(raw []byte) ([]byte, error) {
+	v, err := parseJS(raw)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := v.(*jsObject)
+	if !ok {
+		return nil, errors.New("ssrcookie: session is not a JSON object")
+	}
+	if _, has := obj.vals["user"]; has {
+		delete(obj.vals, "user")
+		obj.keys = slices.DeleteFunc(obj.keys, func(k string) bool { return k == "user" })
+	}
+	var b bytes.Buffer
+	b.Grow(len(raw))
+	writeValue(&b, obj)
+	return b.Bytes(), nil
 }

@@ -462,3 +462,17 @@ func TestAddHeaders(t *testing.T) {
 		t.Fatalf("Set-Cookie: %v", got)
 	}
 }
+
+func TestTokensOnly(t *testing.T) {
+	t.Parallel()
+	got, err := TokensOnly([]byte(`{"access_token":"a.b.c","token_type":"bearer","expires_in":3600,"expires_at":4102444800,"refresh_token":"abcdefghijkl","user":{"id":"u","name":"Zoë <x>"},"provider_token":"p"}`))
+	want := `{"access_token":"a.b.c","token_type":"bearer","expires_in":3600,"expires_at":4102444800,"refresh_token":"abcdefghijkl","provider_token":"p"}`
+	if err != nil || string(got) != want {
+		t.Fatalf("TokensOnly = %s %v", got, err)
+	}
+	for _, bad := range []string{`[]`, `"x"`, `{`} {
+		if _, err := TokensOnly([]byte(bad)); err == nil {
+			t.Errorf("TokensOnly(%s) accepted", bad)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -37,6 +38,25 @@ type serveConfig struct {
 	// MCP serves the same operations as MCP tools at /mcp (Streamable
 	// HTTP), each table's tools behind that table's guard.
 	MCP bool `json:"mcp,omitempty"`
+	// AdminAddr serves /livez, /readyz and /metrics on a separate
+	// listener (flag --admin-addr overrides).
+	AdminAddr string `json:"admin_addr,omitempty"`
+	// AccessLog turns the JSON access log on stderr off with false
+	// (default on; flag --access-log overrides).
+	AccessLog *bool `json:"access_log,omitempty"`
+	// LogSubject adds the caller's user id to the access log.
+	LogSubject bool `json:"log_subject,omitempty"`
+	// Database sizes the pool and sets the per-request time budget
+	// (flags override it).
+	Database databaseConfig `json:"database,omitempty"`
+	// PublicURL is the URL clients reach this server at, when it differs
+	// from http://{listen address} (behind a proxy): MCP's OAuth
+	// discovery names {public_url}/.well-known/oauth-protected-resource/mcp.
+	PublicURL string `json:"public_url,omitempty"`
+	// Timeouts are the HTTP server's timeouts (read_header, read, write,
+	// idle; Go durations such as "30s"); unset ones take the defaults,
+	// and the --*-timeout flags win.
+	Timeouts httpTimeouts `json:"timeouts,omitempty"`
 }
 
 // authConfig locates the JWKS.
@@ -48,6 +68,15 @@ type authConfig struct {
 	JWKSURL string `json:"jwks_url,omitempty"`
 	// Refresh enables cookie session refresh.
 	Refresh bool `json:"refresh,omitempty"`
+	// Issuer is the iss every token must carry (default {URL}/auth/v1,
+	// else SUPABASE_JWT_ISSUER; "*" checks no issuer).
+	Issuer string `json:"issuer,omitempty"`
+	// Audience is an aud every token must carry (default
+	// "authenticated", else SUPABASE_JWT_AUDIENCE; "*" checks none).
+	Audience string `json:"audience,omitempty"`
+	// MaxTokenLifetime refuses tokens living longer (exp - iat), e.g.
+	// "168h"; unset: no limit.
+	MaxTokenLifetime duration `json:"max_token_lifetime,omitempty"`
 }
 
 // tableConfig declares one served table.
@@ -65,6 +94,12 @@ type tableConfig struct {
 	Permissions map[string]string `json:"permissions,omitempty"`
 	// Guard is the allow list: user, anon, anonymous, service (default [user]).
 	Guard []string `json:"guard,omitempty"`
+	// StatementTimeout overrides database.statement_timeout for this
+	// table's operations ("1s").
+	StatementTimeout string `json:"statement_timeout,omitempty"`
+	// FilterColumns, when set, lists the only columns a list may filter
+	// and order by (e.g. the indexed ones); others answer 400.
+	FilterColumns []string `json:"filter_columns,omitempty"`
 }
 
 var (
@@ -113,8 +148,18 @@ func (c *serveConfig) validate() error {
 	if c.Version == "" {
 		c.Version = "0.1.0"
 	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return fmt.Errorf("public_url must be an origin such as https://api.example.com, got %q", c.PublicURL)
+		}
+		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	}
 	if len(c.Tables) == 0 {
 		return errors.New(`no tables: add "tables": {"todos": {"table": "public.todos"}}`)
+	}
+	if err := c.Database.validate(); err != nil {
+		return err
 	}
 	for _, name := range c.tableNames() {
 		t := c.Tables[name]
@@ -151,6 +196,9 @@ func (c *serveConfig) validate() error {
 		}
 		if len(t.Guard) == 0 {
 			t.Guard = []string{"user"}
+		}
+		if _, err := parseDurationField("tables."+name+".statement_timeout", t.StatementTimeout); err != nil {
+			return err
 		}
 		for _, g := range t.Guard {
 			if !slices.Contains(guardKinds, g) {

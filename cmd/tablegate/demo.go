@@ -37,7 +37,10 @@ const (
 
 const demoUsage = `Usage:
   tablegate demo [--addr HOST:PORT] [--database-url URL] [--signing-keys FILE]
-                 [--auth-url URL] [--refresh] [--print-env FILE]
+                 [--auth-url URL] [--refresh] [--tokens-only] [--token-ttl DURATION]
+                 [--print-env FILE]
+                 [--read-header-timeout D] [--read-timeout D]
+                 [--write-timeout D] [--idle-timeout D]
 
 Runs the whole stack on your machine in one command:
 
@@ -53,20 +56,26 @@ Runs the whole stack on your machine in one command:
      Ctrl-C or SIGTERM; then stops Postgres and removes its files.
 
 Routes: /api/todos (list, get, create, update, delete, actions complete,
-export, purge), /api/openapi.json, /api/openapi.yaml, /api/docs (the
+export, purge), /api/todos/events (live events, curl -N), /api/openapi.json,
+/api/openapi.yaml, /api/docs (the
 description of the same resource), /api/approvals (purge needs another
 user's approval),
 /mcp (the same operations as MCP tools, Streamable HTTP), /whoami, /guard/{user,
 user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
-/readyz.
+/readyz; /account (a server-rendered page: who am I, sign in, sign out) and
+the sign-in flows under /auth/ (sign-in, otp, verify, oauth, callback,
+sign-out; see package authflow).
 
---print-env FILE writes KEY=VALUE lines once the server answers (atomically):
+--print-env FILE writes KEY=VALUE lines once the server answers (atomically;
+values quoted for sh, so ". FILE" sets them):
 BASE_URL JWKS_URL SIGNING_KEYS_PATH DATABASE_URL COOKIE_NAME TENANT_A TENANT_B
 USER_ID USER_TOKEN ADMIN_TOKEN APPROVER_TOKEN ANON_USER_TOKEN
-OTHER_TENANT_TOKEN SERVICE_KEY PUBLISHABLE_KEY, and USER_REFRESH_TOKEN when the demo is its
-own auth server (no --auth-url): it then also answers GoTrue's refresh grant,
-POST /auth/v1/token?grant_type=refresh_token, rotating refresh tokens with a
-10 s reuse interval. Use --addr 127.0.0.1:0 for a free port; the file and the
+OTHER_TENANT_TOKEN SERVICE_KEY PUBLISHABLE_KEY, and USER_REFRESH_TOKEN
+USER_EMAIL USER_PASSWORD when the demo is its own auth server (no
+--auth-url): it then also answers GoTrue's refresh grant (rotating refresh
+tokens with a 10 s reuse interval), the password and PKCE grants,
+/authorize (the demo is its own OAuth provider), /otp (magic links are
+printed), /verify and /logout, so sign-in, refresh and sign-out run offline. Use --addr 127.0.0.1:0 for a free port; the file and the
 output show the real one.
 `
 
@@ -76,10 +85,15 @@ type demoOptions struct {
 	signingKeys string
 	authURL     string
 	refresh     bool
+	tokensOnly  bool
 	tokenTTL    time.Duration
 	// publishableKey is sent as apikey on refresh; default a demo key.
 	publishableKey string
 	printEnv       string
+	// budget sizes the pool, bounds database time and shutdown.
+	budget   budgetFlags
+	timeouts httpTimeouts
+	ops      opsFlags
 }
 
 func runDemo(ctx context.Context, e *env, args []string) error {
@@ -90,9 +104,16 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.signingKeys, "signing-keys", "", "signing keys `file` (Supabase signing_keys_path format); default a temporary key")
 	fs.StringVar(&o.authURL, "auth-url", "", "Supabase/GoTrue `URL`: verify tokens with {URL}/auth/v1/.well-known/jwks.json and refresh there instead of the demo's own JWKS")
 	fs.BoolVar(&o.refresh, "refresh", false, "refresh expiring cookie sessions (against the demo's own refresh grant, or --auth-url)")
+	fs.BoolVar(&o.tokensOnly, "tokens-only", false, "the sign-in flows write sessions in @supabase/ssr's cookies.encode \"tokens-only\" form (no user object)")
 	fs.DurationVar(&o.tokenTTL, "token-ttl", demoTokenTTL, "lifetime of the minted tokens (a short one shows cookie refresh at work)")
+	o.timeouts.flags(fs)
 	fs.StringVar(&o.printEnv, "print-env", "", "once serving, write KEY=VALUE lines (URLs, tokens, ids) to `FILE`")
+	o.budget.register(fs)
+	o.ops.register(fs)
 	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if err := o.budget.validate(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -165,7 +186,12 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	} else {
 		fmt.Fprintln(out, "▸ using the database of --database-url/DATABASE_URL (the demo adds tablegate's schema and public.todos to it)")
 	}
-	pool, err := connect(ctx, dbURL)
+	obs, err := setupObservability(ctx, e.getenv, o.ops.observeOpts(e))
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() { obs.close(context.Background()) })
+	pool, err := connectPool(ctx, dbURL, int32(o.budget.maxConns), obs.tel)
 	if err != nil {
 		return err
 	}
@@ -240,7 +266,8 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	if o.authURL == "" {
 		srv.gotrue = newDemoAuthServer(ks, issuer, publishableKey)
 	}
-	httpSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := o.timeouts.server(nil) // read, write and idle timeouts: no connection is pinned forever
+	grace := newGraceful(httpSrv)
 	serveErr := make(chan error, 1)
 	// The resolver fetches the JWKS when it is built, possibly from this
 	// very server: serve the JWKS before everything else is ready.
@@ -262,10 +289,9 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	})
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	cleanups = append(cleanups, func() {
-		done := step(out, "stopping the server")
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		done(httpSrv.Shutdown(sctx), "")
+		done := step(out, "stopping the server (running requests may finish for up to %s)", o.budget.shutdownTimeout)
+		grace.shutdown(out, httpSrv, o.budget.shutdownTimeout)
+		done(nil, "")
 	})
 
 	done = step(out, "starting the API on %s (JWKS from %s)", baseURL, jwksURL)
@@ -273,33 +299,45 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	if o.authURL != "" {
 		projectURL = o.authURL
 	}
-	rv, err := authctx.New(authctx.Config{
-		ProjectURL: projectURL,
-		JWKSURL:    jwksURL,
-		Secret:     true,
-		SecretKeys: map[string]string{demoKeyName: secretKey},
-		// A Bearer equal to the publishable key counts as no credential
-		// (supabase-js sends it when signed out); refresh sends it as apikey.
-		PublishableKeys: []string{publishableKey},
-		Refresh:         o.refresh,
-	})
+	rcfg := demoResolverConfig(projectURL, jwksURL, secretKey, publishableKey, o.refresh)
+	rcfg.Telemetry = obs.tel
+	rv, err := authctx.New(ctx, rcfg)
 	if err != nil {
 		done(err, "")
-		if errors.Is(err, authctx.ErrRefreshUnavailable) {
-			return fmt.Errorf("--refresh: %w", err)
-		}
 		return fmt.Errorf("auth (JWKS %s): %w", jwksURL, err)
 	}
 	cleanups = append(cleanups, rv.Close)
-	parts, err := buildDemoAPI(ctx, db.New(pool, nil), rv)
+	parts, err := buildDemoAPI(ctx, db.New(pool, o.budget.dbConfig()), rv, baseURL, issuer)
 	if err != nil {
 		done(err, "")
 		return err
 	}
-	srv.parts = parts
-	handler = rv.Middleware(rv.CrossSite(srv.handler()))
+	cleanups = append(cleanups, parts.hub.Close)
+	srv.parts, srv.rv = parts, rv
+	userSpec := tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: o.tokenTTL, Issuer: issuer}
+	userPassword := ""
+	if srv.gotrue != nil {
+		userPassword = newDemoPassword()
+		srv.gotrue.siteURL = baseURL
+		srv.gotrue.addAccount(userSpec, demoUserEmail, "", userPassword)
+		srv.gotrue.sent = func(m sentOTP) {
+			fmt.Fprintf(out, "▸ magic link for %s (code %s): %s\n", m.Email, m.Code, m.Link)
+		}
+	}
+	if srv.flows, err = demoFlows(rv, projectURL, baseURL, publishableKey, o.tokensOnly); err != nil {
+		done(err, "")
+		return err
+	}
+	handler = obs.tel.Handler(rv.Middleware(rv.CrossSite(srv.handler())))
 	close(ready)
 	done(nil, "")
+	if o.ops.adminAddr != "" {
+		_, stop, err := startAdmin(ctx, out, o.ops.adminAddr, adminHandler(readinessChecks(pool, rv), obs.metrics))
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, stop)
+	}
 
 	// 5. Tokens, env file, curl lines.
 	now := time.Now()
@@ -311,7 +349,6 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		t, err = mintToken(ks, tokenSpec{Sub: sub, Anonymous: anonymous, Tenant: tenant, Roles: roles, TTL: o.tokenTTL, Issuer: issuer}, now)
 		return t
 	}
-	userSpec := tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: o.tokenTTL, Issuer: issuer}
 	var userToken, userRefresh string
 	if srv.gotrue != nil {
 		userToken, userRefresh, err = srv.gotrue.signIn(userSpec)
@@ -341,6 +378,9 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	if userRefresh != "" {
 		vars = append(vars, envVar{"USER_REFRESH_TOKEN", userRefresh})
 	}
+	if userPassword != "" {
+		vars = append(vars, envVar{"USER_EMAIL", demoUserEmail}, envVar{"USER_PASSWORD", userPassword})
+	}
 	if err != nil {
 		return err
 	}
@@ -361,6 +401,22 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	}
 }
 
+// demoResolverConfig is the caller resolution of the demo: tokens of the
+// project at projectURL verified against jwksURL, the secret key as a
+// service apikey, and the publishable key.
+func demoResolverConfig(projectURL, jwksURL, secretKey, publishableKey string, refresh bool) *authctx.Config {
+	return &authctx.Config{
+		ProjectURL:     projectURL,
+		VerifierConfig: authctx.VerifierConfig{JWKSURL: jwksURL},
+		Secret:         true,
+		SecretKeys:     map[string]string{demoKeyName: secretKey},
+		// A Bearer equal to the publishable key counts as no credential
+		// (supabase-js sends it when signed out); refresh sends it as apikey.
+		PublishableKeys: []string{publishableKey},
+		Refresh:         refresh,
+	}
+}
+
 // hostPort renders a listener address for URLs (loopback 0.0.0.0 → 127.0.0.1).
 func hostPort(a net.Addr) string {
 	tcp, ok := a.(*net.TCPAddr)
@@ -376,12 +432,32 @@ func hostPort(a net.Addr) string {
 
 type envVar struct{ key, value string }
 
+// formatEnv renders vars as lines a POSIX shell can source (". FILE"):
+// KEY=VALUE, the value single-quoted whenever it holds a character the
+// shell would interpret (the database URL's "&" and "?", spaces, quotes).
+// Values made only of safe characters (tokens, UUIDs, plain URLs) stay
+// bare, so line-oriented KEY=VALUE readers keep working for them.
 func formatEnv(vars []envVar) []byte {
 	var b strings.Builder
 	for _, v := range vars {
-		fmt.Fprintf(&b, "%s=%s\n", v.key, v.value)
+		fmt.Fprintf(&b, "%s=%s\n", v.key, shellQuote(v.value))
 	}
 	return []byte(b.String())
+}
+
+// shellQuote returns s unchanged when every byte is shell-safe, else s in
+// single quotes with each single quote written as quote, backslash, quote, quote.
+func shellQuote(s string) string {
+	safe := s != ""
+	for i := 0; i < len(s) && safe; i++ {
+		c := s[i]
+		safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte("-_.,:/@%+=", c) >= 0
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func printCurls(w io.Writer, vars []envVar, kid string) {
@@ -394,6 +470,12 @@ func printCurls(w io.Writer, vars []envVar, kid string) {
 		return ""
 	}
 	base := get("BASE_URL")
+	defer func() {
+		if pw := get("USER_PASSWORD"); pw != "" {
+			fmt.Fprintf(w, "\nIn a browser: %s/account — sign in as %s / %s (or with the demo OAuth provider, or a magic link).\n",
+				base, get("USER_EMAIL"), pw)
+		}
+	}()
 	fmt.Fprintf(w, `
 tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
 
@@ -413,6 +495,7 @@ tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
   curl -s $BASE_URL/api/todos -H "Authorization: Bearer $OTHER_TENANT_TOKEN"    # tenant B only
   curl -s $BASE_URL/api/todos -H "Authorization: Bearer $USER_TOKEN" -H 'Content-Type: application/json' -d '{"title":"Try tablegate"}'
   curl -s -X POST $BASE_URL/api/todos/1/complete -H "Authorization: Bearer $USER_TOKEN"
+  curl -N $BASE_URL/api/todos/events -H "Authorization: Bearer $USER_TOKEN"      # live: todos.created/updated/deleted, todo.completed (run in a second terminal)
   curl -s "$BASE_URL/api/todos/export?done=true" -H "Authorization: Bearer $USER_TOKEN"
   curl -s -X DELETE $BASE_URL/api/todos/1 -H "Authorization: Bearer $USER_TOKEN"   # 403 PERMISSION_DENIED
   curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED, approval.id

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 )
@@ -26,8 +27,16 @@ type demoAuthServer struct {
 	apikey string // the publishable key the gateway requires
 	now    func() time.Time
 
+	// siteURL is where redirects may go (GoTrue's site URL and allow list).
+	siteURL string
+	// sent receives the codes and magic links the demo "sends" (printed).
+	sent func(sentOTP)
+
 	mu       sync.Mutex
 	sessions map[string]*demoSession // by refresh token (current and used ones)
+	accounts []*demoAccount          // users who can sign in (demo_gotrue_flows.go)
+	flows    map[string]*flowState   // PKCE auth codes
+	otps     map[string]*otpState    // by token hash
 }
 
 // demoSession is one signed-in session.
@@ -40,7 +49,8 @@ type demoSession struct {
 }
 
 func newDemoAuthServer(ks *keySet, issuer, apikey string) *demoAuthServer {
-	return &demoAuthServer{ks: ks, issuer: issuer, apikey: apikey, now: time.Now, sessions: map[string]*demoSession{}}
+	return &demoAuthServer{ks: ks, issuer: issuer, apikey: apikey, now: time.Now, sessions: map[string]*demoSession{},
+		flows: map[string]*flowState{}, otps: map[string]*otpState{}}
 }
 
 // newRefreshToken returns a GoTrue v1-style refresh token: 12 characters
@@ -82,22 +92,22 @@ func gotrueError(w http.ResponseWriter, status int, code, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "message": msg})
 }
 
-// ServeHTTP answers POST /auth/v1/token?grant_type=refresh_token.
+// ServeHTTP answers POST /auth/v1/token: grant_type refresh_token here,
+// password and pkce in demo_gotrue_flows.go.
 func (s *demoAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Like the Supabase gateway: an apikey (header or query) is required.
-	if k := r.Header.Get("apikey"); k == "" && r.URL.Query().Get("apikey") == "" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		_ = json.NewEncoder(w).Encode(map[string]string{"message": "No API key found in request", "hint": "No `apikey` request header or url param was found."})
-		return
-	} else if k != "" && !equalKeys(k, s.apikey) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		_ = json.NewEncoder(w).Encode(map[string]string{"message": "Invalid API key"})
+	if !s.requireAPIKey(w, r) {
 		return
 	}
-	if r.FormValue("grant_type") != "refresh_token" {
-		gotrueError(w, http.StatusBadRequest, "validation_failed", "The demo supports only grant_type=refresh_token")
+	switch r.URL.Query().Get("grant_type") {
+	case "refresh_token":
+	case "password":
+		s.passwordGrant(w, r)
+		return
+	case "pkce":
+		s.pkceGrant(w, r)
+		return
+	default:
+		gotrueError(w, http.StatusBadRequest, "validation_failed", "The demo supports grant_type refresh_token, password and pkce")
 		return
 	}
 	var body struct {
@@ -168,6 +178,45 @@ func (s *demoAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"user_metadata": map[string]any{}, "is_anonymous": spec.Anonymous,
 		},
 	})
+}
+
+// requireAPIKey checks the apikey of a request to one of the demo's auth
+// endpoints like the Supabase gateway: at least one apikey is required, in
+// the apikey header or the apikey query parameter, and every one the
+// request carries (headers and query alike) must be the project's
+// publishable key. Otherwise it answers 401 in the gateway's shape and
+// returns false. Every demo auth endpoint calls it before anything else.
+func (s *demoAuthServer) requireAPIKey(w http.ResponseWriter, r *http.Request) bool {
+	keys := r.Header.Values("apikey")
+	q, err := url.ParseQuery(r.URL.RawQuery) // r.URL.Query() drops malformed pairs silently
+	if err != nil {
+		apikeyError(w, "Invalid API key", "")
+		return false
+	}
+	keys = append(keys, q["apikey"]...)
+	if len(keys) == 0 {
+		apikeyError(w, "No API key found in request", "No `apikey` request header or url param was found.")
+		return false
+	}
+	for _, k := range keys {
+		if !equalKeys(k, s.apikey) {
+			apikeyError(w, "Invalid API key", "")
+			return false
+		}
+	}
+	return true
+}
+
+// apikeyError writes the gateway's 401 body.
+func apikeyError(w http.ResponseWriter, msg, hint string) {
+	body := map[string]string{"message": msg}
+	if hint != "" {
+		body["hint"] = hint
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusUnauthorized)
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 // equalKeys compares two secrets in constant time over their hashes.

@@ -36,31 +36,35 @@ create index if not exists todos_tenant_idx on public.todos (tenant_id, id);
 alter table public.todos enable row level security;
 alter table public.todos force row level security;
 
+-- Every helper call sits in a sub-select, "(select tablegate.f())": Postgres
+-- evaluates it once per statement (an init-plan), not once per row, and the
+-- tenant comparison can use todos_tenant_idx. member_tenant_id() is the
+-- caller's active tenant when the caller is a member of it (one index probe
+-- of the memberships table, or the memberships claim), else NULL. See
+-- docs/tenant.md for these patterns and what each costs.
 drop policy if exists todos_member_read on public.todos;
 create policy todos_member_read on public.todos for select to authenticated
-  using (tenant_id = tablegate.current_tenant_id()
-         and tablegate.is_member('tenant', tenant_id::text));
+  using (tenant_id = (select tablegate.member_tenant_id()));
 
 drop policy if exists todos_user_insert on public.todos;
 create policy todos_user_insert on public.todos for insert to authenticated
-  with check (not tablegate.is_anonymous()
-              and tenant_id = tablegate.current_tenant_id()
-              and tablegate.is_member('tenant', tenant_id::text)
+  with check (not (select tablegate.is_anonymous())
+              and tenant_id = (select tablegate.member_tenant_id())
               and owner_id = (select auth.uid()));
 
 drop policy if exists todos_owner_update on public.todos;
 create policy todos_owner_update on public.todos for update to authenticated
-  using (not tablegate.is_anonymous()
-         and tenant_id = tablegate.current_tenant_id()
+  using (not (select tablegate.is_anonymous())
+         and tenant_id = (select tablegate.current_tenant_id())
          and owner_id = (select auth.uid()))
-  with check (not tablegate.is_anonymous()
-              and tenant_id = tablegate.current_tenant_id()
+  with check (not (select tablegate.is_anonymous())
+              and tenant_id = (select tablegate.current_tenant_id())
               and owner_id = (select auth.uid()));
 
 drop policy if exists todos_owner_delete on public.todos;
 create policy todos_owner_delete on public.todos for delete to authenticated
-  using (not tablegate.is_anonymous()
-         and tenant_id = tablegate.current_tenant_id()
+  using (not (select tablegate.is_anonymous())
+         and tenant_id = (select tablegate.current_tenant_id())
          and owner_id = (select auth.uid()));
 
 -- Grants open the door; the policies above decide. anon gets select so that a
@@ -79,3 +83,8 @@ select * from (values
   ('b0000000-0000-4000-8000-00000000000b'::uuid, '55555555-5555-4555-8555-555555555555'::uuid, 'Tenant B: invoice customers', true)
 ) as seed (tenant_id, owner_id, title, done)
 where not exists (select 1 from public.todos);
+
+-- Live events: todos.created/updated/deleted for every row written (the
+-- events package serves them at /api/todos/events, filtered by each
+-- subscriber's own RLS).
+select tablegate.enable_events('public.todos');

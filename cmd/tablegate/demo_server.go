@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/authctx/authflow"
 	"github.com/tablegate/tablegate/problem"
 )
 
@@ -23,11 +22,12 @@ type whoami struct {
 }
 
 func whoamiOf(a authctx.Auth) whoami {
-	s := authctx.ToSession(a)
+	s := a.Session()
 	return whoami{Kind: a.Kind, Reason: a.Reason, UserID: s.UserID, Anonymous: s.Anonymous, KeyName: a.KeyName, Claims: s.Claims}
 }
 
-// guardRoutes maps the /guard/{name} names to allow lists (seed 5.3).
+// guardRoutes maps the /guard/{name} names to allow lists, one route per
+// guard of the documented admission matrix.
 var guardRoutes = map[string][]authctx.Allow{
 	"user":           {authctx.AllowUser},
 	"user-anon":      {authctx.AllowUser, authctx.AllowAnon},
@@ -38,11 +38,15 @@ var guardRoutes = map[string][]authctx.Allow{
 // demoServer holds what the demo's routes need.
 type demoServer struct {
 	pool *pgxpool.Pool
+	rv   *authctx.Resolver // readiness: signing keys loaded
 	jwks []byte
 	// parts serve /api/ (todos, approvals) and /mcp.
 	parts *demoAPIParts
 	// gotrue answers the refresh grant when the demo is its own auth server.
 	gotrue *demoAuthServer
+	// flows serve /auth/{sign-in,otp,verify,oauth,callback,sign-out} and
+	// the /account page.
+	flows *authflow.Flows
 }
 
 // jwksHandler serves the public signing keys as GoTrue does.
@@ -65,15 +69,17 @@ func (s *demoServer) handler() http.Handler {
 		mux.Handle("GET /guard/"+name, authctx.Guard(allow...)(whoamiHandler))
 	}
 	if s.gotrue != nil {
-		mux.Handle("POST /auth/v1/token", s.gotrue)
+		s.gotrue.routes(mux)
+	}
+	if s.flows != nil {
+		flowRoutes(mux, s.flows)
 	}
 	if s.parts != nil {
 		mux.Handle("/api/", s.parts.api.Handler())
-		mux.Handle("/api/approvals", s.parts.approvals)
-		mux.Handle("/api/approvals/", s.parts.approvals)
 		mux.Handle("/mcp", s.parts.mcp)
+		mux.Handle(mcpMetadataPath, s.parts.mcpMeta)
 	}
-	health(mux, s.pool)
+	health(mux, s.pool, s.rv)
 	return problemFallback(mux)
 }
 
@@ -131,20 +137,14 @@ func (iw *interceptWriter) Write(b []byte) (int, error) {
 	return iw.ResponseWriter.Write(b)
 }
 
-// health adds /livez (the process answers) and /readyz (the database answers).
-func health(mux *http.ServeMux, pool *pgxpool.Pool) {
+// health adds /livez (the process answers) and /readyz (readyCheck: the
+// database answers — a busy pool is not down — and the signing keys are
+// loaded).
+func health(mux *http.ServeMux, pool *pgxpool.Pool, rv *authctx.Resolver) {
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := pool.Ping(ctx); err != nil {
-			writeProblem(w, r, problem.New(problem.KindUnavailable, "The database does not answer.").WithHeader("Retry-After", "1"))
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	})
+	mux.HandleFunc("GET /readyz", readyHandler(pool, rv))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -122,7 +122,18 @@ func parseEnvFile(t *testing.T, data []byte) map[string]string {
 		if !ok {
 			t.Fatalf("env file line without '=': %q", sc.Text())
 		}
-		vars[k] = v
+		vars[k] = unquoteShell(t, v)
+	}
+	// The file is meant to be sourced: sh must see every key with the value
+	// the line reading above found (an unquoted "&" would fork a job and
+	// cut DATABASE_URL short).
+	for k, v := range sourceWithSh(t, data) {
+		if _, listed := vars[k]; listed && v != vars[k] {
+			t.Fatalf("sh reads %s=%q, the file means %q", k, v, vars[k])
+		}
+	}
+	if got := sourceWithSh(t, data); len(got) < len(vars) {
+		t.Fatalf("sh sees %d of the file's %d keys", len(got), len(vars))
 	}
 	for _, k := range []string{"BASE_URL", "JWKS_URL", "SIGNING_KEYS_PATH", "DATABASE_URL", "COOKIE_NAME", "TENANT_A", "TENANT_B",
 		"USER_ID", "USER_TOKEN", "ADMIN_TOKEN", "APPROVER_TOKEN", "ANON_USER_TOKEN", "OTHER_TENANT_TOKEN", "SERVICE_KEY", "PUBLISHABLE_KEY"} {
@@ -131,6 +142,66 @@ func parseEnvFile(t *testing.T, data []byte) map[string]string {
 		}
 	}
 	return vars
+}
+
+// unquoteShell undoes formatEnv's quoting: a bare value, or one in single
+// quotes where each single quote is closed, escaped and reopened.
+func unquoteShell(t *testing.T, v string) string {
+	t.Helper()
+	if !strings.HasPrefix(v, "'") {
+		return v
+	}
+	var b strings.Builder
+	for v != "" {
+		if !strings.HasPrefix(v, "'") {
+			t.Fatalf("malformed quoting near %q", v)
+		}
+		end := strings.IndexByte(v[1:], '\'')
+		if end < 0 {
+			t.Fatalf("unterminated quote in %q", v)
+		}
+		b.WriteString(v[1 : 1+end])
+		v = v[2+end:]
+		if strings.HasPrefix(v, `\'`) {
+			b.WriteByte('\'')
+			v = v[2:]
+		}
+	}
+	return b.String()
+}
+
+// sourceWithSh sources data with "sh" in an empty environment and returns
+// the variables it then holds (PWD and the like filtered out by name: only
+// upper-case KEY_NAMEs the file defines survive "set -a").
+func sourceWithSh(t *testing.T, data []byte) map[string]string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "sourced.env")
+	if err := os.WriteFile(f, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `set -a; . "$1"; exec env -0`, "sh", f)
+	cmd.Env = []string{}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sh could not source the env file: %v\n%s", err, data)
+	}
+	got := map[string]string{}
+	for _, kv := range strings.Split(string(out), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "PWD" && k != "SHLVL" && k != "_" {
+			got[k] = v
+		}
+	}
+	return got
+}
+
+// compactJSON removes insignificant whitespace, keeping key order.
+func compactJSON(t *testing.T, b []byte) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatalf("not JSON: %s", b)
+	}
+	return out.String()
 }
 
 // stop sends SIGTERM and waits for a clean exit.
@@ -443,7 +514,11 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("update: %d %s", r.status, r.body)
 		}
 		wantProblem(t, "update with an unknown key", do(t, user, "PATCH", api+"/"+id, map[string]any{"owner_id": v["USER_ID"]}), 400, "")
-		wantProblem(t, "update by an anonymous sign-in", do(t, anonUser, "PATCH", api+"/"+id, map[string]any{"done": true}), 404, "")
+		// The anonymous sign-in reads the row (a member of the tenant) but
+		// the update policy refuses it: 403, not 404.
+		wantProblem(t, "update by an anonymous sign-in", do(t, anonUser, "PATCH", api+"/"+id, map[string]any{"done": true}), 403, "")
+		wantProblem(t, "delete by an anonymous sign-in", do(t, anonUser, "DELETE", api+"/"+id, nil), 403, "")
+		wantProblem(t, "update with done null (NOT NULL column)", do(t, user, "PATCH", api+"/"+id, map[string]any{"done": nil}), 400, "")
 		wantProblem(t, "malformed key", do(t, user, "GET", api+"/abc", nil), 400, "")
 		r = do(t, user, "PUT", api+"/"+id, map[string]any{"title": "x"})
 		wantProblem(t, "PUT", r, 405, "")
@@ -455,6 +530,11 @@ func TestDemoEndToEnd(t *testing.T) {
 		r = do(t, user, "POST", api+"/"+id+"/complete", nil)
 		if r.status != 200 || r.json(t)["done"] != true {
 			t.Errorf("complete: %d %s", r.status, r.body)
+		}
+		// The action's row renders like GET's: same keys in the same order,
+		// same timestamp format (whitespace aside).
+		if g := do(t, user, "GET", api+"/"+id, nil); compactJSON(t, g.body) != compactJSON(t, r.body) {
+			t.Errorf("complete's row differs from GET's:\n%s\n%s", r.body, g.body)
 		}
 		wantProblem(t, "complete by an anonymous sign-in", do(t, anonUser, "POST", api+"/"+id+"/complete", nil), 403, "")
 		wantProblem(t, "complete another tenant's row", do(t, user, "POST", api+"/"+bID+"/complete", nil), 404, "")
@@ -469,6 +549,13 @@ func TestDemoEndToEnd(t *testing.T) {
 			if row["done"] != true || row["tenant_id"] != v["TENANT_A"] {
 				t.Errorf("export row %v", row)
 			}
+		}
+		// Export items render like list items.
+		var lst, ex struct{ Items []json.RawMessage }
+		_ = json.Unmarshal(r.body, &ex)
+		if l := do(t, user, "GET", api+"?done=eq.true&order=id", nil); json.Unmarshal(l.body, &lst) != nil || len(lst.Items) != len(ex.Items) ||
+			compactJSON(t, lst.Items[0]) != compactJSON(t, ex.Items[0]) {
+			t.Errorf("export items differ from list items:\n%s\n%s", r.body, l.body)
 		}
 		wantProblem(t, "export with done=maybe", do(t, user, "GET", api+"/export?done=maybe", nil), 400, "")
 
@@ -487,7 +574,7 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("admin delete: %d %s", r.status, r.body)
 		}
 		wantProblem(t, "get deleted row", do(t, admin, "GET", api+"/"+adminID, nil), 404, "")
-		wantProblem(t, "admin deletes another user's row", do(t, admin, "DELETE", api+"/"+id, nil), 404, "")
+		wantProblem(t, "admin deletes another user's readable row", do(t, admin, "DELETE", api+"/"+id, nil), 403, "")
 
 		// purge needs an approval by another user holding the approver role.
 		r = do(t, user, "POST", api+"/purge", nil)
@@ -574,6 +661,79 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("events", func(t *testing.T) {
+		if !strings.Contains(p.out.String(), "curl -N $BASE_URL/api/todos/events") {
+			t.Errorf("no curl -N line for the events")
+		}
+		open := func(c caller) (*http.Response, *bufio.Reader) {
+			t.Helper()
+			req, _ := http.NewRequest("GET", base+"/api/todos/events", nil)
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+			return resp, bufio.NewReader(resp.Body)
+		}
+		// nextEvent returns the next event's name and data line.
+		nextEvent := func(rd *bufio.Reader) (name, data string) {
+			t.Helper()
+			type line struct {
+				s   string
+				err error
+			}
+			for {
+				ch := make(chan line, 1)
+				go func() { s, err := rd.ReadString('\n'); ch <- line{s, err} }()
+				select {
+				case l := <-ch:
+					if l.err != nil {
+						t.Fatalf("stream: %v", l.err)
+					}
+					s := strings.TrimSpace(l.s)
+					if n, ok := strings.CutPrefix(s, "event: "); ok {
+						name = n
+					} else if d, ok := strings.CutPrefix(s, "data: "); ok && name != "" {
+						return name, d
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("no event within 10s")
+				}
+			}
+		}
+		if resp, _ := open(anonUser); resp.StatusCode != 403 {
+			t.Errorf("anonymous sign-in subscribes: %d", resp.StatusCode)
+		}
+		resp, rd := open(user)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("subscribe: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		r := do(t, user, "POST", base+"/api/todos", map[string]any{"title": "watched"})
+		if r.status != 201 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		id := fmt.Sprint(r.json(t)["id"])
+		if r := do(t, user, "POST", base+"/api/todos/"+id+"/complete", nil); r.status != 200 {
+			t.Fatalf("complete: %d %s", r.status, r.body)
+		}
+		// Events of the earlier subtests may still arrive first (a stream
+		// starts where this instance has read the outbox): follow the
+		// events of the "watched" row only.
+		var got []string
+		for len(got) < 3 {
+			name, data := nextEvent(rd)
+			if strings.Contains(data, `"watched"`) && (len(got) > 0 || name == "todos.created") {
+				got = append(got, name)
+			}
+		}
+		if strings.Join(got, " ") != "todos.created todos.updated todo.completed" {
+			t.Errorf("events %v", got)
+		}
+	})
+
 	t.Run("openapi and docs", func(t *testing.T) {
 		r := do(t, none, "GET", base+"/api/openapi.json", nil)
 		if r.status != 200 {
@@ -607,6 +767,16 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 		find("/todos/export", "get")
 		find("/todos", "post")
+		// Every served route is described, the approvals included.
+		for _, pm := range [][2]string{{"/approvals", "get"}, {"/approvals/{id}", "get"}, {"/approvals/{id}/approve", "post"}, {"/approvals/{id}/deny", "post"}} {
+			find(pm[0], pm[1])
+		}
+		if op := find("/todos/events", "get"); op != nil {
+			b, _ := json.Marshal(op["responses"])
+			if !strings.Contains(string(b), "text/event-stream") || !strings.Contains(string(b), "todo.completed") {
+				t.Errorf("events operation: %s", b)
+			}
+		}
 		r = do(t, none, "GET", base+"/api/docs", nil)
 		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
 			t.Errorf("docs: %d %s", r.status, r.header.Get("Content-Type"))
@@ -656,9 +826,70 @@ func TestDemoEndToEnd(t *testing.T) {
 		if err != nil || !res.IsError {
 			t.Errorf("deleteTodo without todos.delete should be a tool error: %v %v", err, res)
 		}
+
+		// An agent finishes an approval-gated call with the approvals tools.
+		text := func(res *mcp.CallToolResult) string {
+			if len(res.Content) == 0 {
+				return ""
+			}
+			tc, _ := res.Content[0].(*mcp.TextContent)
+			if tc == nil {
+				return ""
+			}
+			return tc.Text
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "purgeTodos", Arguments: map[string]any{}})
+		var refusal struct {
+			Code     string
+			Approval struct{ ID string }
+		}
+		if err != nil || !res.IsError || json.Unmarshal([]byte(text(res)), &refusal) != nil || refusal.Code != "APPROVAL_REQUIRED" || refusal.Approval.ID == "" {
+			t.Fatalf("purgeTodos before approval: %v %s", err, text(res))
+		}
+		approver, err := connect(v["APPROVER_TOKEN"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer approver.Close()
+		res, err = approver.CallTool(ctx, &mcp.CallToolParams{Name: "listApprovals", Arguments: map[string]any{"state": "pending", "limit": 50}})
+		if err != nil || res.IsError || !strings.Contains(text(res), refusal.Approval.ID) {
+			t.Fatalf("listApprovals: %v %s", err, text(res))
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "approveApproval", Arguments: map[string]any{"id": refusal.Approval.ID}})
+		if err != nil || !res.IsError || !strings.Contains(text(res), `"status":403`) {
+			t.Errorf("the requester approving their own request: %v %s", err, text(res))
+		}
+		res, err = approver.CallTool(ctx, &mcp.CallToolParams{Name: "approveApproval", Arguments: map[string]any{"id": refusal.Approval.ID}})
+		if err != nil || res.IsError || !strings.Contains(text(res), `"state":"approved"`) {
+			t.Fatalf("approveApproval: %v %s", err, text(res))
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "purgeTodos", Arguments: map[string]any{}})
+		if err != nil || res.IsError || !strings.Contains(text(res), `"deleted"`) {
+			t.Errorf("purgeTodos after approval: %v %s", err, text(res))
+		}
+		res, err = approver.CallTool(ctx, &mcp.CallToolParams{Name: "getApproval", Arguments: map[string]any{"id": "not-a-uuid", "extra": 1}})
+		if err != nil || !res.IsError || !strings.Contains(text(res), "/extra") {
+			t.Errorf("getApproval with an unknown argument: %v %s", err, text(res))
+		}
+		anon, err := connect(v["ANON_USER_TOKEN"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer anon.Close()
+		res, err = anon.CallTool(ctx, &mcp.CallToolParams{Name: "listApprovals", Arguments: map[string]any{}})
+		if err != nil || !res.IsError || !strings.Contains(text(res), "ANONYMOUS_USER") {
+			t.Errorf("listApprovals by an anonymous sign-in: %v %s", err, text(res))
+		}
 		if _, err := connect("not-a-token"); err == nil {
 			t.Error("MCP connect with an invalid token succeeded")
 		}
+		// OAuth discovery: the 401 names the protected resource metadata,
+		// which names the demo's own auth server.
+		r := do(t, none, "POST", base+"/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize"})
+		if r.status != 401 {
+			t.Fatalf("MCP without a token: %d %s", r.status, r.body)
+		}
+		checkMCPDiscovery(t, r.header.Get("WWW-Authenticate"), base, base+"/auth/v1")
 	})
 
 	t.Run("health and fallbacks", func(t *testing.T) {

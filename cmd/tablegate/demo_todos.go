@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authz"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/spec"
+	"github.com/tablegate/tablegate/spec/reference"
 )
 
 // todoColumns are the columns every todos operation returns.
@@ -34,11 +37,6 @@ type todoUpdate struct {
 // exportQuery is the query of the export action.
 type exportQuery struct {
 	Done *bool `json:"done,omitempty"`
-}
-
-// exportOutput is the export action's output.
-type exportOutput struct {
-	Items []rest.Row `json:"items"`
 }
 
 // purgeOutput is the purge action's output.
@@ -66,67 +64,52 @@ func claimRoles(c map[string]any) []string {
 	return out
 }
 
-const todoReturning = ` returning id, tenant_id, owner_id, title, done, created_at`
-
-// scanTodo reads one todos row as rest.Row.
-func scanTodos(q db.Querier, c *rest.Ctx, sql string, args ...any) ([]rest.Row, error) {
-	rows, err := q.Query(c, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []rest.Row
-	for rows.Next() {
-		var (
-			id            int64
-			tenant, owner string
-			title         string
-			done          bool
-			created       any
-		)
-		if err := rows.Scan(&id, &tenant, &owner, &title, &done, &created); err != nil {
-			return nil, err
-		}
-		out = append(out, rest.Row{"id": id, "tenant_id": tenant, "owner_id": owner, "title": title, "done": done, "created_at": created})
-	}
-	return out, rows.Err()
-}
-
 // demoTodoOptions are the options of /api/todos.
-func demoTodoOptions() *rest.Options {
-	complete := rest.DefineAction(rest.ActionDef[rest.None, rest.None, rest.Row]{
+func demoTodoOptions() *rest.Config {
+	// complete and export return rows as the resource renders them
+	// (rest.RowJSON, rest.Rows): same keys, order and formats as GET, and
+	// described by the row schema without writing one.
+	complete := rest.DefineAction(rest.ActionDef[rest.None, rest.None, rest.RowJSON]{
 		Method: "POST", Path: "/{id}/complete",
 		Summary: "Mark a todo done", Emits: []string{"todo.completed"},
-		Output: rest.SchemaFor[rest.Row](),
-		Handler: func(c *rest.Ctx, in rest.ActionInput[rest.None, rest.None]) (rest.Row, error) {
-			rows, err := scanTodos(c.DB, c, `update public.todos set done = true where id = $1`+todoReturning, in.ID)
+		Description: "Sets done on a todo you own and answers the row. Readable todos of others answer 403.",
+		Handler: func(c *rest.Ctx, in rest.ActionInput[rest.None, rest.None]) (rest.RowJSON, error) {
+			tag, err := c.DB.Exec(c, `update public.todos set done = true where id = $1`, in.ID)
+			if err != nil {
+				return nil, db.Problem(err)
+			}
+			if tag.RowsAffected() == 0 {
+				return nil, problem.New(problem.KindForbidden, "Only the owner, signed in with a full account, may complete this todo.")
+			}
+			row, err := c.Row(in.ID)
 			if err != nil {
 				return nil, err
 			}
-			if len(rows) == 0 {
-				return nil, problem.New(problem.KindForbidden, "Only the owner, signed in with a full account, may complete this todo.")
-			}
-			return rows[0], nil
+			// Delivered to the subscribers who may read this todo, when
+			// (and only if) the transaction commits.
+			return row, events.Emit(c, "todo.completed", row, &events.EmitOpts{Key: in.ID})
 		},
 	})
-	export := rest.DefineAction(rest.ActionDef[rest.None, exportQuery, exportOutput]{
+	export := rest.DefineAction(rest.ActionDef[rest.None, exportQuery, rest.Rows]{
 		Method: "GET", Path: "/export", Summary: "Export the visible todos",
+		Description: "Up to 1000 todos you can see, oldest first, optionally only done or open ones.",
 		Query: &jsonschema.Schema{
 			Type:                 "object",
 			Properties:           map[string]*jsonschema.Schema{"done": {Type: "boolean", Description: "only todos with this done flag"}},
 			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 		},
-		Handler: func(c *rest.Ctx, in rest.ActionInput[rest.None, exportQuery]) (exportOutput, error) {
-			rows, err := scanTodos(c.DB, c, `select id, tenant_id, owner_id, title, done, created_at from public.todos
-			  where $1::boolean is null or done = $1 order by id`, in.Query.Done)
-			if rows == nil {
-				rows = []rest.Row{}
+		Handler: func(c *rest.Ctx, in rest.ActionInput[rest.None, exportQuery]) (rest.Rows, error) {
+			q := "order=id&limit=1000"
+			if in.Query.Done != nil {
+				q += "&done=eq." + strconv.FormatBool(*in.Query.Done)
 			}
-			return exportOutput{Items: rows}, err
+			return c.Rows(q)
 		},
 	})
 	purge := rest.DefineAction(rest.ActionDef[rest.None, rest.None, purgeOutput]{
 		Method: "POST", Path: "/purge", Summary: "Delete your completed todos", Permission: "todos.purge",
+		Description: "Deletes the done todos you own. Needs an approval by another user holding the approver role: " +
+			"the first call answers 403 APPROVAL_REQUIRED with approval.id; approve it at /approvals/{id}/approve, then call again.",
 		Handler: func(c *rest.Ctx, in rest.ActionInput[rest.None, rest.None]) (purgeOutput, error) {
 			tag, err := c.DB.Exec(c, `delete from public.todos where done`)
 			if err != nil {
@@ -135,11 +118,11 @@ func demoTodoOptions() *rest.Options {
 			return purgeOutput{Deleted: tag.RowsAffected()}, nil
 		},
 	})
-	return &rest.Options{
+	return &rest.Config{
 		Select: todoColumns,
 		Input: map[rest.Operation]*jsonschema.Schema{
-			rest.OpCreate: withTitleLimits(rest.SchemaFor[todoCreate]()),
-			rest.OpUpdate: withTitleLimits(rest.SchemaFor[todoUpdate]()),
+			rest.OpCreate: withTitleLimits(rest.MustSchemaFor[todoCreate]()),
+			rest.OpUpdate: withTitleLimits(rest.MustSchemaFor[todoUpdate]()),
 		},
 		Permissions: map[rest.Operation]string{rest.OpDelete: "todos.delete"},
 		Caller:      callerOf,
@@ -154,21 +137,25 @@ func demoAuthorizer(d *db.DB) (*authz.Authorizer, error) {
 	return authz.Claims(authz.Rules{
 		"todos.delete": authz.Role("admin"),
 		"todos.purge":  authz.SignedIn(),
-	}, &authz.Options{
+	}, &authz.Config{
 		DenyServices: true,
-		Approvals:    &authz.ApprovalOptions{DB: d, Permissions: []string{"todos.purge"}},
+		Approvals:    &authz.ApprovalConfig{DB: d, Permissions: []string{"todos.purge"}},
 	})
 }
 
 // demoAPIParts are what the demo serves under /api and /mcp.
 type demoAPIParts struct {
-	// api serves /api/todos, /api/openapi.json, /api/openapi.yaml and
-	// /api/docs, from the same resource object.
+	// api serves /api/todos, /api/approvals (list, get, approve, deny),
+	// /api/openapi.json, /api/openapi.yaml and /api/docs, from the same
+	// objects.
 	api *spec.API
-	// approvals serves /api/approvals (list, get, approve, deny).
-	approvals http.Handler
 	// mcp serves the same operations as MCP tools (Streamable HTTP).
 	mcp http.Handler
+	// mcpMeta serves the protected resource metadata of /mcp (RFC 9728),
+	// which mcp's 401 challenges name as resource_metadata.
+	mcpMeta http.Handler
+	// hub delivers /api/todos/events; Close it on shutdown.
+	hub *events.Hub
 }
 
 // demoAllow is the allow list of /api/todos and /mcp.
@@ -176,7 +163,10 @@ var demoAllow = []authctx.Allow{authctx.AllowUser, authctx.AllowAnonymous}
 
 // buildDemoAPI builds the todos resource, its description, the approvals
 // endpoint and the MCP tools of the same resource.
-func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver) (*demoAPIParts, error) {
+//
+// baseURL is where the demo answers; authServer the auth server issuing
+// its tokens, named in the MCP endpoint's protected resource metadata.
+func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver, baseURL, authServer string) (*demoAPIParts, error) {
 	authorizer, err := demoAuthorizer(d)
 	if err != nil {
 		return nil, err
@@ -187,32 +177,55 @@ func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver) (*demoAPI
 	if err != nil {
 		return nil, fmt.Errorf("todos resource: %w", err)
 	}
-	api, err := spec.DefineAPI(&spec.Options{
+	hub, err := events.New(ctx, &events.Config{DB: d})
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	stream, err := hub.Stream(ctx, todos, &events.StreamOpts{Table: true, Resolver: rv,
+		Payloads: map[string]*jsonschema.Schema{"todo.completed": rest.MustSchemaFor[rest.Row]()}})
+	if err != nil {
+		hub.Close()
+		return nil, fmt.Errorf("todos events: %w", err)
+	}
+	// /api/approvals: served, described and offered as MCP tools with the
+	// todos, so generated clients and agents can finish a purge.
+	approvals := rest.DescribeHandler(authz.NewApprovals(d).Handler(nil), authz.ApprovalOperations())
+	api, err := spec.DefineAPI(&spec.Config{
 		Info: spec.Info{Title: "tablegate demo", Version: "1.0.0",
-			Description: "Todos of two tenants, served under row-level security."},
+			Description: "Todos of two tenants, served under row-level security.",
+			Contact:     &spec.Contact{Name: "The person running tablegate demo"},
+			License:     &spec.License{Name: "The Unlicense (demo data)", Identifier: "Unlicense"}},
 		BasePath:   "/api",
+		Docs:       reference.Page,
 		Authorizer: authorizer,
 		Resources:  map[string]*rest.Resource{"todos": todos},
-		Allow:      map[string][]authctx.Allow{"todos": demoAllow},
+		Allow:      map[string][]authctx.Allow{"todos": demoAllow, "approvals": {authctx.AllowUser}},
+		Handlers:   map[string]rest.DescribedHandler{"approvals": approvals},
 		Guard:      authctx.Guard,
 		CookieName: rv.CookieName(),
+		Streams:    map[string]spec.EventStream{"todos": stream},
 	})
 	if err != nil {
+		hub.Close()
 		return nil, fmt.Errorf("API description: %w", err)
 	}
-	tools, err := mcptools.New(mcptools.Config{Resources: []*rest.Resource{todos}, Title: "tablegate demo", Version: "1.0.0"})
+	tools, err := mcptools.New(&mcptools.Config{Resources: []*rest.Resource{todos}, Title: "tablegate demo", Version: "1.0.0",
+		Handlers: []mcptools.HandlerTools{{Handler: approvals, Guard: mcptools.AllowList(authctx.AllowUser)}}})
 	if err != nil {
+		hub.Close()
 		return nil, fmt.Errorf("MCP tools: %w", err)
 	}
-	mcpHandler, err := tools.Handler(mcptools.HTTPOptions{Resolver: rv, Allow: demoAllow})
+	metadataURL, metadata := mcpDiscovery(baseURL, authServer)
+	mcpHandler, err := tools.Handler(&mcptools.HTTPConfig{Resolver: rv, Allow: demoAllow, ResourceMetadataURL: metadataURL})
 	if err != nil {
+		hub.Close()
 		return nil, fmt.Errorf("MCP handler: %w", err)
 	}
-	approvals := authz.NewApprovals(d).Handler(nil)
 	return &demoAPIParts{
-		api:       api,
-		approvals: authctx.Guard(authctx.AllowUser)(http.StripPrefix("/api/approvals", approvals)),
-		mcp:       mcpHandler,
+		api:     api,
+		mcp:     mcpHandler,
+		mcpMeta: metadata,
+		hub:     hub,
 	}, nil
 }
 

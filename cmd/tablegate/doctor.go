@@ -34,11 +34,14 @@ Checks a tablegate setup and prints a checklist:
   ✓ every served table (--config, --table) has RLS enabled and forced
   ✓ anon/authenticated grants sane (no TRUNCATE: RLS does not apply to it)
   ✓ write policies exclude anonymous sign-ins
+  ✓ policies evaluate their helpers once per statement, not once per row
   ✓ the tenant claim setting matches what functions and policies read
   ✓ refresh-token reuse interval (advice)
 
 The database comes from --database-url, else DATABASE_URL; the JWKS from
---jwks-url, else {--auth-url or the config's auth.url or SUPABASE_URL}/auth/v1/.well-known/jwks.json.
+--jwks-url, else the config's auth.jwks_url, else SUPABASE_JWKS_URL, else the
+inline SUPABASE_JWKS (nothing fetched), else {--auth-url or the config's
+auth.url or SUPABASE_URL}/auth/v1/.well-known/jwks.json.
 
 Exit code 1 when a check fails (with --strict also on a warning), else 0.
 `
@@ -185,6 +188,7 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 		add(checkMigrations(ctx, pool))
 		add(checkTables(ctx, pool, o.tables)...)
 		add(checkAnonWrites(ctx, pool, o.tables))
+		add(checkPerRowHelpers(ctx, pool, o.tables))
 		add(checkTenantClaim(ctx, pool))
 	}
 	add(checkReuseInterval(o))
@@ -206,28 +210,41 @@ func checkSigningKeys(o doctorOptions) (*keySet, check) {
 	if err != nil {
 		return ks, check{statusFail, name, err.Error(), "one key needs key_ops [\"sign\",\"verify\"]"}
 	}
-	return ks, check{statusOK, name, fmt.Sprintf("%s: %d ES256 key(s), signing kid %s", o.signingKeys, len(ks.keys), s.kid), ""}
+	return ks, check{statusOK, name, fmt.Sprintf("%s: %d key(s), signing kid %s (%s)", o.signingKeys, len(ks.keys), s.kid, s.alg), ""}
 }
 
 func checkJWKS(ctx context.Context, o doctorOptions, cfg *serveConfig, ks *keySet) check {
 	const name = "JWKS"
+	// Flags first, then the order serve and authctx use: an explicit JWKS
+	// URL, then the inline SUPABASE_JWKS (nothing fetched), then the
+	// project URL.
 	u := o.jwksURL
+	if u == "" && o.authURL != "" {
+		u = strings.TrimRight(o.authURL, "/") + "/auth/v1/.well-known/jwks.json"
+	}
+	if u == "" && cfg != nil {
+		u = cfg.Auth.JWKSURL
+	}
 	if u == "" {
-		base := o.authURL
-		if base == "" && cfg != nil {
-			if j := cfg.Auth.jwksURL(); j != "" {
-				u = j
-			}
+		u = strings.TrimSpace(o.getenv("SUPABASE_JWKS_URL"))
+	}
+	if u == "" {
+		if raw := strings.TrimSpace(o.getenv("SUPABASE_JWKS")); raw != "" {
+			return jwksVerdict("SUPABASE_JWKS (inline)", []byte(raw), ks)
+		}
+		base := ""
+		if cfg != nil {
+			base = cfg.Auth.URL
 		}
 		if base == "" {
 			base = o.getenv("SUPABASE_URL")
 		}
-		if u == "" && base != "" {
+		if base != "" {
 			u = strings.TrimRight(base, "/") + "/auth/v1/.well-known/jwks.json"
 		}
 	}
 	if u == "" {
-		return check{statusSkip, name, "no --auth-url, --jwks-url or SUPABASE_URL", ""}
+		return check{statusSkip, name, "no --auth-url, --jwks-url, SUPABASE_URL, SUPABASE_JWKS_URL or SUPABASE_JWKS", ""}
 	}
 	client := o.httpClient
 	if client == nil {
@@ -246,15 +263,26 @@ func checkJWKS(ctx context.Context, o doctorOptions, cfg *serveConfig, ks *keySe
 	if resp.StatusCode != http.StatusOK {
 		return check{statusFail, name, fmt.Sprintf("%s answered %d", u, resp.StatusCode), "check the URL: it should end in /auth/v1/.well-known/jwks.json"}
 	}
+	return jwksVerdict(u, body, ks)
+}
+
+// jwksVerdict checks a JWK Set document (fetched from src, or inline) for
+// asymmetric keys and for the local signing kid.
+func jwksVerdict(src string, body []byte, ks *keySet) check {
+	const name = "JWKS"
+	type jwk struct {
+		Kty string `json:"kty"`
+		Alg string `json:"alg"`
+		Kid string `json:"kid"`
+	}
 	var doc struct {
-		Keys []struct {
-			Kty string `json:"kty"`
-			Alg string `json:"alg"`
-			Kid string `json:"kid"`
-		} `json:"keys"`
+		Keys []jwk `json:"keys"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return check{statusFail, name, u + " is not a JWKS document", "check the URL"}
+		// SUPABASE_JWKS may also be a bare array of keys.
+		if err := json.Unmarshal(body, &doc.Keys); err != nil {
+			return check{statusFail, name, src + " is not a JWKS document", "check the URL, or that SUPABASE_JWKS holds {\"keys\":[...]}"}
+		}
 	}
 	var algs, kids []string
 	for _, k := range doc.Keys {
@@ -268,26 +296,26 @@ func checkJWKS(ctx context.Context, o doctorOptions, cfg *serveConfig, ks *keySe
 		}
 	}
 	if len(algs) == 0 {
-		return check{statusWarn, name, u + " lists no asymmetric key (legacy HS256 secret only)",
+		return check{statusWarn, name, src + " lists no asymmetric key (legacy HS256 secret only)",
 			"enable asymmetric JWT signing keys (ES256) in the Supabase dashboard, or set [auth] signing_keys_path locally; tablegate verifies only asymmetric tokens"}
 	}
 	if ks != nil {
 		s, err := ks.signer()
 		if err == nil && !slices.Contains(kids, s.kid) {
-			return check{statusWarn, name, fmt.Sprintf("%s reachable (%s) but does not list the local signing kid %s", u, strings.Join(algs, ", "), s.kid),
+			return check{statusWarn, name, fmt.Sprintf("%s holds %s keys but does not list the local signing kid %s", src, strings.Join(algs, ", "), s.kid),
 				"point the auth server at the same signing keys file, or mint tokens with its keys"}
 		}
 	}
-	return check{statusOK, name, fmt.Sprintf("%s: %d asymmetric key(s) (%s)", u, len(algs), strings.Join(algs, ", ")), ""}
+	return check{statusOK, name, fmt.Sprintf("%s: %d asymmetric key(s) (%s)", src, len(algs), strings.Join(algs, ", ")), ""}
 }
 
 func checkMigrations(ctx context.Context, pool *pgxpool.Pool) check {
 	const name = "migrations"
-	p, closeDB, err := db.NewMigrator(pool)
+	p, err := db.NewMigrator(pool)
 	if err != nil {
 		return check{statusFail, name, err.Error(), ""}
 	}
-	defer closeDB()
+	defer p.Close()
 	cur, target, err := p.GetVersions(ctx)
 	if err != nil {
 		return check{statusFail, name, err.Error(), "run \"tablegate migrate up\""}

@@ -145,7 +145,7 @@ func TestDoctorJWKSAndKeys(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.stdout)
 	}
 	for prefix, want := range map[string]string{
-		"✓ signing keys":                 "1 ES256 key(s)",
+		"✓ signing keys":                 "1 key(s), signing kid",
 		"✓ JWKS":                         "1 asymmetric key(s) (ES256)",
 		"✗ database":                     "unreachable",
 		"! refresh-token reuse interval": "refresh_token_reuse_interval = 0",
@@ -161,6 +161,16 @@ func TestDoctorJWKSAndKeys(t *testing.T) {
 	}
 	if lineOf(r.stdout, "✓ refresh-token reuse interval") == "" {
 		t.Errorf("env reuse interval 10 should pass:\n%s", r.stdout)
+	}
+	// SUPABASE_JWKS (inline) is read, not fetched: with only it set, the
+	// check passes without any server.
+	r = runCLI(t, map[string]string{"SUPABASE_JWKS": string(ks.publicJWKS())}, "doctor", "--database-url", bad, "--signing-keys", keys)
+	if l := lineOf(r.stdout, "✓ JWKS"); !strings.Contains(l, "SUPABASE_JWKS (inline): 1 asymmetric key(s) (ES256)") {
+		t.Errorf("inline SUPABASE_JWKS: %q\n%s", lineOf(r.stdout, "JWKS"), r.stdout)
+	}
+	r = runCLI(t, map[string]string{"SUPABASE_JWKS": "not json"}, "doctor", "--database-url", bad, "--signing-keys", keys)
+	if l := lineOf(r.stdout, "✗ JWKS"); !strings.Contains(l, "SUPABASE_JWKS (inline) is not a JWKS document") {
+		t.Errorf("malformed SUPABASE_JWKS: %q\n%s", lineOf(r.stdout, "JWKS"), r.stdout)
 	}
 	// A JWKS that does not list the local signing key is a warning.
 	other := filepath.Join(dir, "other.json")

@@ -7,13 +7,15 @@
 //
 // Commands:
 //
+//	init      start a project: serve config, signing key, a table migration with RLS, .env
 //	demo      start a throwaway Postgres, a demo schema and a server; print curl lines
 //	serve     serve the tables of a JSON config file against DATABASE_URL
 //	migrate   apply or roll back tablegate's embedded migrations (up, down, status)
-//	keys      create ES256 signing keys in the Supabase CLI signing_keys_path format
+//	keys      create ES256, RS256 or EdDSA signing keys in the Supabase CLI signing_keys_path format
 //	token     mint a development access token signed with those keys
 //	doctor    check keys, JWKS, database, migrations, RLS and grants
 //	openapi   print the OpenAPI description of a config's resources
+//	version   print the tablegate version and the Go version it was built with
 //
 // Exit codes: 0 success, 1 failure (a check failed, the database is
 // unreachable, ...), 2 usage error (unknown command or flag, missing
@@ -61,13 +63,15 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"init", "start a project: serve config, signing key, a table migration with RLS, .env", runInit},
 		{"demo", "start a throwaway Postgres, a demo schema and a server; print curl lines", runDemo},
 		{"serve", "serve the tables of a JSON config file against DATABASE_URL", runServe},
 		{"migrate", "apply or roll back tablegate's embedded migrations (up, down, status)", runMigrate},
-		{"keys", "create ES256 signing keys (Supabase CLI signing_keys_path format)", runKeys},
+		{"keys", "create ES256/RS256/EdDSA signing keys (Supabase CLI signing_keys_path format)", runKeys},
 		{"token", "mint a development access token signed with those keys", runToken},
 		{"doctor", "check keys, JWKS, database, migrations, RLS and grants", runDoctor},
 		{"openapi", "print the OpenAPI description of a config's resources", runOpenAPI},
+		{"version", "print the tablegate version and the Go version it was built with", runVersion},
 	}
 }
 
@@ -107,6 +111,8 @@ func run(ctx context.Context, e *env, args []string) int {
 	case "-h", "-help", "--help", "help":
 		mainUsage(e.stdout)
 		return exitOK
+	case "-version", "--version":
+		name, args = "version", []string{"version"}
 	}
 	for _, c := range commands() {
 		if c.name != name {

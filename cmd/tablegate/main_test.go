@@ -46,6 +46,9 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"token", "--sub", "not-a-uuid"}, exitUsage, "", "--sub must be a UUID"},
 		{[]string{"token", "--signing-keys", "/nonexistent/keys.json"}, exitFailure, "", "tablegate keys new --path /nonexistent/keys.json"},
 		{[]string{"doctor", "--help"}, exitOK, "RLS enabled and forced", ""},
+		{[]string{"version"}, exitOK, "tablegate ", ""},
+		{[]string{"--version"}, exitOK, "(go1.", ""},
+		{[]string{"version", "extra"}, exitUsage, "", `unexpected argument "extra"`},
 	}
 	for _, c := range cases {
 		r := runCLI(t, nil, c.args...)

@@ -5,20 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 const migrateUsage = `Usage:
-  tablegate migrate up     [--database-url URL] [--to VERSION]
-  tablegate migrate down   [--database-url URL] [--to VERSION]
-  tablegate migrate status [--database-url URL]
+  tablegate migrate up     [--database-url URL] [--to VERSION] [--dir DIR]
+  tablegate migrate down   [--database-url URL] [--to VERSION] [--dir DIR]
+  tablegate migrate status [--database-url URL] [--dir DIR]
 
 Applies tablegate's embedded SQL migrations (roles, auth.* helpers, the
 tablegate schema with current_tenant_id(), tenants and memberships) with goose.
@@ -27,6 +31,12 @@ migrations can share the database. "up" applies every pending migration (or
 up to --to); "down" rolls back the latest one (or down to --to; --to 0 rolls
 back all). Several processes may migrate at once: a session advisory lock
 serializes them.
+
+--dir DIR applies your application's goose SQL migrations from DIR instead
+(files NNNNN_name.sql with "-- +goose Up" / "-- +goose Down" sections, as
+"tablegate init" writes them), with goose's own version table
+goose_db_version: run "tablegate migrate up" first, then
+"tablegate migrate up --dir DIR".
 
 The database comes from --database-url, else DATABASE_URL.
 `
@@ -48,6 +58,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "migrate "+sub, migrateUsage)
 	dbURL := fs.String("database-url", "", "Postgres `URL` (default $DATABASE_URL)")
 	to := fs.Int64("to", -1, "target `version` (up: apply up to it; down: roll back to it, 0 = all)")
+	dir := fs.String("dir", "", "apply your own goose SQL migrations from `DIR` (version table goose_db_version) instead of tablegate's")
 	if err := parse(e, fs, args[1:]); err != nil {
 		return err
 	}
@@ -56,6 +67,13 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	}
 	if sub == "status" && *to >= 0 {
 		return usagef("--to applies to up and down only")
+	}
+	open := migratorFunc(db.NewMigrator)
+	if *dir != "" {
+		if st, err := os.Stat(*dir); err != nil || !st.IsDir() {
+			return usagef("--dir %s is not a directory of migrations", *dir)
+		}
+		open = dirMigrator(*dir)
 	}
 	url, err := databaseURL(e.getenv, *dbURL, "")
 	if err != nil {
@@ -68,11 +86,34 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	defer pool.Close()
 	switch sub {
 	case "up":
-		return migrateUp(ctx, e.stdout, pool, *to)
+		return migrateUp(ctx, e.stdout, open, pool, *to)
 	case "down":
-		return migrateDown(ctx, e.stdout, pool, *to)
+		return migrateDown(ctx, e.stdout, open, pool, *to)
 	}
-	return migrateStatus(ctx, e.stdout, pool)
+	return migrateStatus(ctx, e.stdout, open, pool)
+}
+
+// migratorFunc opens a goose provider on a pool; closing the provider
+// releases its *sql.DB (not the pool).
+type migratorFunc func(pool *pgxpool.Pool) (*goose.Provider, error)
+
+// dirMigrator opens the goose SQL migrations of an application directory,
+// version table goose_db_version, serialized by the same advisory-lock
+// locker as tablegate's own.
+func dirMigrator(dir string) migratorFunc {
+	return func(pool *pgxpool.Pool) (*goose.Provider, error) {
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, err
+		}
+		sqlDB := stdlib.OpenDBFromPool(pool)
+		p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, os.DirFS(dir), goose.WithSessionLocker(locker))
+		if err != nil {
+			_ = sqlDB.Close()
+			return nil, fmt.Errorf("migrations in %s: %w", dir, err)
+		}
+		return p, nil
+	}
 }
 
 // databaseURL returns the first database URL given: the --database-url
@@ -88,16 +129,37 @@ func databaseURL(getenv func(string) string, flagValue, configValue string) (str
 	return "", usagef("no database: pass --database-url or set DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/postgres)")
 }
 
-// connect opens a pool and pings it, with an error that says what to check.
+// connect opens a pool of the default size and pings it, with an error
+// that says what to check.
 func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return connectPool(ctx, url, 0, nil)
+}
+
+// connectPool opens a pool with tablegate's pool defaults (db.ConfigurePool:
+// a client that disconnects mid-query costs a cancel request, not a
+// connection) and pings it. The size is maxConns, else the URL's
+// pool_max_conns, else db.DefaultMaxConns(). tel instruments the pool: a
+// span per round trip and the pool's metrics (nil: none).
+func connectPool(ctx context.Context, url string, maxConns int32, tel *telemetry.Telemetry) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, usagef("invalid database URL: %v", redactErr(err))
 	}
-	cfg.MaxConns = 8
+	db.ConfigurePool(cfg)
+	switch {
+	case maxConns > 0:
+		cfg.MaxConns = maxConns
+	case !strings.Contains(url, "pool_max_conns"):
+		cfg.MaxConns = db.DefaultMaxConns()
+	}
+	db.Instrument(cfg, tel)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the database: %w", err)
+	}
+	if err := db.RecordPoolStats(pool, tel); err != nil {
+		pool.Close()
+		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -127,12 +189,12 @@ func redactErr(err error) string {
 	return msg
 }
 
-func migrateUp(ctx context.Context, w io.Writer, pool *pgxpool.Pool, to int64) error {
-	p, closeDB, err := db.NewMigrator(pool)
+func migrateUp(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool, to int64) error {
+	p, err := open(pool)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	defer p.Close()
 	cur, target, err := p.GetVersions(ctx)
 	if err != nil {
 		return fmt.Errorf("read migration versions: %w", err)
@@ -164,12 +226,12 @@ func migrateUp(ctx context.Context, w io.Writer, pool *pgxpool.Pool, to int64) e
 	return nil
 }
 
-func migrateDown(ctx context.Context, w io.Writer, pool *pgxpool.Pool, to int64) error {
-	p, closeDB, err := db.NewMigrator(pool)
+func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool, to int64) error {
+	p, err := open(pool)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	defer p.Close()
 	var results []*goose.MigrationResult
 	if to >= 0 {
 		results, err = p.DownTo(ctx, to)
@@ -197,12 +259,12 @@ func migrateDown(ctx context.Context, w io.Writer, pool *pgxpool.Pool, to int64)
 	return nil
 }
 
-func migrateStatus(ctx context.Context, w io.Writer, pool *pgxpool.Pool) error {
-	p, closeDB, err := db.NewMigrator(pool)
+func migrateStatus(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool) error {
+	p, err := open(pool)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	defer p.Close()
 	st, err := p.Status(ctx)
 	if err != nil {
 		return fmt.Errorf("migration status: %w", err)

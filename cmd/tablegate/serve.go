@@ -18,10 +18,13 @@ import (
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/spec"
+	"github.com/tablegate/tablegate/spec/reference"
 )
 
 const serveUsage = `Usage:
   tablegate serve --config FILE [--addr HOST:PORT] [--database-url URL]
+                  [--read-header-timeout D] [--read-timeout D]
+                  [--write-timeout D] [--idle-timeout D]
 
 Serves the tables declared in a JSON config file as REST resources bound to
 the caller (row-level security applies), PostgREST-style, without writing
@@ -40,11 +43,36 @@ Go. See docs/cli.md for the file format; in short:
 
 Routes: {base_path}/{name}[/{key}], {base_path}/openapi.json, {base_path}/docs,
 /mcp (with "mcp": true: the same operations as MCP tools), /livez (process)
-and /readyz (database). SIGINT/SIGTERM drain requests for up to 10 s, then
-exit.
+and /readyz (the database answers — a busy pool is not down — and the
+signing keys are loaded). SIGINT/SIGTERM stop taking connections and let
+running requests finish for up to --shutdown-timeout (10 s), then cancel
+them (they answer 503) and exit 0.
+
+Database time budget: each statement of a request runs under
+--statement-timeout (5 s), set in its transaction; waiting for a pooled
+connection is bounded by --acquire-timeout (2 s); both answer 503 with
+Retry-After. The pool holds --db-max-conns connections (4 per CPU, 8..64).
+The config's "database" object sets the same ({"max_conns": 16,
+"statement_timeout": "5s", "acquire_timeout": "2s"}); a table's
+"statement_timeout" overrides it for that table, and "filter_columns"
+limits list filters and order to the listed (indexed) columns.
+See docs/operations.md.
+
+--admin-addr serves /livez, /readyz and /metrics (Prometheus) on a separate
+listener; one JSON access log line per request goes to stderr; traces and
+metrics export over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set (see
+docs/observability.md).
+
+Tokens must carry iss {auth.url}/auth/v1 (when the project URL is known)
+and aud "authenticated"; auth.issuer and auth.audience change them ("*"
+checks none), auth.max_token_lifetime (e.g. "168h") refuses longer-lived
+tokens. The server's timeouts ("timeouts": {"read_header": "10s", "read":
+"30s", "write": "60s", "idle": "2m"}, the defaults) bound every connection;
+the --*-timeout flags win over the file.
 
 Environment: DATABASE_URL (unless --database-url or the config's
 database_url), SUPABASE_URL (unless auth.url), SUPABASE_JWKS (inline JWKS),
+SUPABASE_JWT_ISSUER and SUPABASE_JWT_AUDIENCE (unless auth.issuer/audience),
 SUPABASE_SECRET_KEYS ({"name":"sb_secret_…"}: apikey callers become service),
 SUPABASE_PUBLISHABLE_KEY (needed by auth.refresh).
 `
@@ -54,6 +82,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	configPath := fs.String("config", "", "config `file` (JSON)")
 	addr := fs.String("addr", "", "listen address `HOST:PORT` (default the config's addr, else 127.0.0.1:8080)")
 	dbFlag := fs.String("database-url", "", "Postgres `URL` (default $DATABASE_URL, else the config's database_url)")
+	var budget budgetFlags
+	budget.register(fs)
+	var of opsFlags
+	of.register(fs)
+	var flagTimeouts httpTimeouts
+	flagTimeouts.flags(fs)
 	mcpStdio := fs.Bool("mcp-stdio", false, "serve the tables as MCP tools over stdin/stdout instead of HTTP; the caller is "+mcptools.EnvAccessToken+" (a user's JWT) or "+mcptools.EnvAPIKey+" (a secret key)")
 	if err := parse(e, fs, args); err != nil {
 		return err
@@ -64,12 +98,22 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if *configPath == "" {
 		return usagef("--config is required (a JSON file declaring the tables; see docs/cli.md)")
 	}
+	if err := budget.validate(); err != nil {
+		return err
+	}
 	cfg, err := loadServeConfig(*configPath)
 	if err != nil {
 		return err
 	}
+	budget.merge(cfg.Database)
 	if *addr == "" {
 		*addr = cfg.Addr
+	}
+	timeouts := cfg.Timeouts
+	for i, f := range flagTimeouts.fields() {
+		if *f.p != 0 {
+			*timeouts.fields()[i].p = *f.p
+		}
 	}
 	if *addr == "" {
 		*addr = "127.0.0.1:8080"
@@ -79,7 +123,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	out := e.stderr
-	pool, err := connect(ctx, dbURL)
+	of.fromConfig(fs, cfg)
+	obs, err := setupObservability(ctx, e.getenv, of.observeOpts(e))
+	if err != nil {
+		return err
+	}
+	defer obs.close(context.Background())
+	pool, err := connectPool(ctx, dbURL, int32(budget.maxConns), obs.tel)
 	if err != nil {
 		return err
 	}
@@ -88,38 +138,55 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rv, err := authctx.New(acfg)
+	acfg.Telemetry = obs.tel
+	rv, err := authctx.New(ctx, &acfg)
 	if err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
 	defer rv.Close()
-	d := db.New(pool, nil)
+	d := db.New(pool, budget.dbConfig())
 	if *mcpStdio {
 		return serveMCPStdio(ctx, e, cfg, d, rv)
 	}
-	app, err := buildServeHandler(ctx, cfg, d, rv)
-	if err != nil {
-		return err
+	if of.adminAddr != "" {
+		_, stop, err := startAdmin(ctx, out, of.adminAddr, adminHandler(readinessChecks(pool, rv), obs.metrics))
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
-	mux := http.NewServeMux()
-	health(mux, pool)
-	mux.Handle("/", rv.Middleware(rv.CrossSite(app)))
+	// Listen first: the MCP endpoint's metadata names the real address.
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is the port in use?)", *addr, err)
 	}
 	base := "http://" + hostPort(ln.Addr())
+	public := cfg.PublicURL
+	if public == "" {
+		public = base
+	}
+	app, err := buildServeHandler(ctx, cfg, d, rv, public, authServerOf(acfg))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	mux := http.NewServeMux()
+	health(mux, pool, rv)
+	mux.Handle("/", rv.Middleware(rv.CrossSite(app)))
 	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (description %s%s/openapi.json, docs %s%s/docs)\n", len(cfg.Tables), base, cfg.base(), base, cfg.base(), base, cfg.base())
 	for _, n := range cfg.tableNames() {
 		t := cfg.Tables[n]
 		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, cfg.base(), n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))
 	}
-	return serveUntilDone(ctx, out, ln, problemFallback(mux))
+	return serveUntilDone(ctx, out, ln, obs.tel.Handler(problemFallback(mux)), timeouts, budget.shutdownTimeout)
 }
 
-// serveUntilDone serves until ctx ends, then drains for up to 10 s.
-func serveUntilDone(ctx context.Context, out io.Writer, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// serveUntilDone serves until ctx ends, then shuts down within limit (see
+// graceful.shutdown): running requests finish or are cancelled, and the
+// exit is normal either way.
+func serveUntilDone(ctx context.Context, out io.Writer, ln net.Listener, h http.Handler, timeouts httpTimeouts, limit time.Duration) error {
+	srv := timeouts.server(h)
+	g := newGraceful(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -127,25 +194,51 @@ func serveUntilDone(ctx context.Context, out io.Writer, ln net.Listener, h http.
 		return fmt.Errorf("server: %w", err)
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(out, "▸ shutting down (draining requests, up to 10 s)")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
+	fmt.Fprintf(out, "▸ shutting down (running requests may finish for up to %s)\n", limit)
+	g.shutdown(out, srv, limit)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
+// authServerOf is the authorization server of a resolver configuration,
+// for the MCP metadata: the checked issuer, else {project URL}/auth/v1;
+// "" when neither is known (keys given inline only).
+func authServerOf(ac authctx.Config) string {
+	if ac.Issuer != "" {
+		return ac.Issuer
+	}
+	if ac.ProjectURL != "" {
+		return strings.TrimRight(ac.ProjectURL, "/") + "/auth/v1"
+	}
+	return ""
+}
+
 // authConfigFor builds the resolver configuration of serve: the config's
 // auth section first, then the Supabase environment variables.
 func authConfigFor(cfg *serveConfig, getenv func(string) string) (authctx.Config, error) {
 	ac := authctx.Config{
-		ProjectURL: cfg.Auth.URL,
-		JWKSURL:    cfg.Auth.JWKSURL,
-		Refresh:    cfg.Auth.Refresh,
+		ProjectURL:     cfg.Auth.URL,
+		VerifierConfig: authctx.VerifierConfig{JWKSURL: cfg.Auth.JWKSURL, MaxTokenLifetime: time.Duration(cfg.Auth.MaxTokenLifetime)},
+		Refresh:        cfg.Auth.Refresh,
+	}
+	iss, aud := cfg.Auth.Issuer, cfg.Auth.Audience
+	if iss == "" {
+		iss = strings.TrimSpace(getenv("SUPABASE_JWT_ISSUER"))
+	}
+	if aud == "" {
+		aud = strings.TrimSpace(getenv("SUPABASE_JWT_AUDIENCE"))
+	}
+	if iss == "*" {
+		ac.AnyIssuer = true
+	} else {
+		ac.Issuer = iss
+	}
+	if aud == "*" {
+		ac.AnyAudience = true
+	} else {
+		ac.Audience = aud
 	}
 	if ac.ProjectURL == "" {
 		ac.ProjectURL = strings.TrimSpace(getenv("SUPABASE_URL"))
@@ -190,16 +283,16 @@ func (g roleAuthorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (
 	allowed := g[req.Permission]
 	if req.Caller.Actor.Type == authctx.ActorService {
 		if slices.Contains(allowed, "service") {
-			return rest.Allowed, nil
+			return rest.Allowed(), nil
 		}
-		return rest.Denied, nil
+		return rest.Denied(), nil
 	}
 	for _, r := range claimRoles(req.Caller.Claims) {
 		if slices.Contains(allowed, r) {
-			return rest.Allowed, nil
+			return rest.Allowed(), nil
 		}
 	}
-	return rest.Denied, nil
+	return rest.Denied(), nil
 }
 
 // AuthorizeRows implements rest.Authorizer: the decision depends on the
@@ -231,12 +324,14 @@ func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB) (map[string
 	out := map[string]*rest.Resource{}
 	for _, name := range cfg.tableNames() {
 		t := cfg.Tables[name]
-		opts := &rest.Options{
-			Select:     t.Select,
-			Key:        t.Key,
-			Authorizer: authorizer,
-			Caller:     callerOf,
+		opts := &rest.Config{
+			Select:        t.Select,
+			Key:           t.Key,
+			Authorizer:    authorizer,
+			Caller:        callerOf,
+			FilterColumns: t.FilterColumns,
 		}
+		opts.StatementTimeout, _ = parseDurationField("", t.StatementTimeout) // validated with the config
 		for _, op := range t.Operations {
 			opts.Operations = append(opts.Operations, rest.Operation(op))
 		}
@@ -275,9 +370,10 @@ func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, cookieName strin
 	for _, name := range cfg.tableNames() {
 		allow[name] = allowOf(cfg.Tables[name].Guard)
 	}
-	api, err := spec.DefineAPI(&spec.Options{
+	api, err := spec.DefineAPI(&spec.Config{
 		Info:       spec.Info{Title: cfg.Title, Version: cfg.Version},
 		BasePath:   cfg.base(),
+		Docs:       reference.Page,
 		Authorizer: roleAuthorizer(cfg.Permissions),
 		Resources:  resources,
 		Allow:      allow,
@@ -294,7 +390,11 @@ func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, cookieName strin
 // buildServeHandler serves every table under base_path behind its guard,
 // with the description at {base_path}/openapi.json and {base_path}/docs,
 // and with "mcp": true the same operations as MCP tools at /mcp.
-func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver) (http.Handler, error) {
+//
+// public is the URL clients reach the server at and authServer the auth
+// server issuing tokens: MCP's 401 challenges name the protected resource
+// metadata served at public+mcpMetadataPath (RFC 9728).
+func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver, public, authServer string) (http.Handler, error) {
 	api, resources, err := defineAPI(ctx, cfg, d, rv.CookieName())
 	if err != nil {
 		return nil, err
@@ -302,12 +402,14 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *auth
 	if !cfg.MCP {
 		return api.Handler(), nil
 	}
-	h, err := mcpHandler(cfg, resources, rv)
+	metadataURL, metadata := mcpDiscovery(public, authServer)
+	h, err := mcpHandler(cfg, resources, rv, metadataURL)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	mux.Handle(mcpMetadataPath, metadata)
 	mux.Handle("/", api.Handler())
 	return mux, nil
 }
@@ -330,7 +432,7 @@ func mcpTools(cfg *serveConfig, resources map[string]*rest.Resource) (*mcptools.
 			}
 		}
 	}
-	tools, err := mcptools.New(mcptools.Config{Resources: list, Guards: guards, Title: cfg.Title, Version: cfg.Version})
+	tools, err := mcptools.New(&mcptools.Config{Resources: list, Guards: guards, Title: cfg.Title, Version: cfg.Version})
 	if err != nil {
 		return nil, nil, fmt.Errorf("MCP tools: %w", err)
 	}
@@ -338,12 +440,12 @@ func mcpTools(cfg *serveConfig, resources map[string]*rest.Resource) (*mcptools.
 }
 
 // mcpHandler serves the resources as MCP tools over Streamable HTTP.
-func mcpHandler(cfg *serveConfig, resources map[string]*rest.Resource, rv *authctx.Resolver) (http.Handler, error) {
+func mcpHandler(cfg *serveConfig, resources map[string]*rest.Resource, rv *authctx.Resolver, metadataURL string) (http.Handler, error) {
 	tools, union, err := mcpTools(cfg, resources)
 	if err != nil {
 		return nil, err
 	}
-	return tools.Handler(mcptools.HTTPOptions{Resolver: rv, Allow: union})
+	return tools.Handler(&mcptools.HTTPConfig{Resolver: rv, Allow: union, ResourceMetadataURL: metadataURL})
 }
 
 // serveMCPStdio serves one MCP session over stdin/stdout, as the caller of

@@ -78,19 +78,7 @@ func TestServeConfig(t *testing.T) {
 		codec <- result{code, out.String(), errb.String()}
 	}()
 	base := "http://" + addr
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(base + "/livez")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("serve did not start: %v", <-codec)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLive(t, base, cancel, codec)
 	mint := func(sub string, roles ...string) caller {
 		tok, err := mintToken(ks, tokenSpec{Sub: sub, Tenant: demoTenantA, Roles: roles}, time.Now())
 		if err != nil {
@@ -187,6 +175,8 @@ func TestServeConfig(t *testing.T) {
 	_ = cs.Close()
 	if r := do(t, caller{}, "POST", base+"/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize"}); r.status != 401 {
 		t.Errorf("mcp without a session: %d %s", r.status, r.body)
+	} else {
+		checkMCPDiscovery(t, r.header.Get("WWW-Authenticate"), base, "")
 	}
 
 	cancel()

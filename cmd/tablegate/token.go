@@ -83,7 +83,7 @@ func mintToken(ks *keySet, s tokenSpec, now time.Time) (string, error) {
 	for key, v := range s.Extra {
 		claims[key] = v
 	}
-	t := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
+	t := jwt.NewWithClaims(k.method(), claims)
 	t.Header["kid"] = k.kid
 	signed, err := t.SignedString(k.priv)
 	if err != nil {
@@ -98,10 +98,13 @@ const tokenUsage = `Usage:
                   [--signing-keys FILE]
 
 Mints a development access token shaped like a GoTrue (Supabase Auth) token,
-signed ES256 with the signing key of FILE (kid in the header), and prints it.
+signed with the signing key of FILE (ES256, RS256 or EdDSA, whichever
+"keys new --alg" created; kid in the header), and prints it.
 The claims are iss, sub, aud "authenticated", exp, iat, email, phone,
 app_metadata, user_metadata, role, aal, amr, session_id and is_anonymous, plus
-tenant_id (--tenant) and roles (--roles) when given.
+tenant_id (--tenant) and roles (--roles) when given. iss defaults to the
+issuer serve checks in the same environment ($SUPABASE_JWT_ISSUER, else
+$SUPABASE_URL/auth/v1, else the Supabase CLI's http://127.0.0.1:54321/auth/v1).
 
 Example:
   curl -H "Authorization: Bearer $(tablegate token --tenant $TENANT)" http://127.0.0.1:8080/whoami
@@ -116,7 +119,7 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&s.Tenant, "tenant", "", "tenant_id claim (`uuid`)")
 	roles := fs.String("roles", "", "comma-separated application `roles` claim, e.g. admin,approver")
 	fs.DurationVar(&s.TTL, "ttl", time.Hour, "lifetime")
-	fs.StringVar(&s.Issuer, "iss", defaultIssuer, "issuer `URL` (iss claim)")
+	fs.StringVar(&s.Issuer, "iss", "", "issuer `URL` (iss claim); default $SUPABASE_JWT_ISSUER, else $SUPABASE_URL/auth/v1, else "+defaultIssuer)
 	fs.StringVar(&s.Email, "email", "", "email claim")
 	path := fs.String("signing-keys", defaultSigningKeysPath, "signing keys `file` (create with \"tablegate keys new\")")
 	if err := parse(e, fs, args); err != nil {
@@ -127,6 +130,9 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	}
 	if s.TTL <= 0 {
 		return usagef("--ttl must be positive, got %s", s.TTL)
+	}
+	if s.Issuer == "" {
+		s.Issuer = tokenIssuer(e.getenv)
 	}
 	if s.Sub != "" && !isUUID(s.Sub) {
 		return usagef("--sub must be a UUID (auth.uid() casts it to uuid)")
@@ -149,6 +155,20 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintln(e.stdout, tok)
 	return nil
+}
+
+// tokenIssuer is the iss of minted tokens without --iss: the issuer that
+// serve and authctx.LoadEnv require in the same environment
+// (SUPABASE_JWT_ISSUER, else {SUPABASE_URL}/auth/v1), else the Supabase
+// CLI's local auth URL.
+func tokenIssuer(getenv func(string) string) string {
+	if iss := strings.TrimSpace(getenv("SUPABASE_JWT_ISSUER")); iss != "" && iss != "*" {
+		return iss
+	}
+	if u := strings.TrimSpace(getenv("SUPABASE_URL")); u != "" {
+		return strings.TrimRight(u, "/") + "/auth/v1"
+	}
+	return defaultIssuer
 }
 
 // isUUID reports whether s has the 8-4-4-4-12 hex form.

@@ -1,12 +1,18 @@
-// Command quickstart is the README's quick start: caller resolution, one
-// table served as a REST resource, one hook and one action.
+// Command quickstart serves the table "tablegate init" creates, public.todos,
+// at /api/todos: callers resolved from the Supabase environment, one hook and
+// one action, every statement running as the caller under row-level security.
+//
+//	tablegate init && . ./.env && tablegate migrate up && tablegate migrate up --dir db/migrations
+//	go run ./examples/quickstart   # then: curl -H "Authorization: Bearer $USER_TOKEN" $BASE_URL/api/todos
 package main
 
 import (
+	"cmp"
 	"context"
 	"log"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
@@ -15,11 +21,11 @@ import (
 
 func main() {
 	ctx := context.Background()
-	env, err := authctx.LoadEnv(nil) // SUPABASE_URL, SUPABASE_JWKS, DATABASE_URL, ...
+	env, err := authctx.LoadEnv(nil) // SUPABASE_URL or SUPABASE_JWKS; SUPABASE_SECRET_KEYS, ... optional
 	if err != nil {
 		log.Fatal(err)
 	}
-	callers, err := authctx.New(env.Config()) // JWKS fetched once; tokens verified locally
+	callers, err := authctx.New(ctx, env.Config()) // keys fetched once (within ctx); tokens verified locally
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -27,7 +33,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	todos, err := rest.NewResource(ctx, db.New(pool, nil), "todos", &rest.Options{
+	todos, err := rest.NewResource(ctx, db.New(pool, nil), "todos", &rest.Config{
 		Select: []string{"id", "title", "done"},
 		Hooks: rest.Hooks{BeforeCreateFunc: func(c *rest.Ctx, data rest.Row) (rest.Row, error) {
 			data["done"] = false // business logic runs in the caller's transaction
@@ -47,5 +53,11 @@ func main() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/todos/", http.StripPrefix("/api/todos", authctx.Guard(authctx.AllowUser)(todos)))
-	log.Fatal(http.ListenAndServe("127.0.0.1:8080", callers.Middleware(callers.CrossSite(mux))))
+	addr := cmp.Or(os.Getenv("ADDR"), "127.0.0.1:8080")
+	srv := &http.Server{Addr: addr, Handler: callers.Middleware(callers.CrossSite(mux)),
+		// Bound every connection (tablegate serve and demo use these).
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+	log.Printf("serving http://%s/api/todos/", addr)
+	log.Fatal(srv.ListenAndServe())
 }

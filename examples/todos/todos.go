@@ -50,14 +50,14 @@ type Stats struct {
 // request; nil reads the state stored by the authctx middleware.
 func New(ctx context.Context, d *db.DB, caller func(*http.Request) (authctx.Auth, error)) (*rest.Resource, error) {
 	q := todosql.New()
-	return rest.NewResource(ctx, d, "todos", &rest.Options{
+	return rest.NewResource(ctx, d, "todos", &rest.Config{
 		Caller:     caller,
 		Select:     []string{"id", "tenant_id", "owner_id", "title", "done", "created_at"},
 		ReadOnly:   []string{"tenant_id", "owner_id", "created_at"},
 		Repository: &Repository{q: q},
 		Input: map[rest.Operation]*jsonschema.Schema{
-			rest.OpCreate: rest.SchemaFor[CreateInput](),
-			rest.OpUpdate: rest.SchemaFor[UpdateInput](),
+			rest.OpCreate: rest.MustSchemaFor[CreateInput](),
+			rest.OpUpdate: rest.MustSchemaFor[UpdateInput](),
 		},
 		Hooks: rest.Hooks{
 			BeforeCreateFunc: func(c *rest.Ctx, data rest.Row) (rest.Row, error) {

@@ -30,6 +30,7 @@ type Cluster struct {
 	dir    string
 	binDir string
 	cred   *syscall.Credential
+	opts   string
 	// URL connects as superuser postgres to database postgres over the socket.
 	URL string
 }
@@ -98,6 +99,7 @@ func Start(ctx context.Context, logf func(format string, args ...any)) (*Cluster
 	}
 	opts := fmt.Sprintf("-c listen_addresses='' -c unix_socket_directories=%s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", dir)
 	logf("pg_ctl start")
+	c.opts = opts
 	if out, err := c.run(ctx, "pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
 		logText, _ := os.ReadFile(filepath.Join(dir, "log"))
 		_ = os.RemoveAll(dir)
@@ -109,6 +111,30 @@ func Start(ctx context.Context, logf func(format string, args ...any)) (*Cluster
 
 // Dir is the cluster's temporary directory.
 func (c *Cluster) Dir() string { return c.dir }
+
+// StopServer stops the server (fast shutdown: connections are closed)
+// and keeps its files, so that [Cluster.StartServer] can bring it back.
+// Tests use it to watch a database outage.
+func (c *Cluster) StopServer() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w", "stop"); err != nil {
+		return fmt.Errorf("pgcluster: pg_ctl stop: %w: %s", err, out)
+	}
+	return nil
+}
+
+// StartServer starts a server stopped by [Cluster.StopServer] again, on
+// the same socket.
+func (c *Cluster) StartServer() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+	defer cancel()
+	data := filepath.Join(c.dir, "data")
+	if out, err := c.run(ctx, "pg_ctl", "-D", data, "-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start"); err != nil {
+		return fmt.Errorf("pgcluster: pg_ctl start: %w: %s", err, out)
+	}
+	return nil
+}
 
 // Stop stops the server immediately and removes its directory.
 func (c *Cluster) Stop() error {

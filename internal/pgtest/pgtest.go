@@ -292,3 +292,18 @@ func sweep(admin *pgx.Conn) {
 		_, _ = admin.Exec(ctx, `drop database if exists "`+n+`" with (force)`)
 	}
 }
+
+// Cluster starts a throwaway cluster of the test's own (see package
+// pgcluster), for tests that stop Postgres for real. It returns the
+// superuser URL and stop, which stops the cluster and removes its files;
+// cleanup calls stop when the test did not. The cluster is not migrated.
+func Cluster(tb testing.TB) (url string, stop func() error) {
+	tb.Helper()
+	c, err := pgcluster.Start(context.Background(), tb.Logf)
+	if err != nil {
+		tb.Fatalf("pgtest: start a throwaway cluster (needs initdb/pg_ctl: apt-get install postgresql): %v", err)
+	}
+	stop = sync.OnceValue(c.Stop)
+	tb.Cleanup(func() { _ = stop() })
+	return c.URL, stop
+}

@@ -16,7 +16,7 @@ func TestAnonymousHelpers(t *testing.T) {
 	d := db.New(pgtest.DB(t), nil)
 	for _, tc := range []struct {
 		name            string
-		c               authctx.Context
+		c               authctx.Caller
 		anonymous, full bool
 	}{
 		{"full user", user(userA1, tenantA), false, true},
@@ -54,7 +54,7 @@ func TestExcludeAnonymous(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		c    authctx.Context
+		c    authctx.Caller
 		sql  string
 		want string // SQLSTATE, "" for success
 	}{
@@ -91,7 +91,7 @@ type finding struct {
 	Policies                       []string
 }
 
-func findings(t *testing.T, d *db.DB, c authctx.Context, schemas []string) []finding {
+func findings(t *testing.T, d *db.DB, c authctx.Caller, schemas []string) []finding {
 	t.Helper()
 	var out []finding
 	err := d.Tx(t.Context(), c, func(q db.Querier) error {

@@ -20,14 +20,14 @@ func BenchmarkTenantPolicies(b *testing.B) {
 	setup := func(down bool) *db.DB {
 		pool := pgtest.DB(b)
 		if down {
-			p, closeDB, err := db.NewMigrator(pool)
+			p, err := db.NewMigrator(pool)
 			if err != nil {
 				b.Fatal(err)
 			}
 			if _, err := p.DownTo(b.Context(), 14); err != nil {
 				b.Fatal(err)
 			}
-			closeDB()
+			p.Close()
 		}
 		for _, s := range []string{
 			`create table public.todos (id bigint primary key, tenant_id uuid not null, title text not null)`,
@@ -49,7 +49,7 @@ func BenchmarkTenantPolicies(b *testing.B) {
 	cases := []struct {
 		name string
 		d    *db.DB
-		c    authctx.Context
+		c    authctx.Caller
 	}{{"user", current, full}, {"user_00003_helpers", old, full}, {"service", current, service}}
 	for _, bc := range cases {
 		b.Run("get/"+bc.name, func(b *testing.B) {

@@ -32,39 +32,39 @@ const (
 // caller is one named caller of a policy matrix.
 type caller struct {
 	name string
-	ctx  authctx.Context
+	ctx  authctx.Caller
 }
 
 // user returns a full user (anonymous false) whose claims carry tenant at
 // the top-level claim tenant_id (empty: no tenant claim).
-func user(sub, tenant string) authctx.Context {
+func user(sub, tenant string) authctx.Caller {
 	c := authctx.Claims{"sub": sub, "role": "authenticated", "is_anonymous": false}
 	if tenant != "" {
 		c["tenant_id"] = tenant
 	}
-	return authctx.AuthContext(authctx.NewUser(c, "tok", nil))
+	return authctx.NewUser(c, "tok", nil).Caller()
 }
 
 // guest returns an anonymous sign-in of tenant.
-func guest(sub, tenant string) authctx.Context {
-	return authctx.AuthContext(authctx.NewUser(authctx.Claims{
+func guest(sub, tenant string) authctx.Caller {
+	return authctx.NewUser(authctx.Claims{
 		"sub": sub, "role": "authenticated", "is_anonymous": true, "tenant_id": tenant,
-	}, "tok", nil))
+	}, "tok", nil).Caller()
 }
 
 // withClaims returns a user with exactly these claims (role authenticated added).
-func withClaims(c authctx.Claims) authctx.Context {
+func withClaims(c authctx.Claims) authctx.Caller {
 	c["role"] = "authenticated"
-	return authctx.AuthContext(authctx.NewUser(c, "tok", nil))
+	return authctx.NewUser(c, "tok", nil).Caller()
 }
 
 var (
-	noSession = authctx.AuthContext(authctx.Anon(authctx.ReasonNone))
-	service   = authctx.AuthContext(authctx.Service("svc"))
+	noSession = authctx.Anon(authctx.ReasonNone).Caller()
+	service   = authctx.Service("svc").Caller()
 )
 
 // exec runs one statement as the caller in its own transaction.
-func exec(t *testing.T, d *db.DB, c authctx.Context, sql string, args ...any) error {
+func exec(t *testing.T, d *db.DB, c authctx.Caller, sql string, args ...any) error {
 	t.Helper()
 	return d.Tx(context.Background(), c, func(q db.Querier) error {
 		_, err := q.Exec(context.Background(), sql, args...)
@@ -73,7 +73,7 @@ func exec(t *testing.T, d *db.DB, c authctx.Context, sql string, args ...any) er
 }
 
 // scalar reads one value as the caller.
-func scalar[T any](t *testing.T, d *db.DB, c authctx.Context, sql string, args ...any) T {
+func scalar[T any](t *testing.T, d *db.DB, c authctx.Caller, sql string, args ...any) T {
 	t.Helper()
 	var v T
 	err := d.Tx(context.Background(), c, func(q db.Querier) error {
@@ -135,7 +135,7 @@ func adminScalar[T any](t *testing.T, pool *pgxpool.Pool, sql string, args ...an
 }
 
 // userAt returns a user whose tenant sits at the dotted claim path.
-func userAt(path, sub, tenant string, anonymous bool) authctx.Context {
+func userAt(path, sub, tenant string, anonymous bool) authctx.Caller {
 	c := authctx.Claims{"sub": sub, "role": "authenticated", "is_anonymous": anonymous}
 	if tenant != "" {
 		m := map[string]any(c)
@@ -147,7 +147,7 @@ func userAt(path, sub, tenant string, anonymous bool) authctx.Context {
 		}
 		m[parts[len(parts)-1]] = tenant
 	}
-	return authctx.AuthContext(authctx.NewUser(c, "tok", nil))
+	return authctx.NewUser(c, "tok", nil).Caller()
 }
 
 // claimVariants are the tenant claim settings every module is tested under:

@@ -52,11 +52,11 @@ func TestNonSuperuserOwner(t *testing.T) {
 	if err := pool.QueryRow(ctx, `select rolsuper, rolbypassrls from pg_roles where rolname = current_user`).Scan(&super, &bypass); err != nil || super || bypass {
 		t.Fatalf("owner role is superuser=%v bypassrls=%v (%v)", super, bypass, err)
 	}
-	p, closeDB, err := db.NewMigrator(pool)
+	p, err := db.NewMigrator(pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeDB()
+	defer p.Close()
 	for round := 1; round <= 2; round++ {
 		if _, err := p.Up(ctx); err != nil {
 			t.Fatalf("round %d up as a non-superuser owner: %v", round, err)
@@ -68,7 +68,11 @@ func TestNonSuperuserOwner(t *testing.T) {
 			`select tablegate.enable_tenant_policies('public.t')`,
 			`select tablegate.exclude_anonymous('public.t')`,
 			`select tablegate.enable_realtime('public.t')`,
+			`select tablegate.enable_events('public.t')`,
 			`insert into public.t values (1, gen_random_uuid())`,
+			// The outbox is written and numbered by SECURITY DEFINER
+			// functions owned by this role (and read as service_role).
+			`select tablegate.sequence_events(100)`,
 		} {
 			if _, err := pool.Exec(ctx, s); err != nil {
 				t.Fatalf("round %d, as the owner, %s: %v", round, s, err)
@@ -77,6 +81,10 @@ func TestNonSuperuserOwner(t *testing.T) {
 		var claim string
 		if err := pool.QueryRow(ctx, `select tablegate.tenant_claim()`).Scan(&claim); err != nil || claim != "app_metadata.org_id" {
 			t.Fatalf("claim %q, %v", claim, err)
+		}
+		var events int
+		if err := pool.QueryRow(ctx, `select count(*) from tablegate.events where name = 't.created' and seq is not null`).Scan(&events); err != nil || events != 1 {
+			t.Fatalf("round %d: %d numbered t.created events, %v", round, events, err)
 		}
 		if _, err := p.DownTo(ctx, 0); err != nil {
 			t.Fatalf("round %d down: %v", round, err)

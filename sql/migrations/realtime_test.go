@@ -12,7 +12,7 @@ import (
 // receives emulates Realtime's join check for a private channel: within the
 // caller's transaction, set realtime.topic and read the topic's broadcast
 // messages back under row-level security.
-func receives(t *testing.T, d *db.DB, c authctx.Context, topic string) int {
+func receives(t *testing.T, d *db.DB, c authctx.Caller, topic string) int {
 	t.Helper()
 	var n int
 	err := d.Tx(t.Context(), c, func(q db.Querier) error {
@@ -97,7 +97,7 @@ func TestRealtimePolicies(t *testing.T) {
 				// Who receives the tenant's change signals.
 				for _, tc := range []struct {
 					name string
-					c    authctx.Context
+					c    authctx.Caller
 					want int
 				}{
 					{"full user", full, 1},
@@ -115,7 +115,7 @@ func TestRealtimePolicies(t *testing.T) {
 				// Who may send broadcast/presence (and join by write).
 				for _, tc := range []struct {
 					name             string
-					c                authctx.Context
+					c                authctx.Caller
 					topic, extension string
 					want             string
 				}{

@@ -68,7 +68,7 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 	g := userAt(path, guestA, tenantA, true)
 	callers := []struct {
 		name string
-		c    authctx.Context
+		c    authctx.Caller
 	}{{"full user", full}, {"same-tenant user", mate}, {"other tenant", other}, {"anonymous sign-in", g}, {"no session", noSession}, {"service", service}}
 
 	// The checks below run as the API roles, never as the admin.
@@ -104,7 +104,7 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 	// Uploads.
 	for _, tc := range []struct {
 		who          string
-		c            authctx.Context
+		c            authctx.Caller
 		bucket, name string
 		want         string
 	}{
@@ -132,7 +132,7 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 	}
 
 	// Overwrites, moves and deletes.
-	affect := func(c authctx.Context, sql string, args ...any) (int64, string) {
+	affect := func(c authctx.Caller, sql string, args ...any) (int64, string) {
 		var n int64
 		err := d.Tx(t.Context(), c, func(q db.Querier) error {
 			tag, err := q.Exec(t.Context(), sql, args...)
@@ -144,7 +144,7 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 	docA := tenantA + "/doc.txt"
 	for _, tc := range []struct {
 		who   string
-		c     authctx.Context
+		c     authctx.Caller
 		sql   string
 		args  []any
 		rows  int64

@@ -29,11 +29,11 @@ func TestUpDown(t *testing.T) {
 			for _, f := range tc.before {
 				fixture(t, pool, f)
 			}
-			p, closeDB, err := db.NewMigrator(pool)
+			p, err := db.NewMigrator(pool)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeDB()
+			defer p.Close()
 			supabase := len(tc.before) > 0
 
 			for round := 1; round <= 2; round++ {

@@ -1,11 +1,12 @@
--- Approvals (tablegate.approvals). Reads run under RLS: requesters see
--- their own approvals, approvers every approval. Every write goes through
+-- Approvals (tablegate.approvals). Reads run under RLS, confined to the
+-- caller's active tenant: requesters see their own approvals, approvers
+-- those of their tenant. Every write goes through
 -- a SECURITY DEFINER function of migration 00005.
 
 -- name: ApprovalGet :one
 -- One approval with its state as of now (pending or approved-and-unused
 -- past expires_at reads as expired).
-select id, permission, actor, target_table, target_key,
+select id, permission, actor, target_table, target_key, tenant_id,
   (case when state in ('pending', 'approved') and used_at is null and expires_at <= now()
         then 'expired' else state end)::text as state,
   requested_at, decided_by, decided_at, expires_at, used_at
@@ -16,7 +17,7 @@ where id = @id;
 -- Approvals visible to the caller, newest first, optionally of one state
 -- (as of now) and requested before a time (keyset: pass the last row's
 -- requested_at and id).
-select id, permission, actor, target_table, target_key,
+select id, permission, actor, target_table, target_key, tenant_id,
   (case when state in ('pending', 'approved') and used_at is null and expires_at <= now()
         then 'expired' else state end)::text as state,
   requested_at, decided_by, decided_at, expires_at, used_at
@@ -45,6 +46,6 @@ select coalesce(tablegate.approval_use(@permission::text, @target_table::text, @
 
 -- name: ApprovalDecide :one
 -- Approves or denies a pending approval (approvers only, never their own).
-select id, permission, actor, target_table, target_key, state,
+select id, permission, actor, target_table, target_key, tenant_id, state,
   requested_at, decided_by, decided_at, expires_at, used_at
 from tablegate.approval_decide(@id::uuid, @approve::boolean);

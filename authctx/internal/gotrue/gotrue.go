@@ -73,6 +73,27 @@ type Result struct {
 	Code string
 	// Err explains Failed and Rejected outcomes. It never holds a token.
 	Err error
+	// RetryAfter is the server's Retry-After on a 429 or 503 (seconds or
+	// an HTTP date), 0 when absent or unreadable.
+	RetryAfter time.Duration
+}
+
+// retryAfter reads a Retry-After header: delta-seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(min(n, 86400)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), 24*time.Hour)
+	}
+	return 0
 }
 
 // Client calls one project's auth server. The zero value is not usable:
@@ -150,6 +171,9 @@ func (c *Client) Refresh(ctx context.Context, refreshToken string, now time.Time
 		return success(raw, resp.StatusCode, now)
 	case s >= 500, s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
 		res.Code = errorCode(resp, raw)
+		if s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable {
+			res.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), now)
+		}
 		res.Err = fmt.Errorf("gotrue: auth server answered %d %s", s, res.Code)
 		return res
 	case s >= 400:

@@ -24,6 +24,26 @@ type TablegateApproval struct {
 	ExpiresAt   time.Time          `json:"expires_at"`
 	ValidFor    pgtype.Interval    `json:"valid_for"`
 	UsedAt      pgtype.Timestamptz `json:"used_at"`
+	// the requester's active tenant when the approval was opened; NULL without a tenant claim
+	TenantID *string `json:"tenant_id"`
+}
+
+type TablegateEvent struct {
+	ID      int64     `json:"id"`
+	Name    string    `json:"name"`
+	Tbl     string    `json:"tbl"`
+	Key     *string   `json:"key"`
+	Tenant  *string   `json:"tenant"`
+	Actor   *string   `json:"actor"`
+	At      time.Time `json:"at"`
+	Payload []byte    `json:"payload"`
+	Image   []byte    `json:"image"`
+	Seq     *int64    `json:"seq"`
+}
+
+type TablegateEventHorizon struct {
+	One    bool  `json:"one"`
+	Pruned int64 `json:"pruned"`
 }
 
 type TablegateMembership struct {

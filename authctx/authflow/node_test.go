@@ -1,0 +1,289 @@
+package authflow
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
+	"github.com/tablegate/tablegate/internal/nodetest"
+)
+
+// nodeOut is the output of integration/node/ssr-flows.mjs.
+type nodeOut struct {
+	Error   *string `json:"error"`
+	URL     *string `json:"url"`
+	Session *struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+		ExpiresAt    int64  `json:"expires_at"`
+		UserID       string `json:"user_id"`
+	} `json:"session"`
+	SetAll []struct {
+		Name    string         `json:"name"`
+		Value   string         `json:"value"`
+		Options map[string]any `json:"options"`
+	} `json:"setAll"`
+	SetCookie []string `json:"set_cookie"`
+}
+
+type nodeCookie struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func (b *bundle) node(op string, cookies []*http.Cookie, extra map[string]any) nodeOut {
+	b.t.Helper()
+	in := map[string]any{"op": op, "url": b.gt.URL, "key": testKey}
+	var cs []nodeCookie
+	for _, c := range cookies {
+		cs = append(cs, nodeCookie{c.Name, c.Value})
+	}
+	in["cookies"] = cs
+	for k, v := range extra {
+		in[k] = v
+	}
+	var out nodeOut
+	nodetest.Run(b.t, 30*time.Second, "ssr-flows.mjs", in, &out)
+	return out
+}
+
+// apply applies node's setAll to a cookie list like a browser.
+func (o nodeOut) apply(cookies []*http.Cookie) []*http.Cookie {
+	for _, c := range o.SetAll {
+		out := cookies[:0:0]
+		for _, k := range cookies {
+			if k.Name != c.Name {
+				out = append(out, k)
+			}
+		}
+		cookies = out
+		if ma, _ := c.Options["maxAge"].(float64); c.Value != "" && !(c.Options["maxAge"] != nil && ma == 0) {
+			cookies = append(cookies, &http.Cookie{Name: c.Name, Value: c.Value})
+		}
+	}
+	return cookies
+}
+
+// TestInteropJSStartsPKCEGoFinishes: @supabase/ssr's browser client starts
+// an OAuth flow (verifier in its cookies); tablegate's callback finishes
+// it with that verifier and clears the slots.
+func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	out := b.node("oauth-start", nil, map[string]any{"provider": "github", "redirectTo": b.flows.CallbackURL() + "?next=%2Fhome"})
+	if out.Error != nil || out.URL == nil {
+		t.Fatalf("node: %+v", out)
+	}
+	q := queryOf(t, *out.URL)
+	cookies := out.apply(nil)
+	var got []string
+	for _, c := range cookies {
+		got = append(got, c.Name)
+	}
+	want := []string{b.cookie + "-code-verifier", b.cookie + "-flows-code-verifier"}
+	for _, w := range want {
+		if !strings.Contains(strings.Join(got, ","), w) {
+			t.Fatalf("JS wrote %v, want %v and a flow slot", got, want)
+		}
+	}
+	b.gt.addCode("js-code", q.Get("code_challenge"))
+	// auth-js 2.119 appends no sb_flow_id by default: the legacy slot is used.
+	w := httptest.NewRecorder()
+	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?next=%2Fhome&code=js-code", cookies))
+	if w.Code != 303 || w.Header().Get("Location") != "https://app.example.com/home" {
+		t.Fatalf("callback %d %s", w.Code, w.Body)
+	}
+	after := jar(cookies, w)
+	if a := b.resolve(after); a.Kind != authctx.KindUser {
+		t.Fatalf("resolved %+v", a)
+	}
+	// The legacy slot is gone; the JS index still lists the flow, whose
+	// slot... stays only if auth-js would keep it: removePKCEVerifier
+	// without a flow id removes the legacy slot only.
+	for _, c := range after {
+		if c.Name == VerifierCookieName(b.cookie) {
+			t.Fatalf("legacy verifier slot left behind")
+		}
+	}
+	// With the flow id (what appendPkceFlowIdToRedirects adds), only the slot is read.
+	out = b.node("oauth-start", nil, map[string]any{"provider": "github", "redirectTo": b.flows.CallbackURL()})
+	cookies = out.apply(nil)
+	_, pending := ParseCallbackCookies([]string{header(cookies)}, b.cookie, "")
+	if len(pending) != 1 {
+		t.Fatalf("pending %v", pending)
+	}
+	b.gt.addCode("js-code-2", queryOf(t, *out.URL).Get("code_challenge"))
+	w = httptest.NewRecorder()
+	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?code=js-code-2&sb_flow_id="+pending[0], cookies))
+	if w.Code != 303 {
+		t.Fatalf("callback with sb_flow_id %d %s", w.Code, w.Body)
+	}
+	if left := jar(cookies, w); len(left) != 1 || left[0].Name != b.cookie {
+		t.Fatalf("cookies left %v", names(left))
+	}
+}
+
+func header(cookies []*http.Cookie) string {
+	var h []string
+	for _, c := range cookies {
+		h = append(h, c.Name+"="+c.Value)
+	}
+	return strings.Join(h, "; ")
+}
+
+// TestInteropGoStartsPKCEJSFinishes: tablegate starts the flow; the JS
+// server client exchanges the code with the verifier from tablegate's
+// cookies (legacy slot, and the per-flow slot by flow id) and deletes them.
+func TestInteropGoStartsPKCEJSFinishes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	for _, byID := range []bool{false, true} {
+		w := httptest.NewRecorder()
+		u, err := b.flows.StartOAuth(w, b.req("GET", "/auth/oauth", nil), &OAuthRequest{Provider: "github"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cookies := jar(nil, w)
+		flowID := queryOf(t, queryOf(t, u).Get("redirect_to")).Get(FlowIDParam)
+		b.gt.addCode("go-code", queryOf(t, u).Get("code_challenge"))
+		extra := map[string]any{"code": "go-code"}
+		if byID {
+			extra["flowId"] = flowID
+		}
+		out := b.node("exchange", cookies, extra)
+		if out.Error != nil || out.Session == nil || out.Session.UserID != testUser {
+			t.Fatalf("byID %v: JS exchange %+v", byID, out)
+		}
+		after := out.apply(cookies)
+		var rest []string
+		for _, c := range after {
+			if c.Name != b.cookie {
+				rest = append(rest, c.Name)
+			}
+		}
+		want := 0
+		if !byID {
+			want = 2 // without a flow id auth-js removes only the legacy slot
+		}
+		if len(rest) != want {
+			t.Fatalf("byID %v: cookies left after JS exchange: %v", byID, rest)
+		}
+		if a := b.resolve(after); a.Kind != authctx.KindUser {
+			t.Fatalf("tablegate reads the JS session: %+v", a)
+		}
+	}
+}
+
+// TestInteropSessionAndSignOut: a session written by tablegate (default
+// and tokens-only) is read by createServerClient; a session written by
+// the JS client (both encodings) is read by tablegate; tablegate's
+// sign-out is observed by the JS client (no session in the cookies, and
+// the old refresh token refused).
+func TestInteropSessionAndSignOut(t *testing.T) {
+	t.Parallel()
+	for _, enc := range []string{"", "tokens-only"} {
+		b := setup(t, func(c *Config) { c.TokensOnly = enc != "" })
+		extra := map[string]any{}
+		if enc != "" {
+			extra["encode"] = enc
+		}
+		// Go writes, JS reads.
+		cookies := b.signedIn()
+		out := b.node("get-session", cookies, extra)
+		if out.Error != nil || out.Session == nil || out.Session.UserID != testUser {
+			t.Fatalf("%q: JS reads tablegate's session: %+v", enc, out)
+		}
+		raw, _ := ssrcookie.Read(cookies, b.cookie)
+		if (enc != "") == strings.Contains(string(raw), `"user"`) {
+			t.Fatalf("%q: cookie %s", enc, raw)
+		}
+		// JS writes, Go reads (the resolver, and sign-out finds the token).
+		js := b.node("sign-in", nil, map[string]any{"email": "a@example.com", "password": testPassword, "encode": enc})
+		if js.Error != nil {
+			t.Fatalf("%q: JS sign-in %+v", enc, js)
+		}
+		jsCookies := js.apply(nil)
+		jsRaw, _ := ssrcookie.Read(jsCookies, b.cookie)
+		if (enc != "") == strings.Contains(string(jsRaw), `"user"`) {
+			t.Fatalf("%q: JS cookie %s", enc, jsRaw)
+		}
+		if a := b.resolve(jsCookies); a.Kind != authctx.KindUser || a.User.ID != testUser {
+			t.Fatalf("%q: tablegate reads the JS session: %+v", enc, a)
+		}
+		// tablegate signs the JS session out; JS sees no session.
+		w := httptest.NewRecorder()
+		if err := b.flows.SignOut(w, b.req("POST", "/auth/sign-out", jsCookies), &SignOutOpts{Scope: "global"}); err != nil {
+			t.Fatal(err)
+		}
+		after := jar(jsCookies, w)
+		if out := b.node("get-session", after, extra); out.Session != nil {
+			t.Fatalf("%q: JS still sees a session after tablegate's sign-out: %+v", enc, out)
+		}
+		if a := b.resolve(after); a.Reason != authctx.ReasonSignedOut {
+			t.Fatalf("%q: tablegate after its sign-out: %+v", enc, a)
+		}
+		// A JS client that kept the old cookie with an expired token
+		// cannot refresh: the server revoked the session.
+		b.gt.ttl = time.Second
+		stale := b.node("sign-in", nil, map[string]any{"email": "a@example.com", "password": testPassword, "encode": enc}).apply(nil)
+		b.gt.ttl = time.Hour
+		if err := b.flows.SignOut(httptest.NewRecorder(), b.req("POST", "/", stale), &SignOutOpts{Scope: "global"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // past exp: auth-js keeps an unexpired token when a refresh fails
+		if out := b.node("get-session", stale, extra); out.Session != nil {
+			t.Fatalf("%q: JS refreshed a signed-out session: %+v", enc, out)
+		}
+	}
+}
+
+// TestInteropJSSignOutClearsGoVerifiers: a JS sign-out removes the
+// session tablegate wrote and the verifier slots tablegate started.
+func TestInteropJSSignOutClearsGoVerifiers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	cookies := b.signedIn()
+	w := httptest.NewRecorder()
+	if _, err := b.flows.StartOAuth(w, b.req("GET", "/", cookies), &OAuthRequest{Provider: "github"}); err != nil {
+		t.Fatal(err)
+	}
+	cookies = jar(cookies, w)
+	out := b.node("sign-out", cookies, map[string]any{"scope": "local"})
+	if out.Error != nil {
+		t.Fatalf("JS sign-out %+v", out)
+	}
+	if left := out.apply(cookies); len(left) != 0 {
+		t.Fatalf("left after JS sign-out: %v", names(left))
+	}
+}
+
+// TestInteropJSMagicLinkGoCallback: the JS browser client sends a magic
+// link (PKCE: verifier in its cookies, challenge to the auth server); the
+// link lands on tablegate's callback with a code, which tablegate
+// exchanges with the JS client's verifier.
+func TestInteropJSMagicLinkGoCallback(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	out := b.node("otp-start", nil, map[string]any{"email": "a@example.com", "redirectTo": b.flows.CallbackURL() + "?next=%2Finbox"})
+	if out.Error != nil {
+		t.Fatalf("node: %+v", out)
+	}
+	got := b.gt.last()
+	if got.Path != "/otp" || !strings.Contains(got.Body, `"code_challenge_method":"s256"`) {
+		t.Fatalf("JS otp call %s %s", got.Path, got.Body)
+	}
+	cookies := out.apply(nil)
+	b.gt.addCode("link-code", b.gt.lastOTP.challenge)
+	w := httptest.NewRecorder()
+	b.flows.ServeCallback(w, b.req("GET", strings.TrimPrefix(b.gt.lastOTP.redirect, b.site)+"&code=link-code", cookies))
+	if w.Code != 303 || w.Header().Get("Location") != "https://app.example.com/inbox" {
+		t.Fatalf("callback %d %s %s", w.Code, w.Header().Get("Location"), w.Body)
+	}
+	if a := b.resolve(jar(cookies, w)); a.Kind != authctx.KindUser {
+		t.Fatalf("resolved %+v", a)
+	}
+}

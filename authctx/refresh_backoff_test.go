@@ -1,0 +1,117 @@
+package authctx
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// An auth server answering 5xx, and one session sending steady traffic
+// (20 requests a second for a minute of the session's clock, its token
+// inside the leeway and then expired): the auth server sees at most 6
+// calls in that minute (backoff 2, 4, 8, 16, 30 s), not one per request.
+func TestRefreshFailing5xxAtMostAHandfulPerMinute(t *testing.T) {
+	t.Parallel()
+	b := rfSetup(t, false, func(c *Config) { c.RefreshWait = 0 })
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"code":500,"error_code":"unexpected_failure"}`)
+	})
+	cookies := b.cookies(30 * time.Second) // expires 30 s into the minute
+	users, anons := 0, 0
+	for step := 0; step < 60*20; step++ {
+		res := b.rv.Resolve(rfRequest(cookies))
+		switch {
+		case res.Auth.Kind == KindUser:
+			users++
+		case res.Auth.Kind == KindAnon && res.Auth.Reason == ReasonRefreshFailed:
+			anons++
+		default:
+			t.Fatalf("step %d: %s/%s", step, res.Auth.Kind, res.Auth.Reason)
+		}
+		assertNothingWritten(t, res)
+		b.clock.Add(50 * time.Millisecond)
+		if step%20 == 0 {
+			time.Sleep(time.Millisecond) // let a background call finish
+		}
+	}
+	calls := b.auth.calls.Load()
+	t.Logf("1200 requests in a minute: %d auth calls; %d served the still-valid token, %d anon/refresh_failed after expiry", calls, users, anons)
+	if calls > 6 {
+		t.Fatalf("a failing auth server saw %d calls from one session in a minute, want at most 6", calls)
+	}
+	if users < 590 {
+		t.Fatalf("only %d requests kept the still-valid token", users)
+	}
+}
+
+// An auth server that hangs (never answers within the 5 s timeout): a
+// request whose token is still valid waits at most RefreshWait once, and
+// later requests of the session do not wait at all; one call in total.
+func TestRefreshHangingAuthServerDoesNotDelayValidTokens(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	b := rfSetup(t, false, func(c *Config) { c.RefreshWait = 100 * time.Millisecond; c.RefreshTimeout = 5 * time.Second })
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusGatewayTimeout)
+	})
+	t.Cleanup(func() { close(release) })
+	cookies := b.cookies(30 * time.Second)
+	var later time.Duration
+	for i := 0; i < 50; i++ {
+		start := time.Now()
+		res := b.rv.Resolve(rfRequest(cookies))
+		d := time.Since(start)
+		if res.Auth.Kind != KindUser || res.Auth.User.ID != rfUserID {
+			t.Fatalf("request %d: %s/%s, want the still-valid user", i, res.Auth.Kind, res.Auth.Reason)
+		}
+		assertNothingWritten(t, res)
+		if i == 0 && d > time.Second {
+			t.Fatalf("first request waited %v, want at most RefreshWait (100ms)", d)
+		}
+		if i > 0 {
+			later += d
+		}
+	}
+	// Waiting RefreshWait each, the 49 later requests would take ~4.9 s.
+	if later > time.Second {
+		t.Fatalf("49 later requests took %v in total: they waited for a refresh known to hang", later)
+	}
+	if n := b.auth.calls.Load(); n != 1 {
+		t.Fatalf("%d auth calls, want 1 (the hanging one)", n)
+	}
+}
+
+// A slow but successful refresh finishes in the background: the request
+// that started it goes on with its still-valid token, and the session's
+// next request — even after RefreshResultTTL — gets the new session and
+// writes it, without a second call.
+func TestRefreshSlowSuccessReachesTheNextRequest(t *testing.T) {
+	t.Parallel()
+	b := rfSetup(t, false, func(c *Config) { c.RefreshWait = 50 * time.Millisecond })
+	done := make(chan struct{})
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+		time.Sleep(300 * time.Millisecond)
+		b.auth.session(w, time.Hour, "slow")
+		close(done)
+	})
+	cookies := b.cookies(30 * time.Second)
+	res := b.rv.Resolve(rfRequest(cookies))
+	if res.Auth.Kind != KindUser {
+		t.Fatalf("first request: %s/%s", res.Auth.Kind, res.Auth.Reason)
+	}
+	assertNothingWritten(t, res)
+	<-done
+	time.Sleep(50 * time.Millisecond) // the call stores its result
+	b.clock.Add(RefreshResultTTL + 5*time.Second)
+	res = b.rv.Resolve(rfRequest(cookies))
+	b.assertNewSession(res, "newrefreshslow")
+	if n := b.auth.calls.Load(); n != 1 {
+		t.Fatalf("%d auth calls, want 1", n)
+	}
+}

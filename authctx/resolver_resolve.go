@@ -1,0 +1,317 @@
+package authctx
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
+)
+
+// Source names where the credential that decided a state came from.
+type Source string
+
+// Credential sources.
+const (
+	SourceNone     Source = "none"
+	SourceResolver Source = "resolver"
+	SourceAPIKey   Source = "apikey"
+	SourceBearer   Source = "bearer"
+	SourceCookie   Source = "cookie"
+)
+
+// Result is the outcome of resolving one request: the caller, where the
+// credential came from, and the cookies and headers to write back.
+type Result struct {
+	// Auth is the caller's state.
+	Auth Auth
+	// Source says which credential decided Auth; the cross-site check
+	// applies only to SourceCookie.
+	Source Source
+	// ResolverName names the custom resolver that answered (SourceResolver).
+	ResolverName string
+	// RequestCookies are the cookies the rest of the request must see (a
+	// refreshed session replaces the stale one). Nil when the request had
+	// no cookies.
+	RequestCookies []*http.Cookie
+	// SetCookies and Header are what Apply writes to the response (a
+	// refreshed or cleared session, no-store cache headers). Empty unless
+	// the refresh flow wrote a session.
+	SetCookies []*http.Cookie
+	Header     http.Header
+	// CookiesChanged reports that RequestCookies differ from the request's.
+	CookiesChanged bool
+}
+
+// Apply writes Set-Cookie and cache headers for the response. It writes
+// nothing when resolution had nothing to write. Call it before the
+// response header is sent.
+//
+// Set-Cookie lines are rendered by [ssrcookie.Serialize], byte for byte
+// as @supabase/ssr renders them (attribute order Max-Age, Domain, Path,
+// HttpOnly, Secure, SameSite). A cookie that [http.Cookie.Valid] refuses,
+// or whose value net/http would quote (a space or a comma), is rendered by
+// [http.SetCookie] instead, which sanitizes, quotes or drops it; the
+// cookies of the refresh flow never are, only hand-filled ones.
+func (res Result) Apply(w http.ResponseWriter) {
+	if len(res.SetCookies) == 0 && len(res.Header) == 0 {
+		return
+	}
+	h := w.Header()
+	for k, vs := range res.Header {
+		h.Del(k)
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	for _, c := range res.SetCookies {
+		if c.Valid() != nil || strings.ContainsAny(c.Value, " ,") {
+			http.SetCookie(w, c)
+			continue
+		}
+		h.Add("Set-Cookie", ssrcookie.Serialize(c))
+	}
+}
+
+// Resolve decides who is calling: custom resolvers, then the built-in
+// secret apikey check (when Config.Secret), then Authorization: Bearer,
+// then the session cookie, else anon/none. A Bearer token that fails
+// verification is invalid/token, never anon. It never panics on bad input
+// and makes no network call for a valid token with a known kid.
+func (rv *Resolver) Resolve(r *http.Request) Result {
+	if rv.tel != nil {
+		return rv.resolveObserved(r)
+	}
+	return rv.resolve(r)
+}
+
+func (rv *Resolver) resolve(r *http.Request) Result {
+	var res Result
+	if len(r.Header["Cookie"]) > 0 {
+		res.RequestCookies = r.Cookies()
+	}
+	for _, cr := range rv.resolvers {
+		a, ok := cr.Resolve(r)
+		if !ok {
+			continue
+		}
+		res.Source, res.ResolverName = SourceResolver, cr.Name()
+		res.Auth = rv.normalize(a, cr.Name())
+		return res
+	}
+	if rv.secret {
+		if a, ok := rv.apikey(r); ok {
+			res.Source, res.Auth = SourceAPIKey, a
+			return res
+		}
+	}
+	if vals := r.Header["Authorization"]; len(vals) > 0 {
+		if a, ok := rv.bearer(r.Context(), vals); ok {
+			res.Source, res.Auth = SourceBearer, a
+			return res
+		}
+	}
+	if rv.cookieName != "" && res.RequestCookies != nil {
+		return rv.resolveCookie(r, res)
+	}
+	res.Source, res.Auth = SourceNone, Anon(ReasonNone)
+	return res
+}
+
+// resolveCookie is the cookie step of Resolve (kept apart so the hot
+// Bearer path does not move its Result to the heap).
+func (rv *Resolver) resolveCookie(r *http.Request, res Result) Result {
+	sess, ok := requestSession(r, rv.cookieName)
+	if !ok {
+		res.Source, res.Auth = SourceNone, Anon(ReasonNone)
+		if hasCookie(res.RequestCookies, SignedOutCookieName(rv.cookieName)) {
+			res.Auth = Anon(ReasonSignedOut) // see signed_out.go
+		}
+		return res
+	}
+	res.Source = SourceCookie
+	res.Auth = rv.cookie(r, &res, sess)
+	return res
+}
+
+// normalize makes a custom resolver's answer a valid state: users go
+// through the claims schema, an invalid state gets a reason, an unknown
+// kind is invalid.
+func (rv *Resolver) normalize(a Auth, name string) Auth {
+	switch a.Kind {
+	case KindUser:
+		if a.User == nil || a.User.ID == "" {
+			return Invalid(ReasonToken, fmt.Errorf("authctx: resolver %q returned a user without an id", name))
+		}
+		return rv.finishUser(a.User.Claims, a.User.Token, nil, a.User.ExpiresAt)
+	case KindService:
+		if a.KeyName == "" {
+			a.KeyName = name
+		}
+		return a
+	case KindAnon:
+		if a.Reason == "" {
+			a.Reason = ReasonNone
+		}
+		return a
+	case KindInvalid:
+		if a.Reason == "" {
+			a.Reason = ReasonToken
+		}
+		return a
+	}
+	return Invalid(ReasonToken, fmt.Errorf("authctx: resolver %q returned an unknown state kind", name))
+}
+
+// apikey is the built-in service resolver: the apikey header compared in
+// constant time (HMAC with a per-process key) with every secret key.
+func (rv *Resolver) apikey(r *http.Request) (Auth, bool) {
+	vals := r.Header["Apikey"]
+	if len(vals) == 0 {
+		return Auth{}, false
+	}
+	if len(vals) > 1 {
+		return Invalid(ReasonToken, errors.New("authctx: more than one apikey header")), true
+	}
+	got := rv.mac(vals[0])
+	name := ""
+	for _, k := range rv.secretKeys {
+		if hmac.Equal(got, k.mac) && name == "" {
+			name = k.name
+		}
+	}
+	if name != "" {
+		return Service(name), true
+	}
+	if strings.HasPrefix(vals[0], "sb_secret_") {
+		return Invalid(ReasonToken, errors.New("authctx: the apikey is not a configured secret key")), true
+	}
+	return Auth{}, false // a publishable key: not a service credential
+}
+
+// bearer handles the Authorization header. ok is false when the header
+// carries no user credential (empty, or a publishable key).
+func (rv *Resolver) bearer(ctx context.Context, vals []string) (Auth, bool) {
+	if len(vals) > 1 {
+		return Invalid(ReasonToken, errors.New("authctx: more than one Authorization header")), true
+	}
+	v := strings.TrimSpace(vals[0])
+	if v == "" {
+		return Auth{}, false
+	}
+	scheme, token, found := strings.Cut(v, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return Invalid(ReasonToken, errors.New("authctx: unsupported Authorization scheme (want Bearer)")), true
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return Invalid(ReasonToken, errors.New("authctx: empty Bearer token")), true
+	}
+	if strings.HasPrefix(token, "sb_") {
+		return Auth{}, false
+	}
+	if _, ok := rv.publishable[token]; ok {
+		return Auth{}, false
+	}
+	a, _ := rv.token(ctx, token)
+	return a, true
+}
+
+// ResolveToken resolves a bare access token the way a Bearer header is
+// resolved (memo, verification, claims schema, act chain), for callers
+// that receive tokens outside HTTP headers (MCP sessions, CLIs). A token
+// that fails verification is invalid, never anon.
+func (rv *Resolver) ResolveToken(ctx context.Context, token string) Auth {
+	a, _ := rv.token(ctx, token)
+	return a
+}
+
+// token verifies a token (memo first) and returns its state. err is the
+// verification error (nil for a memo hit or a verified token).
+func (rv *Resolver) token(ctx context.Context, token string) (Auth, error) {
+	if rv.memo != nil {
+		if a, ok := rv.memo.get(token, rv.now()); ok {
+			rv.tel.MemoHit(ctx)
+			return a, nil
+		}
+		rv.tel.MemoMiss(ctx)
+	}
+	v, err := rv.verifier.Verify(ctx, token)
+	if err != nil {
+		if errors.Is(err, ErrActorInvalid) {
+			return Invalid(ReasonActor, err), err
+		}
+		return Invalid(ReasonToken, err), err
+	}
+	a := rv.fromVerified(v, token)
+	if rv.memo != nil {
+		rv.memo.put(token, a, v.ExpiresAt.Add(rv.skew))
+	}
+	return a, nil
+}
+
+// fromVerified turns verified claims into a state.
+func (rv *Resolver) fromVerified(v *Verified, token string) Auth {
+	if _, ok := v.Claims["sub"]; !ok {
+		// Supabase API-key JWTs (anon, service_role) carry no sub.
+		switch v.Claims["role"] {
+		case "anon":
+			return Anon(ReasonNone)
+		case "service_role":
+			if rv.secret {
+				return Service("service_role")
+			}
+		}
+		return Invalid(ReasonToken, fmt.Errorf("%w: sub is missing", ErrTokenClaims))
+	}
+	return rv.finishUser(v.Claims, token, v.Payload, v.ExpiresAt)
+}
+
+// finishUser applies the claims and profile schemas to a user's claims.
+func (rv *Resolver) finishUser(claims Claims, token string, claimsJSON json.RawMessage, exp time.Time) Auth {
+	if rv.claims != nil {
+		merged, err := rv.claims.Apply(claims)
+		if err != nil {
+			return Invalid(ReasonClaims, err)
+		}
+		claims = merged
+		b, err := json.Marshal(claims)
+		if err != nil {
+			return Invalid(ReasonClaims, fmt.Errorf("authctx: claims: %w", err))
+		}
+		claimsJSON = b
+	}
+	a := NewUser(claims, token, claimsJSON)
+	if a.User.ID == "" {
+		return Invalid(ReasonToken, fmt.Errorf("%w: sub is empty", ErrTokenClaims))
+	}
+	a.User.ExpiresAt = exp
+	if rv.profile != nil {
+		a.User.Profile = parseProfile(rv.profile, claims)
+	}
+	return a
+}
+
+// cookie resolves a session read from the cookie.
+func (rv *Resolver) cookie(r *http.Request, res *Result, sess CookieSession) Auth {
+	a, err := rv.token(r.Context(), sess.AccessToken)
+	now := rv.now()
+	expired := errors.Is(err, ErrTokenExpired) ||
+		(a.Kind == KindUser && !a.User.ExpiresAt.IsZero() && !now.Before(a.User.ExpiresAt))
+	if rv.refresh != nil && (expired || (a.Kind == KindUser && a.User.ExpiresAt.Sub(now) < rv.leeway)) {
+		// Claims failures are never refreshed: new tokens carry the same
+		// claims.
+		if a.Kind != KindInvalid || expired {
+			return rv.refresh(r, res, sess, a)
+		}
+	}
+	if expired {
+		return Anon(ReasonExpired)
+	}
+	return a
+}

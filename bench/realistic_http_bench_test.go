@@ -1,0 +1,356 @@
+package bench
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/rest"
+)
+
+// realColumns are the columns the demo's todos resource returns.
+var realColumns = []string{"id", "tenant_id", "owner_id", "title", "done", "created_at"}
+
+// realHTTP is the realistic fixture over HTTP: tablegate serving the demo's
+// public.todos (authctx middleware, ES256 token of the realistic caller, a
+// rest.Resource with the demo's columns and no hooks), and a raw pgx
+// create floor on the same table.
+type realHTTP struct {
+	pool      *pgxpool.Pool
+	token     string
+	claims    []byte
+	tablegate http.Handler
+	floorPost http.Handler
+	floor     http.Handler // realFloor
+	ids       []string     // ids the caller reads (its tenant's rows)
+}
+
+// realInsertSQL is the create floor's statement: the demo's defaults fill
+// tenant_id (current_tenant_id()) and owner_id (auth.uid()); the row comes
+// back as the JSON object tablegate answers.
+const realInsertSQL = `insert into public.todos (title) values ($1)
+  returning json_build_object('id', id, 'tenant_id', tenant_id, 'owner_id', owner_id, 'title', title, 'done', done, 'created_at', created_at)`
+
+func newRealHTTP(tb testing.TB, pool *pgxpool.Pool) *realHTTP {
+	tb.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	jwks, err := json.Marshal(map[string]any{"keys": []any{map[string]any{
+		"kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": benchKID,
+		"x": b64(pad32(key.X.Bytes())), "y": b64(pad32(key.Y.Bytes())),
+	}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	claims := realClaims(realCallerID, realCallerTenant)
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims(claims))
+	tok.Header["kid"] = benchKID
+	signed, err := tok.SignedString(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, raw := realCallerAuth(tb)
+	rv, err := authctx.New(context.Background(), &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: jwks}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(rv.Close)
+	res, err := rest.NewResource(context.Background(), db.New(pool, nil), "public.todos", &rest.Config{
+		Select: realColumns, CursorKey: []byte("bench cursor key, 32 bytes long!"),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rows, err := pool.Query(context.Background(), `select id::text from public.todos where tenant_id = $1 order by id`, realCallerTenant)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &realHTTP{
+		pool: pool, token: signed, claims: raw, ids: ids,
+		tablegate: rv.Middleware(http.StripPrefix("/todos", res)),
+		floorPost: &rawCreate{pool: pool, tokens: map[string][]byte{signed: raw}},
+		floor:     &realFloor{pool: pool, tokens: map[string][]byte{signed: raw}, cursorKey: []byte("bench cursor key, 32 bytes long!")},
+	}
+}
+
+// rawCreate is the create floor: Bearer token looked up in a map of
+// pre-verified tokens, the body's title decoded, role + claims + INSERT in
+// one pgx batch (one round trip, one implicit transaction), the returned
+// row written as it comes.
+type rawCreate struct {
+	pool   *pgxpool.Pool
+	tokens map[string][]byte
+}
+
+func (s *rawCreate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	claims, ok := s.tokens[tok]
+	if !ok || r.Method != http.MethodPost {
+		http.Error(w, `{"title":"Unauthorized"}`, http.StatusUnauthorized)
+		return
+	}
+	var in struct {
+		Title string `json:"title"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil || in.Title == "" {
+		http.Error(w, `{"title":"Bad body"}`, http.StatusBadRequest)
+		return
+	}
+	b := &pgx.Batch{}
+	b.Queue(rawSettingsSQL, "authenticated", claims)
+	var row []byte
+	b.Queue(realInsertSQL, in.Title).QueryRow(func(r pgx.Row) error { return r.Scan(&row) })
+	if err := s.pool.SendBatch(r.Context(), b).Close(); err != nil {
+		http.Error(w, `{"title":"Internal"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(row)
+}
+
+// poster returns a load function that POSTs a todo to url with the token
+// and insists on 201.
+func poster(c *http.Client, url, token string) func(ctx context.Context) error {
+	auth := "Bearer " + token
+	var n atomic.Int64
+	return func(ctx context.Context) error {
+		body := `{"title":"bench ` + strconv.FormatInt(n.Add(1), 10) + `"}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("POST %s: status %d", url, resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+// BenchmarkHTTPRealistic serves the realistic fixture (the demo's schema
+// and tenant + membership policies, 24 000 todos over 8 tenants, a caller
+// who is a member; realistic_fixture_test.go) over HTTP, 64 concurrent
+// keep-alive clients in this process, beside the owner-policy fixture of
+// BenchmarkHTTP (items, policy owner = (select auth.uid())) in the same
+// process and run, rounds alternating:
+//
+//   - get: tablegate GET /todos/{id} (ids of the caller's tenant) vs the
+//     floor server's GET /items/{id} on the owner-policy fixture (target
+//     ≥ 0.80);
+//   - list: tablegate GET /todos/ (first page, 50 rows) vs the floor's
+//     GET /items/ (target ≥ 0.70);
+//   - create: tablegate POST /todos (no hooks: one round trip) vs a raw pgx
+//     insert with the same settings on the same table (target ≥ 0.80).
+//
+// For get and list, floor-real is the same hand-written floor on the
+// realistic fixture (realFloor): vs-floor-real = tablegate over it (the
+// library's own cost), floor-real/floor = what the realistic fixture's
+// policies and wider rows cost a hand-written handler.
+//
+// Metrics: <server>-ops/s, -p50-µs, -p99-µs, -proc-cpu-µs/req (client and
+// server, Postgres excluded), -db-cpu-µs/req (the Postgres backends, from
+// /proc); ratio = tablegate/floor mean throughput, ratio-median the median
+// of per-round ratios, ratio-cpu = the floor's total CPU per request over
+// tablegate's (what the throughput ratio comes to on an unshared machine);
+// load-1m.
+func BenchmarkHTTPRealistic(b *testing.B) {
+	items := setupItems(b)
+	fx := newHTTPFixture(b, items)
+	real := newRealHTTP(b, setupRealistic(b, demoSchema(b), 0))
+	urls := map[string]string{}
+	for name, h := range map[string]http.Handler{"floor": fx.floor, "tablegate": real.tablegate, "floor-create": real.floorPost,
+		"floor-real": real.floor} {
+		srv := httptest.NewServer(h)
+		b.Cleanup(srv.Close)
+		urls[name] = srv.URL
+	}
+	client := httpClient()
+	b.Cleanup(client.CloseIdleConnections)
+	itemsCPU, realCPU := backendCPU(b, items), backendCPU(b, real.pool)
+
+	var n, m atomic.Int64
+	nextItem := func() string { return "/items/" + strconv.FormatInt(n.Add(1)%10000+1, 10) }
+	nextTodo := func() string { return "/todos/" + real.ids[int(m.Add(1))%len(real.ids)] }
+	first := func() string { return "/todos/" }
+	kinds := []struct {
+		name              string
+		floor, subj, real *loadSubject
+	}{
+		{"get",
+			&loadSubject{name: "floor", fn: getter(client, urls["floor"], fx.token, nextItem), backendCPU: itemsCPU},
+			&loadSubject{name: "tablegate", fn: getter(client, urls["tablegate"], real.token, nextTodo), backendCPU: realCPU},
+			&loadSubject{name: "floor-real", fn: getter(client, urls["floor-real"], real.token, nextTodo), backendCPU: realCPU}},
+		{"list",
+			&loadSubject{name: "floor", fn: getter(client, urls["floor"], fx.token, func() string { return "/items/" }), backendCPU: itemsCPU},
+			&loadSubject{name: "tablegate", fn: getter(client, urls["tablegate"], real.token, first), backendCPU: realCPU},
+			&loadSubject{name: "floor-real", fn: getter(client, urls["floor-real"], real.token, first), backendCPU: realCPU}},
+		{"create",
+			&loadSubject{name: "floor", fn: poster(client, urls["floor-create"], real.token), backendCPU: realCPU},
+			&loadSubject{name: "tablegate", fn: poster(client, urls["tablegate"]+"/todos", real.token), backendCPU: realCPU}, nil},
+	}
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
+			subs := []*loadSubject{k.floor, k.subj}
+			if k.real != nil {
+				subs = append(subs, k.real)
+			}
+			for b.Loop() {
+				alternate(b, httpRounds, httpRound, subs)
+			}
+			cpu := func(s *loadSubject) float64 {
+				return float64((s.cpu + s.dbcpu).Nanoseconds()) / 1e3 / float64(len(s.lat))
+			}
+			for _, s := range subs {
+				s.report(b)
+				b.ReportMetric(float64(s.dbcpu.Nanoseconds())/1e3/float64(len(s.lat)), s.name+"-db-cpu-µs/req")
+			}
+			b.ReportMetric(k.subj.ops()/k.floor.ops(), "ratio")
+			b.ReportMetric(medianRatio(k.subj, k.floor), "ratio-median")
+			b.ReportMetric(cpu(k.floor)/cpu(k.subj), "ratio-cpu")
+			if k.real != nil {
+				b.ReportMetric(k.subj.ops()/k.real.ops(), "vs-floor-real")
+				b.ReportMetric(medianRatio(k.subj, k.real), "vs-floor-real-median")
+				b.ReportMetric(k.real.ops()/k.floor.ops(), "floor-real/floor")
+			}
+			b.ReportMetric(loadavg(), "load-1m")
+		})
+	}
+}
+
+// realFloor is the floor server on the realistic fixture: the rawServer's
+// work (pre-verified token map, role + claims + SELECT in one pgx batch,
+// JSON written by hand, an HMAC-signed cursor) on public.todos and its
+// six columns, under the demo's policies. Against it, tablegate's ratio
+// is its own cost; against the owner-policy floor, the policy's and the
+// wider rows' too.
+type realFloor struct {
+	pool      *pgxpool.Pool
+	tokens    map[string][]byte
+	cursorKey []byte
+}
+
+const (
+	realGetSQL  = "select id, tenant_id, owner_id, title, done, created_at from public.todos where id = $1"
+	realListSQL = "select id, tenant_id, owner_id, title, done, created_at from public.todos order by id limit 51"
+)
+
+func (s *realFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	claims, ok := s.tokens[tok]
+	if !ok || r.Method != http.MethodGet {
+		http.Error(w, `{"title":"Unauthorized"}`, http.StatusUnauthorized)
+		return
+	}
+	path, _ := strings.CutPrefix(r.URL.Path, "/todos")
+	list := path == "" || path == "/"
+	b := &pgx.Batch{}
+	b.Queue(rawSettingsSQL, "authenticated", claims)
+	out := make([]byte, 0, 1024)
+	var last int64
+	n := 0
+	each := func(rows pgx.Rows) error {
+		defer rows.Close()
+		var (
+			id            int64
+			tenant, owner [16]byte
+			title         string
+			done          bool
+			created       time.Time
+		)
+		for rows.Next() {
+			if list && n == benchPage {
+				n++
+				break
+			}
+			if err := rows.Scan(&id, &tenant, &owner, &title, &done, &created); err != nil {
+				return err
+			}
+			if n > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, `{"id":`...)
+			out = strconv.AppendInt(out, id, 10)
+			out = append(out, `,"tenant_id":"`...)
+			out = appendUUID(out, tenant)
+			out = append(out, `","owner_id":"`...)
+			out = appendUUID(out, owner)
+			out = append(out, `","title":`...)
+			out = appendJSONString(out, title)
+			out = append(out, `,"done":`...)
+			out = strconv.AppendBool(out, done)
+			out = append(out, `,"created_at":"`...)
+			out = created.AppendFormat(out, "2006-01-02T15:04:05.999999Z07:00")
+			out = append(out, `"}`...)
+			last = id
+			n++
+		}
+		rows.Close()
+		return rows.Err()
+	}
+	if list {
+		out = append(out, `{"items":[`...)
+		b.Queue(realListSQL).Query(each)
+	} else {
+		id, err := strconv.ParseInt(path[1:], 10, 64)
+		if err != nil {
+			http.Error(w, `{"title":"Bad key"}`, http.StatusBadRequest)
+			return
+		}
+		b.Queue(realGetSQL, id).Query(each)
+	}
+	if err := s.pool.SendBatch(r.Context(), b).Close(); err != nil {
+		http.Error(w, `{"title":"Internal"}`, http.StatusInternalServerError)
+		return
+	}
+	if list {
+		out = append(out, `],"next_cursor":`...)
+		if n > benchPage {
+			rs := &rawServer{cursorKey: s.cursorKey}
+			out = append(out, '"')
+			out = rs.appendCursor(out, last)
+			out = append(out, '"')
+		} else {
+			out = append(out, "null"...)
+		}
+		out = append(out, '}')
+	} else if n == 0 {
+		http.Error(w, `{"title":"Not Found"}`, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}

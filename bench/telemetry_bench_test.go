@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/rest"
+	"github.com/tablegate/tablegate/telemetry"
+)
+
+// discardSpans is a span exporter that drops what it is given: spans are
+// still sampled (always-on), recorded, batched and handed over.
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkTelemetryGet measures GET /items/{id} (RLS, memo hit) with
+// tracing and metrics on against the same stack with them off, in one
+// run, driven by wrk from its own process. "on" has the OpenTelemetry SDK
+// with the always-on sampler and a batch span processor feeding a
+// discarding exporter, a meter provider with a reader (every instrument
+// aggregates), the pgx tracer and pool metrics, X-Request-Id, and no access
+// log; "off" is the stack as a user without telemetry builds it. Rounds
+// alternate floor, off, on. Metrics: req/s of each, on/off (target ≥ 0.90)
+// and off/floor (compare with the GET ratio recorded in BENCHMARKS.md
+// before telemetry existed).
+func BenchmarkTelemetryGet(b *testing.B) {
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		b.Fatal("BenchmarkTelemetryGet needs wrk on PATH: apt-get install wrk")
+	}
+	fx, on, _ := telemetryStacks(b)
+	servers := []struct {
+		name string
+		h    http.Handler
+	}{{"floor", fx.floor}, {"off", fx.tablegate}, {"on", on}}
+	urls := map[string]string{}
+	for _, s := range servers {
+		srv := httptest.NewServer(s.h)
+		b.Cleanup(srv.Close)
+		urls[s.name] = srv.URL
+	}
+	for b.Loop() {
+		rps, cpu := map[string]float64{}, map[string]float64{}
+		const rounds = 4
+		for round := range rounds + 1 {
+			for i := range servers {
+				s := servers[(i+round)%len(servers)]
+				d := 2 * time.Second
+				if round == 0 {
+					d = time.Second // warm-up, not counted
+				}
+				before := processCPU()
+				v := runWrk(b, wrk, urls[s.name]+"/items/42", fx.token, d)
+				if round > 0 {
+					rps[s.name] += v / rounds
+					cpu[s.name] += (processCPU() - before).Seconds() / (v * d.Seconds())
+				}
+			}
+		}
+		for name, v := range rps {
+			b.ReportMetric(v, name+"-req/s")
+		}
+		b.ReportMetric(rps["on"]/rps["off"], "on/off")
+		// Server CPU per request (this process: the servers; wrk runs in
+		// its own), less sensitive to other load than req/s: off/on is
+		// the throughput ratio a CPU-bound server would see.
+		b.ReportMetric(cpu["off"]/rounds*1e6, "off-cpu-µs/req")
+		b.ReportMetric(cpu["on"]/rounds*1e6, "on-cpu-µs/req")
+		b.ReportMetric(cpu["off"]/cpu["on"], "cpu-off/on")
+		b.ReportMetric(rps["off"]/rps["floor"], "off/floor")
+		b.ReportMetric(loadavg(), "load-1m")
+	}
+}
+
+// BenchmarkTelemetryOverhead serves GET /items/{id} in-process (no
+// sockets) with telemetry off, on (tracing and metrics), and on with the
+// access log (slog JSON to io.Discard), to show the CPU and allocations
+// each adds per request (the database round trip is in all). Run it with
+// -count to interleave them.
+func BenchmarkTelemetryOverhead(b *testing.B) {
+	fx, on, onLog := telemetryStacks(b)
+	for _, s := range []struct {
+		name string
+		h    http.Handler
+	}{{"off", fx.tablegate}, {"on", on}, {"on+log", onLog}} {
+		b.Run(s.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(8)
+			before := processCPU()
+			defer func() {
+				// CPU of this process per request (the handler and the
+				// SDK's background work, not Postgres): steadier than
+				// ns/op on a loaded machine.
+				b.ReportMetric(float64((processCPU()-before).Microseconds())/float64(b.N), "cpu-µs/op")
+			}()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req := httptest.NewRequest("GET", "/items/42", nil)
+					req.Header.Set("Authorization", "Bearer "+fx.token)
+					rec := httptest.NewRecorder()
+					s.h.ServeHTTP(rec, req)
+					if rec.Code != 200 {
+						b.Errorf("status %d: %s", rec.Code, rec.Body)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// telemetryStacks returns the HTTP fixture (its tablegate handler is the
+// stack with telemetry off), the same stack with tracing and metrics on,
+// and that with the access log too.
+func telemetryStacks(b *testing.B) (fx *httpFixture, on, onLog http.Handler) {
+	pool := setupItems(b)
+	fx = newHTTPFixture(b, pool)
+
+	ctx := context.Background()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(discardSpans{}))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
+	tel, err := telemetry.New(&telemetry.Config{TracerProvider: tp, MeterProvider: mp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := pool.Config()
+	db.Instrument(cfg, tel)
+	tpool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(tpool.Close)
+	if err := db.RecordPoolStats(tpool, tel); err != nil {
+		b.Fatal(err)
+	}
+	res, err := rest.NewResource(ctx, db.New(tpool, nil), benchTable, &rest.Config{CursorKey: []byte("bench cursor key, 32 bytes long!")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	stack := func(tel *telemetry.Telemetry) http.Handler {
+		rv, err := authctx.New(ctx, &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: fx.jwks}, Telemetry: tel})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(rv.Close)
+		return tel.Handler(rv.Middleware(http.StripPrefix("/"+benchTable, res)))
+	}
+	logged, err := telemetry.New(&telemetry.Config{TracerProvider: tp, MeterProvider: mp,
+		AccessLog: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fx, stack(tel), stack(logged)
+}

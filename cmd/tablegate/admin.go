@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pressly/goose/v3"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/problem"
+)
+
+// opsFlags are the operations flags of serve and demo.
+type opsFlags struct {
+	adminAddr  string
+	accessLog  bool
+	logSubject bool
+}
+
+func (f *opsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.adminAddr, "admin-addr", "", "serve /livez, /readyz and /metrics (Prometheus) on this separate `HOST:PORT` (default none; config key admin_addr)")
+	fs.BoolVar(&f.accessLog, "access-log", true, "write one JSON access log line per request to stderr (config key access_log)")
+	fs.BoolVar(&f.logSubject, "log-subject", false, "add the caller's user id to the access log (config key log_subject)")
+}
+
+// readyTimeout bounds each readiness check.
+const readyTimeout = 2 * time.Second
+
+// namedCheck is one named condition of the admin listener's /readyz.
+type namedCheck struct {
+	name  string
+	check func(ctx context.Context) error
+}
+
+// readinessChecks are the conditions of the admin listener's /readyz:
+// those of the public /readyz (readyCheck: the database answers — a busy
+// pool is not down, see db.Ready — and the JWKS is loaded), each named,
+// plus the database's tablegate migrations at least at the version this
+// build embeds.
+func readinessChecks(pool *pgxpool.Pool, rv *authctx.Resolver) []namedCheck {
+	return []namedCheck{
+		{"database", func(ctx context.Context) error { return databaseReady(ctx, pool) }},
+		{"jwks", func(ctx context.Context) error { return jwksReady(rv) }},
+		{"migrations", migrationsReady(pool)},
+	}
+}
+
+// databaseReady reports whether the database answers (db.Ready: a pool
+// whose connections are all busy still counts as answering).
+func databaseReady(ctx context.Context, pool *pgxpool.Pool) error {
+	return db.Ready(ctx, pool)
+}
+
+// jwksReady reports whether the resolver holds keys to verify with.
+func jwksReady(rv *authctx.Resolver) error { return rv.Ready() }
+
+// migrationsReady compares the database's migration version with the
+// newest migration embedded in this build.
+func migrationsReady(pool *pgxpool.Pool) func(ctx context.Context) error {
+	var mu sync.Mutex
+	var p *goose.Provider
+	return func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if p == nil {
+			// The provider (and its database/sql handle on the pool) lives
+			// as long as the process.
+			np, err := db.NewMigrator(pool)
+			if err != nil {
+				return err
+			}
+			p = np
+		}
+		var want int64
+		for _, s := range p.ListSources() {
+			want = max(want, s.Version)
+		}
+		got, err := p.GetDBVersion(ctx)
+		if err != nil {
+			if errors.Is(err, goose.ErrNoMigrations) {
+				got = 0
+			} else {
+				return fmt.Errorf("read the migration version: %w", err)
+			}
+		}
+		if got < want {
+			return fmt.Errorf("at version %d, this build expects %d (run: tablegate migrate up)", got, want)
+		}
+		return nil
+	}
+}
+
+// adminHandler serves /livez (the process answers), /readyz (every check
+// passes: 200 with each check's status; else 503 problem+json naming the
+// failing checks) and /metrics (Prometheus text format; 404 when metrics
+// are off).
+func adminHandler(checks []namedCheck, metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		status := map[string]string{}
+		var failed []string
+		for _, c := range checks {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			err := c.check(ctx)
+			cancel()
+			if err != nil {
+				status[c.name] = "failing"
+				failed = append(failed, c.name+": "+err.Error())
+				continue
+			}
+			status[c.name] = "ok"
+		}
+		if len(failed) > 0 {
+			p := problem.New(problem.KindUnavailable, "Not ready: "+strings.Join(failed, "; ")+".").WithHeader("Retry-After", "1")
+			problem.Write(w, p)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": status})
+	})
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
+	return mux
+}
+
+// startAdmin listens on addr and serves h until ctx ends (then shuts
+// down within 5 s). It returns the listener's base URL.
+func startAdmin(ctx context.Context, out io.Writer, addr string, h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("admin listener on %s: %w (is the port in use?)", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	go func() { _ = srv.Serve(ln) }()
+	base := "http://" + hostPort(ln.Addr())
+	fmt.Fprintf(out, "✓ admin on %s (/livez, /readyz, /metrics)\n", base)
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	return base, stop, nil
+}
+
+// fromConfig fills the flags the command line did not set from the serve
+// config's keys.
+func (f *opsFlags) fromConfig(fs *flag.FlagSet, cfg *serveConfig) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if !set["admin-addr"] {
+		f.adminAddr = cfg.AdminAddr
+	}
+	if !set["access-log"] && cfg.AccessLog != nil {
+		f.accessLog = *cfg.AccessLog
+	}
+	if !set["log-subject"] {
+		f.logSubject = cfg.LogSubject
+	}
+}
+
+// observeOpts turns the flags into observability options.
+func (f *opsFlags) observeOpts(e *env) observeOpts {
+	var o observeOpts
+	if f.accessLog {
+		o.accessLog, o.logSubject = e.stderr, f.logSubject
+	}
+	return o
+}

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgcluster"
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// serveFixture writes a serve config for public.todos (list and get,
+// guard user) whose JWKS is served by a test server, and returns the
+// config path and a user token for the demo's tenant A.
+func serveFixture(t *testing.T, extra map[string]any) (cfgPath, token string) {
+	t.Helper()
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.json")
+	k, err := newSigningJWK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeKeyFile(keys, []jwk{k}); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := loadKeyFile(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
+	t.Cleanup(jwks.Close)
+	cfg := map[string]any{
+		"base_path": "/v1",
+		"auth":      map[string]any{"jwks_url": jwks.URL},
+		"tables": map[string]any{
+			"todos": map[string]any{"table": "public.todos", "operations": []string{"list", "get"},
+				"select": []string{"id", "title", "done"}, "guard": []string{"user"}},
+		},
+	}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	cfgPath = filepath.Join(dir, "tablegate.json")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token, err = mintToken(ks, tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath, token
+}
+
+// startServe runs serve in-process until the test ends and waits until
+// both listeners answer.
+func startServeOps(t *testing.T, dbURL string, args ...string) (out *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out = &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		e := &env{stdout: &syncBuffer{}, stderr: out, getenv: func(k string) string { return map[string]string{"DATABASE_URL": dbURL}[k] }}
+		done <- run(ctx, e, append([]string{"serve"}, args...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "✓ serving") {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited with %d: %s", code, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return out
+}
+
+func getURL(t *testing.T, u string, header map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", u, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// scrape fetches /metrics and parses it with the Prometheus text parser.
+func scrape(t *testing.T, admin string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d", resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("/metrics content type %q, want the text format", ct)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("the Prometheus text parser refuses /metrics: %v", err)
+	}
+	return fams
+}
+
+// count sums a family's counter values or histogram sample counts over
+// the series whose labels include want.
+func count(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	f := fams[name]
+	if f == nil {
+		return 0
+	}
+	var n float64
+	for _, m := range f.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		ok := true
+		for k, v := range want {
+			if labels[k] != v {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			n += m.Counter.GetValue()
+		case m.Histogram != nil:
+			n += float64(m.Histogram.GetSampleCount())
+		case m.Gauge != nil:
+			n += m.Gauge.GetValue()
+		}
+	}
+	return n
+}
+
+// TestServeAdminMetrics scrapes /metrics from a running serve over HTTP,
+// parses it with the Prometheus text-format parser, and watches the
+// counters move as requests are made; /livez and /readyz answer on the
+// admin listener and none of the three on the public one.
+func TestServeAdminMetrics(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath, token := serveFixture(t, nil)
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	out := startServeOps(t, url, "--config", cfgPath, "--addr", addr, "--admin-addr", adminAddr)
+	base, admin := "http://"+addr, "http://"+adminAddr
+	for !strings.Contains(out.String(), "✓ admin on") {
+		t.Fatalf("no admin line: %s", out.String())
+	}
+	if code, _, body := getURL(t, admin+"/livez", nil); code != 200 {
+		t.Errorf("/livez: %d %s", code, body)
+	}
+	if code, _, body := getURL(t, admin+"/readyz", nil); code != 200 || !strings.Contains(body, `"database":"ok"`) || !strings.Contains(body, `"migrations":"ok"`) || !strings.Contains(body, `"jwks":"ok"`) {
+		t.Errorf("/readyz: %d %s", code, body)
+	}
+	if code, _, _ := getURL(t, base+"/metrics", nil); code != 404 {
+		t.Errorf("/metrics on the public listener: %d, want 404", code)
+	}
+
+	route := map[string]string{"http_route": "/v1/todos/", "http_response_status_code": "200", "tablegate_operation": "list", "tablegate_caller_kind": "user"}
+	before := scrape(t, admin)
+	const n = 5
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	for range n {
+		if code, _, body := getURL(t, base+"/v1/todos/", auth); code != 200 {
+			t.Fatalf("list: %d %s", code, body)
+		}
+	}
+	if code, _, _ := getURL(t, base+"/v1/todos/", map[string]string{"Authorization": "Bearer not-a-token"}); code != 401 {
+		t.Errorf("invalid token: %d", code)
+	}
+	after := scrape(t, admin)
+	if d := count(after, "http_server_request_duration_seconds", route) - count(before, "http_server_request_duration_seconds", route); d != n {
+		t.Errorf("request count for the list route moved by %v, want %d", d, n)
+	}
+	if d := count(after, "tablegate_auth_resolutions_total", map[string]string{"tablegate_caller_kind": "invalid", "tablegate_caller_reason": "token"}) -
+		count(before, "tablegate_auth_resolutions_total", map[string]string{"tablegate_caller_kind": "invalid", "tablegate_caller_reason": "token"}); d != 1 {
+		t.Errorf("invalid resolutions moved by %v, want 1", d)
+	}
+	if d := count(after, "tablegate_auth_memo_hits_total", nil) - count(before, "tablegate_auth_memo_hits_total", nil); d < n-1 {
+		t.Errorf("memo hits moved by %v, want ≥ %d", d, n-1)
+	}
+	for _, name := range []string{"tablegate_auth_jwks_fetches_total", "tablegate_auth_memo_size", "pgxpool_acquires_total", "pgxpool_acquired_connections", "pgxpool_acquire_duration_nanoseconds_total"} {
+		if _, ok := after[name]; !ok {
+			var have []string
+			for k := range after {
+				have = append(have, k)
+			}
+			t.Errorf("no %s in /metrics (have %v)", name, have)
+		}
+	}
+	// The access log line of a request: JSON with route, status, request
+	// id and trace fields, no token.
+	var line map[string]any
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, `"status":401`) {
+			_ = json.Unmarshal([]byte(l), &line)
+		}
+	}
+	for _, k := range []string{"time", "method", "route", "status", "duration_ms", "request_id", "caller_kind"} {
+		if _, ok := line[k]; !ok {
+			t.Errorf("access log line lacks %q: %v", k, line)
+		}
+	}
+	if strings.Contains(out.String(), token) || strings.Contains(out.String(), demoUserID) {
+		t.Error("the access log holds the token or the subject without --log-subject")
+	}
+}
+
+// TestServeReadyzFollowsTheDatabase stops a throwaway cluster under a
+// running serve: /readyz turns 503 naming the database, and 200 again
+// once the cluster is back. (It never touches the shared server.)
+func TestServeReadyzFollowsTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cluster, err := pgcluster.Start(ctx, t.Logf)
+	if err != nil {
+		t.Fatalf("throwaway cluster: %v (install postgresql: apt-get install postgresql)", err)
+	}
+	t.Cleanup(func() { _ = cluster.Stop() })
+	pool, err := pgxpool.New(ctx, cluster.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	cfgPath, _ := serveFixture(t, nil)
+	adminAddr := freeAddr(t)
+	startServeOps(t, cluster.URL, "--config", cfgPath, "--addr", freeAddr(t), "--admin-addr", adminAddr, "--access-log=false")
+	admin := "http://" + adminAddr
+
+	waitReady := func(want int) string {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			code, h, body := getURL(t, admin+"/readyz", nil)
+			if code == want {
+				if want == 503 && (h.Get("Content-Type") != "application/problem+json" || !strings.Contains(body, "database")) {
+					t.Errorf("failing /readyz: %s %s", h.Get("Content-Type"), body)
+				}
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/readyz stayed %d (want %d): %s", code, want, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitReady(200)
+	if err := cluster.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("down: %s", waitReady(503))
+	if code, _, _ := getURL(t, admin+"/livez", nil); code != 200 {
+		t.Errorf("/livez while the database is down: %d, want 200", code)
+	}
+	if err := cluster.StartServer(); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(200)
+}

@@ -1,0 +1,496 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// The demo's auth server also answers the sign-in and sign-out calls of
+// auth-js and tablegate's authflow, so the whole session lifecycle runs
+// offline:
+//
+//	POST /auth/v1/token?grant_type=password   {email|phone, password}
+//	GET  /auth/v1/authorize?provider=…&redirect_to=…&code_challenge=…&code_challenge_method=s256
+//	     → 302 redirect_to?code=<auth code> (the "provider" is the demo itself:
+//	       it signs the demo user in without asking)
+//	POST /auth/v1/token?grant_type=pkce       {auth_code, code_verifier}
+//	POST /auth/v1/otp?redirect_to=…           {email, code_challenge, …} (the link is printed)
+//	GET  /auth/v1/verify?token=…&type=…&redirect_to=… → 302 redirect_to?code=…
+//	POST /auth/v1/verify                      {token_hash, type} | {email, token, type}
+//	POST /auth/v1/logout?scope=global|local|others  (Bearer access token) → 204
+//
+// Errors use GoTrue's codes and statuses: invalid_credentials (400),
+// flow_state_not_found (404), flow_state_expired (403), bad_code_verifier
+// (400), otp_expired (403), session_not_found (403), no_authorization
+// (401), validation_failed (400).
+
+// flowStateTTL is how long an auth code waits for its exchange (GoTrue's
+// flow state lifetime is 5 minutes).
+const flowStateTTL = 5 * time.Minute
+
+// demoAccount is a user of the demo's auth server.
+type demoAccount struct {
+	spec     tokenSpec
+	email    string
+	phone    string
+	password string
+}
+
+// flowState is one PKCE authorization waiting for its code exchange.
+type flowState struct {
+	challenge string
+	account   *demoAccount
+	expires   time.Time
+}
+
+// otpState is one sent code / magic link.
+type otpState struct {
+	account   *demoAccount
+	code      string
+	challenge string
+	redirect  string
+	expires   time.Time
+	wrong     int // codes typed for this account that did not match
+}
+
+// maxWrongCodes is how many wrong codes burn an account's pending code, so
+// that six digits cannot be guessed (GoTrue bounds guesses with rate limits).
+const maxWrongCodes = 5
+
+// sentOTP is what the demo "sends" (prints) for an OTP.
+type sentOTP struct {
+	Email, Code, TokenHash, Link string
+}
+
+// addAccount registers a user who may sign in with a password (and by
+// OTP / magic link and the demo OAuth provider).
+func (s *demoAuthServer) addAccount(spec tokenSpec, email, phone, password string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	spec.Email = email
+	a := &demoAccount{spec: spec, email: email, phone: phone, password: password}
+	s.accounts = append(s.accounts, a)
+}
+
+func (s *demoAuthServer) accountBy(email, phone string) *demoAccount {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.accounts {
+		if (email != "" && strings.EqualFold(a.email, email)) || (phone != "" && a.phone == phone) {
+			return a
+		}
+	}
+	return nil
+}
+
+// sessionJSON issues a session for a and writes GoTrue's token response
+// (AccessTokenResponse member order, models.User fields).
+func (s *demoAuthServer) writeSession(w http.ResponseWriter, a *demoAccount) {
+	spec := a.spec
+	spec.SessionID = ""
+	access, refresh, err := s.signIn(spec)
+	if err != nil {
+		gotrueError(w, http.StatusInternalServerError, "unexpected_failure", "could not sign the token")
+		return
+	}
+	ttl := spec.TTL
+	if ttl <= 0 {
+		ttl = time.Hour
+	}
+	now := s.now()
+	type user struct {
+		ID           string         `json:"id"`
+		Aud          string         `json:"aud"`
+		Role         string         `json:"role"`
+		Email        string         `json:"email"`
+		Phone        string         `json:"phone"`
+		AppMetadata  map[string]any `json:"app_metadata"`
+		UserMetadata map[string]any `json:"user_metadata"`
+		Identities   []any          `json:"identities"`
+		IsAnonymous  bool           `json:"is_anonymous"`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(struct {
+		AccessToken  string `json:"access_token"`
+		TokenType    string `json:"token_type"`
+		ExpiresIn    int    `json:"expires_in"`
+		ExpiresAt    int64  `json:"expires_at"`
+		RefreshToken string `json:"refresh_token"`
+		User         user   `json:"user"`
+	}{access, "bearer", int(ttl.Seconds()), now.Add(ttl).Unix(), refresh, user{
+		ID: spec.Sub, Aud: "authenticated", Role: "authenticated", Email: a.email, Phone: a.phone,
+		AppMetadata:  map[string]any{"provider": "email", "providers": []string{"email"}},
+		UserMetadata: map[string]any{}, Identities: []any{},
+	}})
+}
+
+// readJSON decodes a bounded JSON body, answering validation_failed.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<10)).Decode(v); err != nil {
+		gotrueError(w, http.StatusBadRequest, "bad_json", "Could not parse request body as JSON")
+		return false
+	}
+	return true
+}
+
+// passwordGrant answers POST /token?grant_type=password.
+func (s *demoAuthServer) passwordGrant(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Email, Phone, Password string
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
+	a := s.accountBy(body.Email, body.Phone)
+	if a == nil || body.Password == "" || !equalKeys(body.Password, a.password) {
+		gotrueError(w, http.StatusBadRequest, "invalid_credentials", "Invalid login credentials")
+		return
+	}
+	s.writeSession(w, a)
+}
+
+// maxPending bounds the flow states and OTPs the demo keeps: /authorize
+// needs no key, so a burst must not grow memory without bound.
+const maxPending = 10000
+
+// roomFor drops expired entries when n reached maxPending and reports
+// whether there is room for one more. Called with s.mu held.
+func (s *demoAuthServer) roomFor() bool {
+	now := s.now()
+	if len(s.flows) >= maxPending {
+		for k, f := range s.flows {
+			if !now.Before(f.expires) {
+				delete(s.flows, k)
+			}
+		}
+	}
+	if len(s.otps) >= maxPending {
+		for k, o := range s.otps {
+			if now.After(o.expires) {
+				delete(s.otps, k)
+			}
+		}
+	}
+	return len(s.flows) < maxPending && len(s.otps) < maxPending
+}
+
+// newAuthCode stores a flow state and returns its code, or "" when too
+// many flows are pending.
+func (s *demoAuthServer) newAuthCode(a *demoAccount, challenge string) string {
+	code := newUUID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.roomFor() {
+		return ""
+	}
+	s.flows[code] = &flowState{challenge: challenge, account: a, expires: s.now().Add(flowStateTTL)}
+	return code
+}
+
+// tooMany redirects to to with GoTrue's rate-limit error.
+func tooMany(w http.ResponseWriter, r *http.Request, to string) {
+	http.Redirect(w, r, withQuery(to, "error", "server_error", "error_code", "over_request_rate_limit",
+		"error_description", "Too many pending sign-ins"), http.StatusSeeOther)
+}
+
+// pkceGrant answers POST /token?grant_type=pkce: one exchange per code,
+// the S256 of the verifier must equal the stored challenge.
+func (s *demoAuthServer) pkceGrant(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		AuthCode     string `json:"auth_code"`
+		CodeVerifier string `json:"code_verifier"`
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if body.AuthCode == "" || body.CodeVerifier == "" {
+		gotrueError(w, http.StatusBadRequest, "validation_failed", "invalid request: both auth code and code verifier should be non-empty")
+		return
+	}
+	s.mu.Lock()
+	fs := s.flows[body.AuthCode]
+	delete(s.flows, body.AuthCode)
+	s.mu.Unlock()
+	sum := sha256.Sum256([]byte(body.CodeVerifier))
+	switch {
+	case fs == nil:
+		gotrueError(w, http.StatusNotFound, "flow_state_not_found", "invalid flow state, no valid flow state found")
+	case !s.now().Before(fs.expires):
+		gotrueError(w, http.StatusForbidden, "flow_state_expired", "invalid flow state, flow state has expired")
+	case base64.RawURLEncoding.EncodeToString(sum[:]) != fs.challenge:
+		gotrueError(w, http.StatusBadRequest, "bad_code_verifier", "code challenge does not match previously saved code verifier")
+	default:
+		s.writeSession(w, fs.account)
+	}
+}
+
+// safeRedirect returns redirect_to when it is under the site URL (GoTrue's
+// allow list), else the site URL.
+func (s *demoAuthServer) safeRedirect(to string) string {
+	u, err := url.Parse(to)
+	if err != nil || to == "" || s.siteURL == "" {
+		return s.siteURL
+	}
+	site, _ := url.Parse(s.siteURL)
+	if u.Scheme != site.Scheme || u.Host != site.Host || u.User != nil {
+		return s.siteURL
+	}
+	return to
+}
+
+// withQuery appends k=v to a URL's query.
+func withQuery(to string, kv ...string) string {
+	u, err := url.Parse(to)
+	if err != nil {
+		return to
+	}
+	q := u.Query()
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// authorize answers GET /authorize: the demo is its own OAuth provider and
+// signs the first account in without a consent screen, then redirects to
+// redirect_to with an auth code (PKCE only).
+func (s *demoAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	to := s.safeRedirect(q.Get("redirect_to"))
+	if q.Get("provider") == "" {
+		gotrueError(w, http.StatusBadRequest, "validation_failed", "Unsupported provider: missing provider")
+		return
+	}
+	ch, method := q.Get("code_challenge"), strings.ToLower(q.Get("code_challenge_method"))
+	if ch == "" || method != "s256" {
+		http.Redirect(w, r, withQuery(to, "error", "invalid_request", "error_code", "validation_failed",
+			"error_description", "The demo supports only PKCE with S256"), http.StatusFound)
+		return
+	}
+	s.mu.Lock()
+	var a *demoAccount
+	if len(s.accounts) > 0 {
+		a = s.accounts[0]
+	}
+	s.mu.Unlock()
+	if a == nil {
+		http.Redirect(w, r, withQuery(to, "error", "server_error", "error_code", "user_not_found"), http.StatusFound)
+		return
+	}
+	code := s.newAuthCode(a, ch)
+	if code == "" {
+		tooMany(w, r, to)
+		return
+	}
+	http.Redirect(w, r, withQuery(to, "code", code), http.StatusFound)
+}
+
+// otp answers POST /otp: it records a code and a token hash for a known
+// account and "sends" them through s.sent (the demo prints them). Unknown
+// addresses get the same 200, as GoTrue does without create_user.
+func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Email               string `json:"email"`
+		Phone               string `json:"phone"`
+		CodeChallenge       string `json:"code_challenge"`
+		CodeChallengeMethod string `json:"code_challenge_method"`
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if (body.Email == "") == (body.Phone == "") {
+		gotrueError(w, http.StatusBadRequest, "validation_failed", "Only an email address or phone number should be provided")
+		return
+	}
+	if a := s.accountBy(body.Email, body.Phone); a != nil {
+		var hb [28]byte
+		_, _ = rand.Read(hb[:])
+		var cb [4]byte
+		_, _ = rand.Read(cb[:])
+		hash := hex.EncodeToString(hb[:])
+		st := &otpState{account: a, code: fmt.Sprintf("%06d", (uint32(cb[0])<<24|uint32(cb[1])<<16|uint32(cb[2])<<8|uint32(cb[3]))%1000000),
+			redirect: s.safeRedirect(r.URL.Query().Get("redirect_to")), expires: s.now().Add(time.Hour)}
+		if body.CodeChallenge != "" && strings.EqualFold(body.CodeChallengeMethod, "s256") {
+			st.challenge = body.CodeChallenge
+		}
+		s.mu.Lock()
+		room := s.roomFor()
+		if room {
+			// One pending code per account, as GoTrue keeps one token per
+			// user: a new request replaces the previous code, so repeated
+			// requests do not multiply the codes a guess can hit.
+			for h, o := range s.otps {
+				if o.account == a {
+					delete(s.otps, h)
+				}
+			}
+			s.otps[hash] = st
+		}
+		s.mu.Unlock()
+		if !room {
+			gotrueError(w, http.StatusTooManyRequests, "over_email_send_rate_limit", "Too many codes pending")
+			return
+		}
+		link := withQuery(s.issuer+"/verify", "token", hash, "type", "magiclink", "redirect_to", st.redirect)
+		if s.sent != nil {
+			s.sent(sentOTP{Email: a.email, Code: st.code, TokenHash: hash, Link: link})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte("{}\n"))
+}
+
+// takeOTP consumes the OTP matching a token hash, or an email/phone and
+// code. A wrong code counts against the account's pending code, which
+// maxWrongCodes wrong codes burn.
+func (s *demoAuthServer) takeOTP(hash, email, phone, code string) *otpState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for h, st := range s.otps {
+		forAccount := (email != "" && strings.EqualFold(email, st.account.email)) || (phone != "" && phone == st.account.phone)
+		match := (hash != "" && h == hash) || (code != "" && forAccount && equalKeys(code, st.code))
+		if match {
+			delete(s.otps, h)
+			if now.After(st.expires) {
+				return nil
+			}
+			return st
+		}
+		if code != "" && forAccount {
+			if st.wrong++; st.wrong >= maxWrongCodes {
+				delete(s.otps, h)
+			}
+		}
+	}
+	return nil
+}
+
+// verifyLink answers GET /verify (the magic link): with a PKCE challenge
+// it redirects with an auth code; without one with an error (the demo has
+// no implicit flow).
+func (s *demoAuthServer) verifyLink(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	st := s.takeOTP(q.Get("token"), "", "", "")
+	to := s.safeRedirect(q.Get("redirect_to"))
+	switch {
+	case st == nil:
+		http.Redirect(w, r, withQuery(to, "error", "access_denied", "error_code", "otp_expired",
+			"error_description", "Email link is invalid or has expired"), http.StatusSeeOther)
+	case st.challenge == "":
+		http.Redirect(w, r, withQuery(to, "error", "invalid_request", "error_code", "validation_failed",
+			"error_description", "The demo supports magic links with PKCE only"), http.StatusSeeOther)
+	default:
+		if st.redirect != "" {
+			to = st.redirect
+		}
+		code := s.newAuthCode(st.account, st.challenge)
+		if code == "" {
+			tooMany(w, r, to)
+			return
+		}
+		http.Redirect(w, r, withQuery(to, "code", code), http.StatusSeeOther)
+	}
+}
+
+// verify answers POST /verify.
+func (s *demoAuthServer) verify(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		TokenHash string `json:"token_hash"`
+		Type      string `json:"type"`
+		Email     string `json:"email"`
+		Phone     string `json:"phone"`
+		Token     string `json:"token"`
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if body.Type == "" || (body.TokenHash == "" && body.Token == "") {
+		gotrueError(w, http.StatusBadRequest, "validation_failed", "Verify requires a token or a token hash")
+		return
+	}
+	st := s.takeOTP(body.TokenHash, body.Email, body.Phone, body.Token)
+	if st == nil {
+		gotrueError(w, http.StatusForbidden, "otp_expired", "Token has expired or is invalid")
+		return
+	}
+	s.writeSession(w, st.account)
+}
+
+// logout answers POST /logout?scope=…: the Bearer access token names the
+// user and session; local revokes that session, global every session of
+// the user, others every other one. Revoked sessions answer
+// session_not_found on refresh.
+func (s *demoAuthServer) logout(w http.ResponseWriter, r *http.Request) {
+	scope := r.URL.Query().Get("scope")
+	if scope == "" {
+		scope = "global"
+	}
+	if scope != "global" && scope != "local" && scope != "others" {
+		gotrueError(w, http.StatusBadRequest, "validation_failed", "Unsupported logout scope")
+		return
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" || tok == s.apikey {
+		gotrueError(w, http.StatusUnauthorized, "no_authorization", "This endpoint requires a valid Bearer token")
+		return
+	}
+	claims := jwt.MapClaims{}
+	_, err := jwt.NewParser(jwt.WithValidMethods([]string{"ES256", "RS256", "EdDSA"}), jwt.WithExpirationRequired(),
+		jwt.WithIssuer(s.issuer), jwt.WithTimeFunc(s.now)).
+		ParseWithClaims(tok, claims, func(t *jwt.Token) (any, error) { return s.ks.publicKey(t) })
+	if err != nil {
+		gotrueError(w, http.StatusForbidden, "bad_jwt", "invalid JWT: unable to parse or verify signature")
+		return
+	}
+	sub, _ := claims["sub"].(string)
+	sid, _ := claims["session_id"].(string)
+	s.mu.Lock()
+	found := false
+	for _, sess := range s.sessions {
+		if sess.spec.Sub != sub || sess.revoked {
+			continue
+		}
+		this := sess.spec.SessionID == sid
+		found = found || this
+		if scope == "global" || (scope == "local" && this) || (scope == "others" && !this) {
+			sess.revoked = true
+		}
+	}
+	s.mu.Unlock()
+	if !found {
+		gotrueError(w, http.StatusForbidden, "session_not_found", "Session from session_id claim in JWT does not exist")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// routes registers the auth server's endpoints on mux.
+func (s *demoAuthServer) routes(mux *http.ServeMux) {
+	mux.Handle("POST /auth/v1/token", s)
+	// The browser opens these directly (no apikey, as behind the gateway).
+	mux.HandleFunc("GET /auth/v1/authorize", s.authorize)
+	mux.HandleFunc("GET /auth/v1/verify", s.verifyLink)
+	for path, h := range map[string]http.HandlerFunc{
+		"POST /auth/v1/otp": s.otp, "POST /auth/v1/verify": s.verify, "POST /auth/v1/logout": s.logout,
+	} {
+		h := h
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if s.requireAPIKey(w, r) {
+				h(w, r)
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemoAuthOTPGuessing: the demo's auth server keeps one pending code
+// per account and burns it after maxWrongCodes wrong codes. Before, every
+// POST /otp added a code (up to 10 000 pending) and wrong codes cost
+// nothing: with 2000 codes requested for demo-user, 3000 guesses at
+// /verify returned 2 sessions (knowing only the email and the publishable
+// key).
+func TestDemoAuthOTPGuessing(t *testing.T) {
+	t.Parallel()
+	a := newFlowApp(t, time.Hour)
+	post := func(path, body string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", a.url+path, strings.NewReader(body))
+		req.Header.Set("apikey", "sb_publishable_flows")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	sendCode := func() string {
+		t.Helper()
+		if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != 200 {
+			t.Fatalf("otp: %d", st)
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.sent[len(a.sent)-1].Code
+	}
+	verify := func(code string) int {
+		return post("/auth/v1/verify", fmt.Sprintf(`{"type":"email","email":%q,"token":%q}`, demoUserEmail, code))
+	}
+	// A new code replaces the previous one.
+	first := sendCode()
+	second := sendCode()
+	for second == first {
+		second = sendCode()
+	}
+	if st := verify(first); st != 403 {
+		t.Fatalf("a replaced code verified: %d", st)
+	}
+	if st := verify(second); st != 200 {
+		t.Fatalf("the current code: %d", st)
+	}
+	// Wrong codes burn the pending one.
+	code := sendCode()
+	for i, n := 0, 0; n < maxWrongCodes; i++ {
+		if guess := fmt.Sprintf("%06d", i); guess != code {
+			if st := verify(guess); st != 403 {
+				t.Fatalf("wrong code %s: %d", guess, st)
+			}
+			n++
+		}
+	}
+	if st := verify(code); st != 403 {
+		t.Fatalf("the code still verified after %d wrong ones: %d", maxWrongCodes, st)
+	}
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablegate/tablegate/internal/nodetest"
+)
+
+// artifactDir is where browser tests keep screenshots: $TABLEGATE_TEST_OUT,
+// else a directory under the system temp dir that outlives the test.
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("TABLEGATE_TEST_OUT")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "tablegate-test-out")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestDocsPageInChromium loads the demo's /api/docs in Debian's headless
+// Chromium: the embedded renderer must work offline under the page's CSP,
+// find an operation by search, expand a response schema and send a try-it
+// request carrying the caller's token that answers 200. A screenshot is kept.
+func TestDocsPageInChromium(t *testing.T) {
+	t.Parallel()
+	nodetest.Require(t)
+	nodetest.RequireChromium(t)
+	p := startDemo(t, buildCLI(t))
+	base := p.vars["BASE_URL"]
+	shot := filepath.Join(artifactDir(t), "docs-page.png")
+	var got struct {
+		Status           int
+		CSP              string
+		Title            string
+		SearchHash       string
+		SchemaBefore     int
+		SchemaAfter      int
+		TryStatus        int
+		TryAuthorization bool
+		TryBody          string
+		External         []string
+		ConsoleErrors    []string
+		PageErrors       []string
+	}
+	nodetest.Run(t, 120*time.Second, "docs-page.mjs", map[string]any{
+		"url": base + "/api/docs", "origin": base, "token": p.vars["USER_TOKEN"],
+		"search": "purge", "searchResult": "Delete your completed todos", "screenshot": shot,
+	}, &got)
+	t.Logf("screenshot: %s", shot)
+	if got.Status != 200 || got.Title != "tablegate demo" {
+		t.Errorf("page: status %d, title %q", got.Status, got.Title)
+	}
+	if !strings.Contains(got.CSP, "default-src 'none'") || !strings.Contains(got.CSP, "script-src 'self';") || strings.Contains(got.CSP, "unsafe-eval") {
+		t.Errorf("page CSP %q", got.CSP)
+	}
+	if !strings.Contains(got.SearchHash, "/todos/purge") {
+		t.Errorf("search for purge landed on %q", got.SearchHash)
+	}
+	if got.SchemaBefore != 0 || got.SchemaAfter == 0 {
+		t.Errorf("schema expansion: next_cursor shown %d before, %d after the click", got.SchemaBefore, got.SchemaAfter)
+	}
+	if got.TryStatus != 200 || !got.TryAuthorization || !strings.Contains(got.TryBody, `"items"`) {
+		t.Errorf("try-it: status %d, caller's token sent %v, body %s", got.TryStatus, got.TryAuthorization, got.TryBody)
+	}
+	if len(got.External) > 0 {
+		t.Errorf("the page reached outside its origin (it must work offline): %v", got.External)
+	}
+	if len(got.ConsoleErrors) > 0 || len(got.PageErrors) > 0 {
+		t.Errorf("browser errors (CSP violations show here): %v %v", got.ConsoleErrors, got.PageErrors)
+	}
+	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
+		t.Errorf("screenshot %s: %v", shot, err)
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestPrintEnvSourcesWithSh feeds formatEnv values a shell would mangle
+// unquoted and sources the result with sh: every key must come back intact.
+// TestDemoEndToEnd does the same with a real demo's --print-env file.
+func TestPrintEnvSourcesWithSh(t *testing.T) {
+	t.Parallel()
+	vars := []envVar{
+		{"DATABASE_URL", "postgres://postgres@/postgres?host=%2Fdev%2Fshm%2Ftablegate-pg-1&sslmode=disable"},
+		{"BASE_URL", "http://127.0.0.1:8080"},
+		{"USER_TOKEN", "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln-_"},
+		{"QUOTE", "it's $HOME `id` \"x\" ; echo pwned"},
+		{"SPACES", "a  b\tc"},
+		{"EMPTY", ""},
+		{"GLOB", "*?[a]~"},
+	}
+	data := formatEnv(vars)
+	if !strings.Contains(string(data), "BASE_URL=http://127.0.0.1:8080\n") {
+		t.Errorf("a plain URL should stay bare for line readers:\n%s", data)
+	}
+	got := sourceWithSh(t, data)
+	for _, v := range vars {
+		if g, ok := got[v.key]; !ok || g != v.value {
+			t.Errorf("sh reads %s=%q (set %v), want %q\nfile:\n%s", v.key, g, ok, v.value, data)
+		}
+		if u := unquoteShell(t, strings.TrimPrefix(envLine(string(data), v.key), v.key+"=")); u != v.value {
+			t.Errorf("line reader reads %s=%q, want %q", v.key, u, v.value)
+		}
+	}
+	if len(got) != len(vars) {
+		t.Errorf("sh sees %d keys, want %d: %v", len(got), len(vars), got)
+	}
+}
+
+func envLine(data, key string) string {
+	for _, l := range strings.Split(data, "\n") {
+		if strings.HasPrefix(l, key+"=") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestCLIDocDemoSchemaCurrent keeps docs/cli.md's demo table equal to the
+// schema the demo applies.
+func TestCLIDocDemoSchemaCurrent(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := func(s string) string {
+		i := strings.Index(s, "create table if not exists public.todos (")
+		if i < 0 {
+			return ""
+		}
+		j := strings.Index(s[i:], ");")
+		if j < 0 {
+			return ""
+		}
+		return s[i : i+j+2]
+	}
+	want := table(demoSchemaSQL)
+	if want == "" {
+		t.Fatal("demo_schema.sql lost its public.todos table")
+	}
+	if got := table(string(doc)); got != want {
+		t.Errorf("docs/cli.md's demo schema is stale; it shows\n%s\nthe demo applies\n%s", got, want)
+	}
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/tablegate/tablegate/telemetry"
+)
+
+// observability is the OpenTelemetry SDK wiring of serve and demo: the
+// providers configured from the standard OTEL_* variables, the Prometheus
+// registry behind the admin listener's /metrics, and the library's
+// Telemetry built on them.
+type observability struct {
+	tel      *telemetry.Telemetry
+	metrics  http.Handler
+	shutdown []func(context.Context) error
+	summary  []string
+}
+
+// observeOpts are the command-line choices that shape observability.
+type observeOpts struct {
+	accessLog  io.Writer // nil: no access log
+	logSubject bool
+}
+
+// exportersOf reads an OTEL_*_EXPORTER list ("otlp,prometheus"); empty
+// gives def.
+func exportersOf(getenv func(string) string, key string, def []string) []string {
+	v := strings.TrimSpace(getenv(key))
+	if v == "" {
+		return def
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(strings.ToLower(s)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// otlpProtocol checks that the OTLP protocol for signal is http/protobuf,
+// the only one this build ships.
+func otlpProtocol(getenv func(string) string, signal string) error {
+	p := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"))
+	if p == "" {
+		p = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
+	}
+	if p != "" && p != "http/protobuf" {
+		return usagef("OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported: tablegate exports OTLP over http/protobuf", p)
+	}
+	return nil
+}
+
+// setupObservability builds the SDK from the environment:
+//
+//   - OTEL_SDK_DISABLED=true: no spans, no metrics (the access log and
+//     X-Request-Id stay).
+//   - Traces: OTEL_TRACES_EXPORTER otlp or none; the default is otlp when
+//     OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is
+//     set, else none. OTLP goes over HTTP (http/protobuf); endpoint,
+//     headers, timeout and compression come from the standard variables,
+//     the sampler from OTEL_TRACES_SAMPLER (default parent-based always-on).
+//   - Metrics: always kept for /metrics (Prometheus text format on the
+//     admin listener); OTEL_METRICS_EXPORTER otlp (the default when an OTLP
+//     endpoint is set) also pushes them over OTLP/HTTP.
+//   - Resource: service.name tablegate unless OTEL_SERVICE_NAME or
+//     OTEL_RESOURCE_ATTRIBUTES say otherwise.
+func setupObservability(ctx context.Context, getenv func(string) string, o observeOpts) (*observability, error) {
+	obs := &observability{}
+	tcfg := &telemetry.Config{}
+	if o.accessLog != nil {
+		tcfg.AccessLog = slog.New(slog.NewJSONHandler(o.accessLog, nil))
+		tcfg.LogSubject = o.logSubject
+	}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		obs.summary = append(obs.summary, "OpenTelemetry off (OTEL_SDK_DISABLED)")
+		tel, err := telemetry.New(tcfg)
+		obs.tel = tel
+		return obs, err
+	}
+	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "tablegate")),
+		resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, fmt.Errorf("OpenTelemetry resource: %w", err)
+	}
+	endpointSet := func(signal string) bool {
+		return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
+	}
+	defTraces, defMetrics := []string{"none"}, []string{"prometheus"}
+	if endpointSet("TRACES") {
+		defTraces = []string{"otlp"}
+	}
+	if endpointSet("METRICS") {
+		defMetrics = []string{"otlp"}
+	}
+	ok := func(list []string, allowed ...string) error {
+		for _, s := range list {
+			if !slices.Contains(allowed, s) {
+				return usagef("exporter %q is not supported (want one of %s)", s, strings.Join(allowed, ", "))
+			}
+		}
+		return nil
+	}
+
+	traces := exportersOf(getenv, "OTEL_TRACES_EXPORTER", defTraces)
+	if err := ok(traces, "otlp", "none"); err != nil {
+		return nil, err
+	}
+	if slices.Contains(traces, "otlp") {
+		if err := otlpProtocol(getenv, "TRACES"); err != nil {
+			return nil, err
+		}
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("OTLP trace exporter: %w", err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		tcfg.TracerProvider = tp
+		obs.shutdown = append(obs.shutdown, tp.Shutdown)
+		obs.summary = append(obs.summary, "traces → OTLP/HTTP")
+	}
+
+	metrics := exportersOf(getenv, "OTEL_METRICS_EXPORTER", defMetrics)
+	if err := ok(metrics, "otlp", "prometheus", "none"); err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	pexp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus exporter: %w", err)
+	}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(pexp)}
+	if slices.Contains(metrics, "otlp") {
+		if err := otlpProtocol(getenv, "METRICS"); err != nil {
+			return nil, err
+		}
+		mexp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("OTLP metric exporter: %w", err)
+		}
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp)))
+		obs.summary = append(obs.summary, "metrics → OTLP/HTTP")
+	}
+	mp := sdkmetric.NewMeterProvider(mopts...)
+	obs.shutdown = append(obs.shutdown, mp.Shutdown)
+	tcfg.MeterProvider = mp
+	obs.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	obs.tel, err = telemetry.New(tcfg)
+	if err != nil {
+		return nil, err
+	}
+	return obs, nil
+}
+
+// close flushes and stops the exporters (bounded by ctx).
+func (o *observability) close(ctx context.Context) {
+	for _, fn := range o.shutdown {
+		_ = fn(ctx)
+	}
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// otlpReceiver is an OTLP/HTTP receiver that decodes what it gets with
+// the OTLP protobuf types.
+type otlpReceiver struct {
+	mu      sync.Mutex
+	traces  []*colltrace.ExportTraceServiceRequest
+	metrics []*collmetrics.ExportMetricsServiceRequest
+	bad     []string
+}
+
+func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ct := r.Header.Get("Content-Type"); ct != "application/x-protobuf" {
+		o.bad = append(o.bad, r.URL.Path+": content type "+ct)
+	}
+	switch r.URL.Path {
+	case "/v1/traces":
+		var req colltrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			o.bad = append(o.bad, "traces: "+err.Error())
+		}
+		o.traces = append(o.traces, &req)
+		b, _ := proto.Marshal(&colltrace.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(b)
+	case "/v1/metrics":
+		var req collmetrics.ExportMetricsServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			o.bad = append(o.bad, "metrics: "+err.Error())
+		}
+		o.metrics = append(o.metrics, &req)
+		b, _ := proto.Marshal(&collmetrics.ExportMetricsServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(b)
+	default:
+		o.bad = append(o.bad, "unexpected path "+r.URL.Path)
+		http.NotFound(w, r)
+	}
+}
+
+// TestServeExportsOTLP runs the built binary's serve with no telemetry
+// configuration but OTEL_EXPORTER_OTLP_ENDPOINT pointing at a receiver
+// started by the test, makes requests, stops it (the exporters flush on
+// shutdown) and decodes what arrived: spans for the request's route and
+// its Postgres round trip, and the request metrics, from service
+// "tablegate".
+func TestServeExportsOTLP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	rcv := &otlpReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	cfgPath, token := serveFixture(t, nil)
+	addr := freeAddr(t)
+	cmd := exec.Command(buildCLI(t), "serve", "--config", cfgPath, "--addr", addr)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "DATABASE_URL="+url, "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), "✓ serving") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	base := "http://" + addr
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	code, _, body := getURL(t, base+"/v1/todos/", auth)
+	if code != 200 {
+		t.Fatalf("list: %d %s", code, body)
+	}
+	if code, _, body := getURL(t, base+"/v1/todos/1", auth); code != 200 && code != 404 {
+		t.Fatalf("get: %d %s", code, body)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("serve: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.bad) > 0 {
+		t.Errorf("receiver: %v", rcv.bad)
+	}
+	spans := map[string]bool{}
+	service := ""
+	for _, req := range rcv.traces {
+		for _, rs := range req.ResourceSpans {
+			for _, a := range rs.GetResource().GetAttributes() {
+				if a.Key == "service.name" {
+					service = a.GetValue().GetStringValue()
+				}
+			}
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					spans[s.Name] = true
+				}
+			}
+		}
+	}
+	for _, want := range []string{"GET /v1/todos/", "GET /v1/todos/{id}", "tablegate.resolve", "batch start"} {
+		if !spans[want] {
+			t.Errorf("no exported span %q (got %v)", want, spans)
+		}
+	}
+	if service != "tablegate" {
+		t.Errorf("service.name %q", service)
+	}
+	metrics := map[string]bool{}
+	for _, req := range rcv.metrics {
+		for _, rm := range req.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					metrics[m.Name] = true
+				}
+			}
+		}
+	}
+	for _, want := range []string{"http.server.request.duration", "tablegate.auth.resolutions"} {
+		if !metrics[want] {
+			t.Errorf("no exported metric %q (got %v)", want, metrics)
+		}
+	}
+}

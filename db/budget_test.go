@@ -1,0 +1,207 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/problem"
+)
+
+// budgetPool opens a pool of n connections on u, with tablegate's pool
+// defaults and an optional round-trip counter.
+func budgetPool(t *testing.T, u string, n int32, tr *pgtest.RoundTrips) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.ConfigurePool(cfg)
+	cfg.MaxConns = n
+	if tr != nil {
+		cfg.ConnConfig.Tracer = tr
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// The statement timeout travels with the claims: it is in force for the
+// caller's statement (read and transaction), lives only in the request's
+// transaction, and a read still costs one round trip.
+func TestStatementTimeoutInTheSameRoundTrip(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	setupNotes(t, pgtest.Pool(t, u))
+	tr := &pgtest.RoundTrips{}
+	pool := budgetPool(t, u, 1, tr)
+	ctx := context.Background()
+	alice := user(authctx.Claims{"sub": alice})
+
+	d := db.New(pool, &db.Config{StatementTimeout: 1500 * time.Millisecond})
+	show := func(scope func(context.Context, authctx.Caller, func(db.Querier) error) error) string {
+		var v string
+		if err := scope(ctx, alice, func(q db.Querier) error {
+			return q.QueryRow(ctx, "select current_setting('statement_timeout')").Scan(&v)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	show(d.Read) // warm the statement cache
+	tr.Reset()
+	if v := show(d.Read); v != "1500ms" {
+		t.Fatalf("read: statement_timeout %q, want 1500ms", v)
+	}
+	if n := tr.Total(); n != 1 {
+		t.Fatalf("a read with its time budget took %d round trips, want 1", n)
+	}
+	if v := show(d.Tx); v != "1500ms" {
+		t.Fatalf("tx: statement_timeout %q, want 1500ms", v)
+	}
+	// Per call.
+	opts := (&db.ScopeOpts{StatementTimeout: 250 * time.Millisecond}).Prepare()
+	if v := show(func(ctx context.Context, c authctx.Caller, fn func(db.Querier) error) error {
+		return d.ReadWith(ctx, c, opts, fn)
+	}); v != "250ms" {
+		t.Fatalf("per call: statement_timeout %q, want 250ms", v)
+	}
+	// Outside a request the session value is back (0: the server default).
+	var v string
+	if err := pool.QueryRow(ctx, "select current_setting('statement_timeout')").Scan(&v); err != nil || v != "0" {
+		t.Fatalf("session statement_timeout after requests: %q %v (leaked out of the transaction)", v, err)
+	}
+	// Negative: no setting (the role's or server's value applies).
+	dn := db.New(pool, &db.Config{StatementTimeout: -1})
+	if v := show(dn.Read); v != "0" {
+		t.Fatalf("disabled: statement_timeout %q, want the server's 0", v)
+	}
+}
+
+// A statement over its budget is cancelled by Postgres and answers 503
+// with Retry-After; the connection stays in the pool.
+func TestStatementOverBudgetAnswers503(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	pool := budgetPool(t, u, 2, nil)
+	d := db.New(pool, &db.Config{StatementTimeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	for name, scope := range map[string]func(context.Context, authctx.Caller, func(db.Querier) error) error{
+		"read": d.Read, "tx": d.Tx,
+	} {
+		start := time.Now()
+		err := scope(ctx, anonCaller, func(q db.Querier) error {
+			_, err := q.Exec(ctx, "select pg_sleep(5)")
+			return err
+		})
+		el := time.Since(start)
+		p, ok := problem.As(db.Problem(err))
+		if !ok || p.Status != 503 || p.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s: %v → %+v, want 503 with Retry-After", name, err, p)
+		}
+		if el > 2*time.Second {
+			t.Fatalf("%s: the budget of 200ms took %v", name, el)
+		}
+	}
+	if n := pool.Stat().TotalConns(); n < 1 {
+		t.Fatalf("the cancelled statement cost its connection (pool %d)", n)
+	}
+}
+
+// With every connection busy, a request waits at most AcquireTimeout and
+// answers 503 with Retry-After (ErrPoolBusy), never hangs.
+func TestAcquireBoundedWhenPoolBusy(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	pool := budgetPool(t, u, 1, nil)
+	d := db.New(pool, &db.Config{AcquireTimeout: 150 * time.Millisecond, StatementTimeout: 10 * time.Second})
+	ctx := context.Background()
+	hold := make(chan struct{})
+	held := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	holdErr := make(chan error, 1)
+	go func() {
+		defer wg.Done()
+		holdErr <- d.Tx(ctx, anonCaller, func(q db.Querier) error {
+			if _, err := q.Exec(ctx, "select 1"); err != nil {
+				return err
+			}
+			close(held)
+			<-hold
+			return nil
+		})
+	}()
+	select {
+	case <-held:
+	case err := <-holdErr:
+		t.Fatalf("holding the only connection: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("could not take the only connection within 10s")
+	}
+	defer func() { close(hold); wg.Wait() }()
+	for name, scope := range map[string]func(context.Context, authctx.Caller, func(db.Querier) error) error{
+		"read": d.Read, "tx": d.Tx,
+	} {
+		start := time.Now()
+		err := scope(ctx, anonCaller, func(q db.Querier) error {
+			_, err := q.Exec(ctx, "select 1")
+			return err
+		})
+		el := time.Since(start)
+		if !errors.Is(err, db.ErrPoolBusy) {
+			t.Fatalf("%s: %v, want ErrPoolBusy", name, err)
+		}
+		if el < 100*time.Millisecond || el > 2*time.Second {
+			t.Fatalf("%s: waited %v for a connection, want about 150ms", name, el)
+		}
+		p, _ := problem.As(db.Problem(err))
+		if p == nil || p.Status != 503 || p.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s: %+v, want 503 with Retry-After", name, p)
+		}
+	}
+	// Readiness: a busy pool is not a database that is down.
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := db.Ready(rctx, pool); err != nil {
+		t.Fatalf("Ready with a saturated pool: %v, want nil (busy is not down)", err)
+	}
+}
+
+// A closed pool (shutdown) answers 503, never 500 "closed pool".
+func TestClosedPoolAnswers503(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	pool := budgetPool(t, u, 1, nil)
+	d := db.New(pool, nil)
+	pool.Close()
+	err := d.Read(context.Background(), anonCaller, func(q db.Querier) error {
+		_, err := q.Exec(context.Background(), "select 1")
+		return err
+	})
+	if !errors.Is(err, db.ErrPoolClosed) {
+		t.Fatalf("closed pool: %v, want ErrPoolClosed", err)
+	}
+	if p, _ := problem.As(db.Problem(err)); p == nil || p.Status != 503 {
+		t.Fatalf("closed pool: %+v, want 503", p)
+	}
+	if err := db.Ready(context.Background(), pool); !errors.Is(err, db.ErrNotReady) {
+		t.Fatalf("Ready on a closed pool: %v", err)
+	}
+}
+
+func TestDefaultMaxConns(t *testing.T) {
+	if n := db.DefaultMaxConns(); n < 8 || n > 64 {
+		t.Fatalf("DefaultMaxConns %d outside 8..64", n)
+	}
+}

@@ -1,0 +1,17 @@
+package db_test
+
+import (
+	"fmt"
+
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/problem"
+)
+
+// Waiting for a pooled connection is bounded (Config.AcquireTimeout); a
+// request that got none answers 503 with Retry-After, like a statement
+// cancelled by its time budget.
+func ExampleProblem_poolBusy() {
+	p, _ := problem.As(db.Problem(db.ErrPoolBusy))
+	fmt.Println(p.Status, p.Kind, p.Header.Get("Retry-After"))
+	// Output: 503 unavailable 1
+}

@@ -1,0 +1,447 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
+	"github.com/tablegate/tablegate/telemetry"
+)
+
+// StreamOpts configures a [Stream].
+type StreamOpts struct {
+	// Table delivers <table>.created, <table>.updated and <table>.deleted
+	// for every row written to the resource's table. The table must be
+	// opted in in the database (select tablegate.enable_events('<table>'),
+	// in a migration); building the stream fails otherwise.
+	Table bool
+	// Allow lists the callers admitted (default {authctx.AllowUser}).
+	// Anonymous sign-ins (authctx.AllowAnonymous) and callers without a
+	// session (authctx.AllowAnon) receive nothing unless listed here.
+	Allow []authctx.Allow
+	// Resolver applies its cross-site rules to cookie-session streams
+	// (with its trusted origins): a cross-site request relying on the
+	// session cookie answers 403 CROSS_SITE_REQUEST even though the
+	// method is GET, because a stream is a standing read of private
+	// data. Nil applies http.CrossOriginProtection's defaults.
+	Resolver *authctx.Resolver
+	// Payloads maps an action event name to the JSON Schema of its
+	// payload, for the description. Names must be declared by one of the
+	// resource's actions.
+	Payloads map[string]*jsonschema.Schema
+	// Problems renders error bodies.
+	Problems problem.Writer
+}
+
+// nameKind is what kind of event a name is for a stream.
+type nameKind uint8
+
+const (
+	nameAction nameKind = iota + 1
+	nameCreated
+	nameUpdated
+	nameDeleted
+)
+
+// Stream serves one resource's events as Server-Sent Events; mount it
+// beside the resource's routes (GET {base}/{table}/events). It is an
+// [http.Handler], safe for concurrent use. Build it with [Hub.Stream].
+type Stream struct {
+	h        *Hub
+	res      *rest.Resource
+	table    string // quoted schema.table, as the outbox records it
+	relname  string
+	name     string // the resource's table name (payload "table")
+	keyCol   string
+	keyType  string
+	cols     []string
+	colSet   map[string]bool
+	names    map[string]nameKind
+	allow    []authctx.Allow
+	cop      *http.CrossOriginProtection
+	resolver *authctx.Resolver
+	payloads map[string]*jsonschema.Schema
+	problems problem.Writer
+}
+
+// Stream builds the event stream of res. It fails when opts.Table is set
+// and the table is not opted in (or is opted in with another key column),
+// when the resource has no events at all, when Payloads names an event
+// no action declares, or when res's list or get needs a permission: events
+// are filtered by row-level security alone, so an authorizer's per-row
+// decisions would not apply to them.
+func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) (*Stream, error) {
+	var o StreamOpts
+	if opts != nil {
+		o = *opts
+	}
+	d := res.Describe()
+	st := &Stream{h: h, res: res, name: d.Table, keyCol: d.Key.Name, keyType: d.Key.Type,
+		names: map[string]nameKind{}, colSet: map[string]bool{}, allow: slices.Clone(o.Allow),
+		resolver: o.Resolver, payloads: o.Payloads, problems: o.Problems, cop: http.NewCrossOriginProtection()}
+	if len(st.allow) == 0 {
+		st.allow = []authctx.Allow{authctx.AllowUser}
+	}
+	// Events are filtered by row-level security only: a resource whose
+	// reads an authorizer gates row by row would leak through its stream
+	// the rows its list and get withhold.
+	for _, op := range []rest.Operation{rest.OpList, rest.OpGet} {
+		if oi, ok := d.Operation(op); ok && oi.Permission != "" {
+			return nil, fmt.Errorf("events: stream %s: %s needs permission %q, which events cannot check: "+
+				"stream a resource of the same table whose reads row-level security alone decides", d.Table, op, oi.Permission)
+		}
+	}
+	for _, c := range d.Columns {
+		st.cols = append(st.cols, c.Name)
+		st.colSet[c.Name] = true
+	}
+	var trigKey *string
+	err := h.d.Read(ctx, service, func(q db.Querier) error {
+		return q.QueryRow(ctx, `select quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relname,
+  (select encode(t.tgargs, 'escape') from pg_catalog.pg_trigger t where t.tgrelid = c.oid and t.tgname = 'tablegate_events')
+from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+where n.nspname = $1 and c.relname = $2`, d.Schema, strings.TrimPrefix(d.Table, d.Schema+".")).Scan(&st.table, &st.relname, &trigKey)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events: stream %s: %w", d.Table, err)
+	}
+	if o.Table {
+		if trigKey == nil {
+			return nil, fmt.Errorf("events: stream %s: table events need the table opted in: run select tablegate.enable_events('%s.%s') in a migration",
+				d.Table, d.Schema, st.relname)
+		}
+		args := strings.Split(*trigKey, `\000`)
+		if len(args) < 2 || args[0] != d.Key.Name {
+			return nil, fmt.Errorf("events: stream %s: tablegate.enable_events used another key column than the resource's %q", d.Table, d.Key.Name)
+		}
+		st.names[args[1]+".created"] = nameCreated
+		st.names[args[1]+".updated"] = nameUpdated
+		st.names[args[1]+".deleted"] = nameDeleted
+	}
+	for _, oi := range d.Operations {
+		if oi.Action == nil {
+			continue
+		}
+		for _, n := range oi.Action.Emits {
+			if _, ok := st.names[n]; !ok {
+				st.names[n] = nameAction
+			}
+		}
+	}
+	if len(st.names) == 0 {
+		return nil, fmt.Errorf("events: stream %s: no events: set StreamOpts.Table or declare Emits on an action", d.Table)
+	}
+	for n := range o.Payloads {
+		if st.names[n] != nameAction {
+			return nil, fmt.Errorf("events: stream %s: Payloads names %q, which no action declares", d.Table, n)
+		}
+	}
+	return st, nil
+}
+
+// Names returns the event names the stream delivers, sorted.
+func (st *Stream) Names() []string {
+	out := make([]string, 0, len(st.names))
+	for n := range st.names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Resource returns the resource whose events the stream serves.
+func (st *Stream) Resource() *rest.Resource { return st.res }
+
+// Allow returns the callers the stream admits.
+func (st *Stream) Allow() []authctx.Allow { return slices.Clone(st.allow) }
+
+// EventPayload returns the JSON Schema of an event's payload for the
+// description: row is true for table events, whose payload is a row of
+// the resource (its selected columns); action events have the schema given
+// in StreamOpts.Payloads (nil when none was given).
+func (st *Stream) EventPayload(name string) (schema *jsonschema.Schema, row bool) {
+	switch st.names[name] {
+	case nameAction:
+		return st.payloads[name], false
+	case 0:
+		return nil, false
+	}
+	return st.res.Describe().Row, true
+}
+
+func badQuery(detail string) *problem.Problem { return problem.New(problem.KindBadRequest, detail) }
+
+// ServeHTTP serves the stream: text/event-stream, one message per event
+// ("id", "event" and a JSON "data" line, see [Event]), comment lines as
+// heartbeats. Query: event=<name>[,<name>...] keeps only those events;
+// <column>=<op>.<value> filters table events like a list does (eq, neq,
+// gt, gte, lt, lte, in.(a,b), is.null|true|false, not. prefix);
+// last_event_id=<id> resumes like the Last-Event-ID header (which wins).
+func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		st.problems.Write(w, problem.New(problem.KindMethodNotAllowed, "The event stream answers GET only."))
+		return
+	}
+	res, ok := authctx.FromContext(r.Context())
+	if !ok {
+		res = authctx.Result{Auth: authctx.Anon(authctx.ReasonNone), Source: authctx.SourceNone}
+	}
+	if p := authctx.Admit(res.Auth, st.allow...); p != nil {
+		st.problems.Write(w, p)
+		return
+	}
+	if p := st.crossSite(r, res); p != nil {
+		st.problems.Write(w, p)
+		return
+	}
+	s, last, p := st.parse(r)
+	if p != nil {
+		st.problems.Write(w, p)
+		return
+	}
+	s.auth = res.Auth.Caller()
+	s.identity = identityOf(s.auth)
+	s.caller = string(s.auth.Actor.Type) + ":" + s.auth.Actor.ID
+
+	// The caller's active tenant, read in Postgres exactly as the writer's
+	// (and checking the caller may run statements at all).
+	ctx, cancel := context.WithTimeout(r.Context(), st.h.cfg.CheckTimeout)
+	err := st.h.d.Read(ctx, s.auth, func(q db.Querier) error {
+		return q.QueryRow(ctx, `select tablegate.current_tenant_id()::text`).Scan(&s.tenant)
+	})
+	cancel()
+	if err != nil {
+		st.problems.Write(w, problem.From(db.Problem(err)))
+		return
+	}
+	head, err := st.h.register(s)
+	if err != nil {
+		st.problems.Write(w, problem.New(problem.KindUnavailable, "Too many open event streams; retry later.").WithHeader("Retry-After", "5"))
+		return
+	}
+	defer st.h.unregister(s)
+	st.serve(w, r, res.Auth, s, last, head)
+}
+
+// crossSite refuses cookie-credentialed cross-site streams (see
+// StreamOpts.Resolver).
+func (st *Stream) crossSite(r *http.Request, res authctx.Result) *problem.Problem {
+	if res.Source != authctx.SourceCookie {
+		return nil
+	}
+	// Judge the request as if it changed state: the stream is a standing
+	// read of private data.
+	r2 := r.Clone(r.Context())
+	r2.Method = http.MethodPost
+	if st.resolver != nil {
+		return st.resolver.CheckCrossSite(r2, res)
+	}
+	if err := st.cop.Check(r2); err != nil {
+		return problem.WithCode(problem.CodeCrossSiteRequest,
+			"A cross-site request may not rely on the session cookie; send the token as a Bearer header.")
+	}
+	return nil
+}
+
+// parse reads the query and Last-Event-ID.
+func (st *Stream) parse(r *http.Request) (*subscriber, int64, *problem.Problem) {
+	s := &subscriber{st: st, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	last := int64(-1)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, 0, badQuery("The query string is malformed.")
+	}
+	if len(q) > MaxFilters+2 {
+		return nil, 0, badQuery(fmt.Sprintf("At most %d filters.", MaxFilters))
+	}
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		vs := q[k]
+		switch {
+		case k == "event":
+			s.names = map[string]bool{}
+			for _, v := range vs {
+				for _, n := range strings.Split(v, ",") {
+					if _, ok := st.names[n]; !ok {
+						return nil, 0, badQuery(fmt.Sprintf("Parameter event: %q is not an event of this stream.", truncate(n)))
+					}
+					s.names[n] = true
+				}
+			}
+		case k == "last_event_id":
+			id, err := strconv.ParseInt(vs[0], 10, 64)
+			if err != nil || id < 0 {
+				return nil, 0, badQuery("Parameter last_event_id must be a non-negative integer.")
+			}
+			last = id
+		case st.colSet[k]:
+			for _, v := range vs {
+				if len(s.filters) >= MaxFilters {
+					return nil, 0, badQuery(fmt.Sprintf("At most %d filters.", MaxFilters))
+				}
+				f, err := parseFilter(k, v)
+				if err != nil {
+					return nil, 0, badQuery(err.Error())
+				}
+				s.filters = append(s.filters, f)
+			}
+		default:
+			return nil, 0, badQuery(fmt.Sprintf("Unknown parameter %q: filter on a selected column, event or last_event_id.", truncate(k)))
+		}
+	}
+	if h := r.Header.Get("Last-Event-ID"); h != "" {
+		id, err := strconv.ParseInt(strings.TrimSpace(h), 10, 64)
+		if err != nil || id < 0 {
+			return nil, 0, badQuery("Last-Event-ID must be a non-negative integer (an event id of this stream).")
+		}
+		last = id
+	}
+	return s, last, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// serve writes the stream until the client leaves, the subscriber is cut
+// off, the hub closes, the token expires or MaxStream passes.
+func (st *Stream) serve(w http.ResponseWriter, r *http.Request, auth authctx.Auth, s *subscriber, last, head int64) {
+	cfg := &st.h.cfg
+	rc := http.NewResponseController(w)
+	// A stream outlives the server's read and write timeouts: clear the
+	// read deadline and bound every write on its own.
+	_ = rc.SetReadDeadline(time.Time{})
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(b []byte) bool {
+		// A writer that cannot set deadlines keeps the server's own.
+		_ = rc.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write([]byte("retry: 2000\n: connected\n\n")) {
+		st.h.cut(s)
+		return
+	}
+	tel := telemetry.FromContext(r.Context())
+	sent := head
+	if last >= 0 {
+		var ok bool
+		if sent, ok = st.catchUp(r.Context(), s, last, head, write); !ok {
+			st.h.cut(s)
+			return
+		}
+	}
+	end := time.NewTimer(cfg.MaxStream)
+	defer end.Stop()
+	if auth.User != nil && !auth.User.ExpiresAt.IsZero() {
+		end.Reset(min(cfg.MaxStream, time.Until(auth.User.ExpiresAt)))
+	}
+	beat := time.NewTicker(cfg.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-s.wake:
+			for _, f := range s.take() {
+				if f.id <= sent {
+					continue
+				}
+				if !write(f.b) {
+					st.h.cut(s)
+					return
+				}
+				tel.EventsDelivered(r.Context(), 1)
+				sent = f.id
+			}
+		case <-beat.C:
+			if !write([]byte(": heartbeat\n\n")) {
+				st.h.cut(s)
+				return
+			}
+		case <-s.done:
+			return
+		case <-r.Context().Done():
+			return
+		case <-end.C:
+			return
+		}
+	}
+}
+
+// catchUp sends the events after last up to head from the outbox, through
+// the same visibility checks as live delivery. It returns the id reached.
+func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, write func([]byte) bool) (int64, bool) {
+	h := st.h
+	if last > head {
+		last = head
+	}
+	if last < head {
+		hctx, cancel := context.WithTimeout(ctx, h.cfg.CheckTimeout)
+		pruned, err := h.horizon(hctx)
+		cancel()
+		if err != nil {
+			return 0, false
+		}
+		if last < pruned {
+			// Events after last were pruned: say so, then send what is left.
+			if !write([]byte(fmt.Sprintf("event: tablegate.gap\ndata: {\"last_event_id\":%d,\"pruned_through\":%d}\n\n", last, pruned))) {
+				return 0, false
+			}
+			last = pruned
+		}
+	}
+	for last < head {
+		cctx, cancel := context.WithTimeout(ctx, h.cfg.CheckTimeout)
+		recs, err := h.read(cctx, last, head, h.cfg.Batch)
+		if err != nil {
+			cancel()
+			return 0, false
+		}
+		if len(recs) == 0 {
+			cancel()
+			break
+		}
+		out, failed := h.deliver(cctx, recs, []*subscriber{s})
+		cancel()
+		if len(failed) > 0 {
+			return 0, false
+		}
+		for _, f := range out[s] {
+			if !write(f.b) {
+				return 0, false
+			}
+			h.delivered.Add(1)
+			telemetry.FromContext(ctx).EventsDelivered(ctx, 1)
+		}
+		last = recs[len(recs)-1].ID
+		if len(recs) < h.cfg.Batch {
+			break
+		}
+	}
+	return head, true
+}

@@ -1,0 +1,341 @@
+package telemetry
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// RequestIDHeader is the header that carries a request's id in and out.
+const RequestIDHeader = "X-Request-Id"
+
+// MaxRequestIDLen bounds an accepted X-Request-Id; a longer one is
+// replaced by a generated id.
+const MaxRequestIDLen = 64
+
+// record is what one request served by Handler collects from the layers
+// below it (caller resolution, the resource that served it).
+type record struct {
+	t         *Telemetry
+	requestID string
+	path      string // escaped path as received, to rebuild the route
+	span      trace.Span
+	w         statusWriter // the response writer given to the next handler
+	idv       [1]string    // backs a generated X-Request-Id header value
+
+	// attrs backs the server span's closing attributes (no allocation).
+	attrs [9]attribute.KeyValue
+
+	mu                            sync.Mutex
+	route, operation, table       string
+	kind, reason, source, subject string
+}
+
+type recordKey struct{}
+
+func recordFrom(ctx context.Context) *record {
+	rec, _ := ctx.Value(recordKey{}).(*record)
+	return rec
+}
+
+func fromContext(ctx context.Context) *Telemetry {
+	if rec := recordFrom(ctx); rec != nil {
+		return rec.t
+	}
+	return nil
+}
+
+// FromContext returns the Telemetry serving ctx's request (set by
+// [Telemetry.Handler]), nil outside one.
+func FromContext(ctx context.Context) *Telemetry { return fromContext(ctx) }
+
+// RequestID returns the id of the request served by [Telemetry.Handler]
+// (the accepted or generated X-Request-Id), "" outside one.
+func RequestID(ctx context.Context) string {
+	if rec := recordFrom(ctx); rec != nil {
+		return rec.requestID
+	}
+	return ""
+}
+
+// SetRoute tells the request served by [Telemetry.Handler] which route
+// served it: localPath is the escaped path the handler saw (after any
+// http.StripPrefix), pattern its route relative to the same mount point
+// ("/", "/{id}", "/{id}/complete"), operation and table what it does. The
+// route reported is the mount point (the part of the original path that
+// was stripped) followed by pattern, e.g. "/api/todos/{id}": it never holds
+// a key or a query value. Outside such a request it does nothing.
+func SetRoute(ctx context.Context, localPath, pattern, operation, table string) {
+	rec := recordFrom(ctx)
+	if rec == nil {
+		return
+	}
+	mount := rec.path
+	if strings.HasSuffix(mount, localPath) {
+		mount = mount[:len(mount)-len(localPath)]
+	} else {
+		mount = ""
+	}
+	route := rec.t.route(strings.TrimSuffix(mount, "/"), pattern)
+	rec.mu.Lock()
+	rec.route, rec.operation, rec.table = route, operation, table
+	rec.mu.Unlock()
+}
+
+// SetPattern records a route pattern of a ServeMux-style handler (such as
+// r.Pattern without its method) for the request served by
+// [Telemetry.Handler], unless a more precise route was set already.
+func SetPattern(ctx context.Context, pattern string) {
+	rec := recordFrom(ctx)
+	if rec == nil || pattern == "" {
+		return
+	}
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		pattern = p
+	}
+	rec.mu.Lock()
+	if rec.route == "" {
+		rec.route = pattern
+	}
+	rec.mu.Unlock()
+}
+
+// StartSpan starts a child span of ctx with the tracer of the request
+// served by [Telemetry.Handler]; outside one, or with tracing off, it
+// returns ctx and a no-op span. End the span.
+func StartSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	t := fromContext(ctx)
+	if t == nil || !t.tracing {
+		return ctx, trace.SpanFromContext(context.Background())
+	}
+	return t.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// EndSpan ends span, marking it failed with err's type (never its
+// message, which may quote input) when err is not nil.
+func EndSpan(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		span.SetStatus(codes.Error, "")
+	}
+	span.End()
+}
+
+// knownMethod returns m when it is a standard HTTP method, else "_OTHER"
+// (as OpenTelemetry's HTTP conventions say): a client must not be able
+// to mint new metric series or span names.
+func knownMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
+}
+
+// validRequestID accepts 1..MaxRequestIDLen characters from
+// [A-Za-z0-9._:+/=-].
+func validRequestID(s string) bool {
+	if s == "" || len(s) > MaxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '-', c == '_', c == '.', c == ':', c == '+', c == '/', c == '=':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// NewRequestID returns a random 24-hex-digit request id.
+func NewRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Handler wraps next as tablegate's outermost layer: it accepts the
+// request's X-Request-Id (1–64 characters of [A-Za-z0-9._:+/=-]) or
+// generates one, passes it down in the request header and echoes it on the
+// response; it continues the caller's trace (traceparent) in a server span
+// named by method and route; it records the request duration by method,
+// route, operation, status and caller kind; and it writes the access log
+// line. The span and metrics carry the route pattern, never the path, the
+// query, a header value or a body.
+//
+// Mount the caller resolution middleware (authctx) and the resources below
+// it: they report the caller kind and route to it. A nil Telemetry returns
+// next unchanged.
+func (t *Telemetry) Handler(next http.Handler) http.Handler {
+	if t == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		method := knownMethod(r.Method)
+		rec := &record{t: t, path: r.URL.EscapedPath()}
+		rec.w.ResponseWriter = w
+		id := r.Header.Get(RequestIDHeader)
+		if !validRequestID(id) || len(r.Header[RequestIDHeader]) > 1 {
+			id = NewRequestID()
+			rec.idv[0] = id
+			r.Header[RequestIDHeader] = rec.idv[:]
+		}
+		rec.requestID = id
+		// The request's header holds exactly [id] now: the response shares
+		// that slice (Header.Add appends to a full slice, so never into it).
+		w.Header()[RequestIDHeader] = r.Header[RequestIDHeader]
+		ctx := r.Context()
+		if t.tracing {
+			ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
+			ctx, rec.span = t.tracer.Start(ctx, method, t.serverStart[method]...)
+		}
+		ctx = context.WithValue(ctx, recordKey{}, rec)
+		sw := &rec.w
+		defer func() {
+			p := recover()
+			if p != nil && sw.status == 0 {
+				sw.status = http.StatusInternalServerError
+			}
+			t.finish(ctx, rec, method, sw.code(), time.Since(start))
+			if p != nil {
+				panic(p)
+			}
+		}()
+		next.ServeHTTP(sw, r.WithContext(ctx))
+	})
+}
+
+// headerCarrier reads trace context from a request header like
+// propagation.HeaderCarrier, without allocating to canonicalize the
+// W3C keys (the propagators ask for them in lower case).
+type headerCarrier http.Header
+
+func (h headerCarrier) Get(key string) string {
+	var v []string
+	switch key {
+	case "traceparent":
+		v = h["Traceparent"]
+	case "tracestate":
+		v = h["Tracestate"]
+	case "baggage":
+		v = h["Baggage"]
+	default:
+		return http.Header(h).Get(key)
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+func (h headerCarrier) Set(key, value string) { http.Header(h).Set(key, value) }
+
+func (h headerCarrier) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
+
+// finish ends the server span, records the duration and writes the
+// access log line.
+func (t *Telemetry) finish(ctx context.Context, rec *record, method string, status int, d time.Duration) {
+	rec.mu.Lock()
+	route, op, table, kind, source, reason, subject := rec.route, rec.operation, rec.table, rec.kind, rec.source, rec.reason, rec.subject
+	rec.mu.Unlock()
+	if route == "" {
+		route = "other"
+	}
+	var ra *requestAttrs
+	if t.tracing || t.duration != nil {
+		ra = t.requestAttrsFor(requestKey{method: method, route: route, op: op, table: table, kind: kind, source: source, reason: reason, status: status})
+	}
+	if t.tracing {
+		sp := rec.span
+		sp.SetName(ra.name)
+		a := append(append(rec.attrs[:0], ra.span...), AttrRequestID.String(rec.requestID))
+		sp.SetAttributes(a...)
+		if status >= 500 {
+			sp.SetStatus(codes.Error, "")
+		}
+		sp.End()
+	}
+	if t.duration != nil {
+		t.duration.Record(ctx, d.Seconds(), ra.record...)
+	}
+	if t.log != nil {
+		attrs := make([]slog.Attr, 0, 10)
+		attrs = append(attrs, slog.String("method", method), slog.String("route", route), slog.Int("status", status),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", rec.requestID),
+			slog.String("caller_kind", kind))
+		if op != "" {
+			attrs = append(attrs, slog.String("operation", op), slog.String("table", table))
+		}
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		}
+		if subject != "" {
+			attrs = append(attrs, slog.String("subject", subject))
+		}
+		t.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "request", attrs...)
+	}
+}
+
+// statusWriter remembers the status code; it keeps Flush, Hijack and
+// ResponseController working.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush implements http.Flusher (server-sent events).
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack implements http.Hijacker.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if h, ok := w.ResponseWriter.(http.Hijacker); ok {
+		return h.Hijack()
+	}
+	return nil, nil, errors.New("telemetry: the response writer cannot hijack")
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
