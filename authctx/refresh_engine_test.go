@@ -15,6 +15,11 @@ import (
 	"github.com/tablegate/tablegate/authctx/internal/gotrue"
 )
 
+// rfEngineTimeout is the refresh timeout of the engine tests whose fake
+// server answers at once (or when released): generous, so that a loaded
+// machine never turns an answer into a timeout.
+const rfEngineTimeout = 30 * time.Second
+
 // rfClock is a settable clock for the refresh tests.
 type rfClock struct {
 	mu sync.Mutex
@@ -62,7 +67,7 @@ func TestRefresherSingleflightAndTTL(t *testing.T) {
 				return fmt.Sprintf(`{"access_token":"at-%d","token_type":"bearer","expires_in":3600,"expires_at":1,"refresh_token":"rt-%d"}`, n, n)
 			}, release)
 			clock := &rfClock{t: time.Unix(1700000000, 0)}
-			f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, time.Second, clock.Now)
+			f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
 
 			burst := func() []gotrue.Result {
 				var wg sync.WaitGroup
@@ -123,7 +128,7 @@ func TestRefresherFailuresBackOff(t *testing.T) {
 	t.Parallel()
 	srv, calls := rfCountingServer(t, 503, func(int64) string { return "down" }, nil)
 	clock := &rfClock{t: time.Unix(1700000000, 0)}
-	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, time.Second, clock.Now)
+	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
 	for i := 0; i < 3; i++ {
 		if r := f.refresh(context.Background(), "t", true); r.Outcome != gotrue.Failed {
 			t.Fatalf("outcome %v", r.Outcome)
@@ -150,7 +155,7 @@ func TestRefresherFailuresBackOff(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	t.Cleanup(ra.Close)
-	g := newRefresher(&gotrue.Client{ProjectURL: ra.URL, APIKey: "k"}, time.Second, clock.Now)
+	g := newRefresher(&gotrue.Client{ProjectURL: ra.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
 	if r := g.refresh(context.Background(), "t", true); r.RetryAfter != 120*time.Second {
 		t.Fatalf("Retry-After read as %v", r.RetryAfter)
 	}
@@ -181,16 +186,21 @@ func TestRefresherTimeoutAndCallerCancel(t *testing.T) {
 	if r := f.refresh(context.Background(), "t", true); r.Outcome != gotrue.Failed {
 		t.Fatalf("outcome %v", r.Outcome)
 	}
-	if d := time.Since(start); d < 150*time.Millisecond || d > 2*time.Second {
+	// The server never answers: without the timeout the call would last
+	// until the test ends.
+	if d := time.Since(start); d < 150*time.Millisecond || d > 10*time.Second {
 		t.Fatalf("refresh took %v with a 200ms timeout", d)
 	}
+	// A caller whose context ends leaves at once; the shared call (here
+	// with a 30 s timeout against a server that never answers) goes on.
+	slow := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, 30*time.Second, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	if r := f.refresh(ctx, "t2", true); r.Outcome != gotrue.Failed {
-		t.Fatalf("outcome %v", r.Outcome)
+	if r := slow.refresh(ctx, "t2", true); r.Outcome != gotrue.Failed || !errors.Is(r.Err, context.DeadlineExceeded) {
+		t.Fatalf("outcome %v %v", r.Outcome, r.Err)
 	}
-	if d := time.Since(start); d > 150*time.Millisecond {
+	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("a cancelled caller waited %v", d)
 	}
 }
@@ -199,7 +209,7 @@ func TestRefresherCacheIsBounded(t *testing.T) {
 	t.Parallel()
 	srv, _ := rfCountingServer(t, 400, func(int64) string { return `{}` }, nil)
 	clock := &rfClock{t: time.Unix(1700000000, 0)}
-	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, time.Second, clock.Now)
+	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
 	f.max = 5
 	for i := 0; i < 12; i++ {
 		f.refresh(context.Background(), fmt.Sprint("t", i), true)

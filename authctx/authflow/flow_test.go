@@ -200,7 +200,7 @@ func TestSlowAuthServerIsBounded(t *testing.T) {
 	b := setup(t, func(c *Config) { c.Timeout = 150 * time.Millisecond })
 	slow := func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second): // far beyond the bound checked below
 		case <-r.Context().Done():
 		}
 	}
@@ -240,7 +240,7 @@ func TestSlowAuthServerIsBounded(t *testing.T) {
 		if p == nil || p.Code != CodeUnavailable || p.Status != 503 {
 			t.Errorf("%s: %v, want 503 AUTH_UNAVAILABLE", name, err)
 		}
-		if el > 2*time.Second {
+		if el > 10*time.Second {
 			t.Errorf("%s took %v with a 150ms bound", name, el)
 		}
 	}

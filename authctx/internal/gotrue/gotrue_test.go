@@ -142,7 +142,9 @@ func TestRefreshTimeoutAndNetworkFailure(t *testing.T) {
 	if res.Outcome != Failed || !errors.Is(res.Err, context.DeadlineExceeded) {
 		t.Fatalf("slow server: %v %v", res.Outcome, res.Err)
 	}
-	if d := time.Since(start); d > time.Second {
+	// The server answers only when the test ends: any bound shows the
+	// timeout applied; a generous one keeps a loaded machine green.
+	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("timeout took %v", d)
 	}
 
