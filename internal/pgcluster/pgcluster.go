@@ -8,6 +8,7 @@
 package pgcluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -118,10 +120,12 @@ func (c *Cluster) Dir() string { return c.dir }
 func (c *Cluster) StopServer() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if out, err := c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w", "stop"); err != nil {
+	data := filepath.Join(c.dir, "data")
+	pid := postmasterPID(data)
+	if out, err := c.run(ctx, "pg_ctl", "-D", data, "-m", "fast", "-w", "stop"); err != nil {
 		return fmt.Errorf("pgcluster: pg_ctl stop: %w: %s", err, out)
 	}
-	return nil
+	return waitExit(ctx, pid, data)
 }
 
 // StartServer starts a server stopped by [Cluster.StopServer] again, on
@@ -136,15 +140,71 @@ func (c *Cluster) StartServer() error {
 	return nil
 }
 
-// Stop stops the server immediately and removes its directory.
+// Stop stops the server immediately and removes its directory. It
+// returns once no process of the server runs any more.
 func (c *Cluster) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
+	data := filepath.Join(c.dir, "data")
+	pid := postmasterPID(data)
+	_, err := c.run(ctx, "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+	if err == nil {
+		err = waitExit(ctx, pid, data)
+	}
 	if rerr := os.RemoveAll(c.dir); err == nil {
 		err = rerr
 	}
 	return err
+}
+
+// postmasterPID returns the postmaster's process id from the first line
+// of data's postmaster.pid; 0 when the file is missing or unreadable.
+func postmasterPID(data string) int {
+	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
+
+// waitExit waits until process pid no longer runs as the postmaster of
+// data. "pg_ctl stop -w" returns once postmaster.pid is gone, and the
+// postmaster removes that file a moment before it exits (after its
+// children): on a loaded machine a caller that returned from pg_ctl could
+// still see it run.
+func waitExit(ctx context.Context, pid int, data string) error {
+	if pid <= 0 {
+		return nil
+	}
+	for running(pid, data) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pgcluster: postmaster %d still runs after pg_ctl stop: %w", pid, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// running reports whether process pid is alive and still the postmaster
+// of data. Where /proc exists, an exited process waiting to be reaped (a
+// zombie, whose cmdline reads empty) and a reused pid count as not
+// running; elsewhere the process's mere existence decides.
+func running(pid int, data string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err == nil {
+		return bytes.Contains(b, []byte(data))
+	}
+	if _, serr := os.Stat("/proc/self"); serr == nil {
+		return false // /proc answers: pid is gone
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (c *Cluster) run(ctx context.Context, name string, args ...string) ([]byte, error) {
