@@ -100,8 +100,11 @@ func TestStatementOverBudgetAnswers503(t *testing.T) {
 		"read": d.Read, "tx": d.Tx,
 	} {
 		start := time.Now()
+		// 60 s unless the budget stops it: the bound below can be
+		// generous for a loaded machine (a first connection, -race) and
+		// still tell a missing budget apart.
 		err := scope(ctx, anonCaller, func(q db.Querier) error {
-			_, err := q.Exec(ctx, "select pg_sleep(5)")
+			_, err := q.Exec(ctx, "select pg_sleep(60)")
 			return err
 		})
 		el := time.Since(start)
@@ -109,7 +112,7 @@ func TestStatementOverBudgetAnswers503(t *testing.T) {
 		if !ok || p.Status != 503 || p.Header.Get("Retry-After") == "" {
 			t.Fatalf("%s: %v → %+v, want 503 with Retry-After", name, err, p)
 		}
-		if el > 2*time.Second {
+		if el > 10*time.Second {
 			t.Fatalf("%s: the budget of 200ms took %v", name, el)
 		}
 	}
@@ -162,7 +165,9 @@ func TestAcquireBoundedWhenPoolBusy(t *testing.T) {
 		if !errors.Is(err, db.ErrPoolBusy) {
 			t.Fatalf("%s: %v, want ErrPoolBusy", name, err)
 		}
-		if el < 100*time.Millisecond || el > 2*time.Second {
+		// The connection is held until the test ends: the upper bound only
+		// has to tell a bounded wait from an endless one.
+		if el < 100*time.Millisecond || el > 10*time.Second {
 			t.Fatalf("%s: waited %v for a connection, want about 150ms", name, el)
 		}
 		p, _ := problem.As(db.Problem(err))
