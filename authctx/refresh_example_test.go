@@ -19,9 +19,11 @@ import (
 )
 
 // Example_refresh turns on cookie session refresh: a session cookie whose
-// token expires within the leeway is refreshed with the auth server, the
-// handler sees the new token, and the response carries the new cookie and
-// no-store cache headers.
+// access token has expired is refreshed with the auth server, the handler
+// sees the new token, and the response carries the new cookie and no-store
+// cache headers. A token that only expires within the leeway is refreshed
+// too; its request waits at most Config.RefreshWait for the answer, which
+// otherwise reaches the session's next request.
 func Example_refresh() {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	var issuer string // {project URL}/auth/v1, checked by default
@@ -67,9 +69,10 @@ func Example_refresh() {
 		fmt.Println("caller:", authctx.AuthFrom(r.Context()).Kind, "- handler sees refresh token", s.RefreshToken)
 	}))
 
-	// The browser's cookie: a session expiring in 30 s, as @supabase/ssr stores it.
-	old, _ := ssrcookie.EncodeJSON(map[string]any{"access_token": sign(30 * time.Second), "token_type": "bearer",
-		"expires_in": 3600, "expires_at": time.Now().Add(30 * time.Second).Unix(), "refresh_token": "old-refresh"})
+	// The browser's cookie: a session whose token expired a minute ago, as
+	// @supabase/ssr stores it.
+	old, _ := ssrcookie.EncodeJSON(map[string]any{"access_token": sign(-time.Minute), "token_type": "bearer",
+		"expires_in": 3600, "expires_at": time.Now().Add(-time.Minute).Unix(), "refresh_token": "old-refresh"})
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.AddCookie(&http.Cookie{Name: rv.CookieName(), Value: ssrcookie.Encode(old)})
 

@@ -580,10 +580,11 @@ func TestAttackApprovalBurstStarvesPool(t *testing.T) {
 	}
 	// Like for like: each percentile against the same one measured idle.
 	// The limit never drops below noiseFloor: on a shared two-core machine
-	// (CI runs other packages' tests beside this one) a scheduling hiccup
-	// alone costs tens of milliseconds, while the starvation this guards
-	// against cost seconds and 503s.
-	const noiseFloor = 100 * time.Millisecond
+	// (CI runs other packages' tests beside this one) 32 concurrent
+	// requests under -race alone put the busy p99 near 100 ms (measured
+	// 85-97 ms at load 13), while the starvation this guards against cost
+	// p50 5 s, p99 15 s and 503s.
+	const noiseFloor = time.Second
 	for _, p := range []int{50, 99} {
 		if got, limit := pct(busy, p), max(10*pct(idle, p), noiseFloor); got > limit {
 			t.Errorf("tenant A's list p%d %v during the bursts exceeds max(10x its idle p%d, %v) = %v", p, got, p, noiseFloor, limit)

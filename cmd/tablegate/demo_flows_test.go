@@ -56,7 +56,12 @@ func newFlowApp(t *testing.T, ttl time.Duration, tokensOnly ...bool) *flowApp {
 	a.gotrue = ds.gotrue
 	first := ds.handler()
 	h.Store(&first)
-	rv, err := authctx.New(t.Context(), demoResolverConfig(srv.URL, srv.URL+"/auth/v1/.well-known/jwks.json", "sb_secret_flows", "sb_publishable_flows", true))
+	rcfg := demoResolverConfig(srv.URL, srv.URL+"/auth/v1/.well-known/jwks.json", "sb_secret_flows", "sb_publishable_flows", true)
+	// A still-valid token waits for its refresh up to the refresh timeout
+	// (not DefaultRefreshWait's 250 ms): the tests expect the refresh's
+	// outcome in the very response, also on a loaded machine.
+	rcfg.RefreshWait = authctx.DefaultRefreshTimeout
+	rv, err := authctx.New(t.Context(), rcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +298,7 @@ func TestDemoFlowsRefreshThenRejected(t *testing.T) {
 		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
 	}
 	first := a.whoami(c)
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond) // into the leeway
 	second := a.whoami(c)
 	if second.Kind != authctx.KindUser || second.Claims["exp"] == first.Claims["exp"] {
 		t.Fatalf("not refreshed: %v → %v", first.Claims["exp"], second.Claims["exp"])

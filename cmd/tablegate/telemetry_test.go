@@ -118,6 +118,10 @@ func setupTelemetryStack(t *testing.T) *telBundle {
 
 	rv, err := authctx.New(ctx, &authctx.Config{
 		ProjectURL: b.srv.URL, PublishableKeys: []string{publishable}, Refresh: true, Telemetry: tel,
+		// The cookie refresh below must finish inside its request (its
+		// span a child of that resolution), also on a loaded machine: wait
+		// up to the refresh timeout, not DefaultRefreshWait's 250 ms.
+		RefreshWait: authctx.DefaultRefreshTimeout,
 	})
 	if err != nil {
 		t.Fatal(err)
