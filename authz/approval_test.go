@@ -474,13 +474,15 @@ const approvalsOwner = "tg_test_authz_owner"
 func TestApprovalFunctionsNonSuperuserOwner(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.exec(`select pg_advisory_lock(hashtext('tablegate.test.roles'))`)
+	// Roles are cluster-global: create it only where missing, under a lock
+	// held for this one statement (a session lock taken through the pool
+	// could be released on another connection, or never).
 	b.exec(`do $$ begin
+	  perform pg_advisory_xact_lock(hashtext('tablegate.test.roles'));
 	  if not exists (select 1 from pg_roles where rolname = '` + approvalsOwner + `') then
 	    create role ` + approvalsOwner + ` nologin nosuperuser nobypassrls;
 	  end if;
 	end $$`)
-	b.exec(`select pg_advisory_unlock(hashtext('tablegate.test.roles'))`)
 	for _, s := range []string{
 		`grant usage on schema tablegate, auth to ` + approvalsOwner,
 		`grant select on tablegate.settings, tablegate.memberships to ` + approvalsOwner,
