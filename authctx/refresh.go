@@ -41,7 +41,7 @@ package authctx
 // # Concurrency and the 10-second result cache
 //
 // Within one process, concurrent requests carrying the same refresh token
-// share one call to the auth server (singleflight), and a finished success
+// share one call to the auth server, and a finished success
 // or rejection is reused for 10 seconds (bounded cache keyed by a hash of
 // the refresh token), so a burst of requests from one browser — which all
 // carry the old cookie until the first response arrives — costs one call
@@ -77,10 +77,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/tablegate/tablegate/authctx/internal/gotrue"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
@@ -140,16 +137,25 @@ type refresher struct {
 	// tel counts shared waits and outcomes (nil: none).
 	tel *telemetry.Telemetry
 
-	group singleflight.Group
-
 	mu       sync.Mutex
 	cache    map[[sha256.Size]byte]refreshEntry
 	order    []refreshKeyAt // insertion order, for expiry and bounding
 	failures map[[sha256.Size]byte]failEntry
-	// slow marks refresh tokens whose call outlived a waiting request:
-	// until it ends, later requests with a valid token do not wait, and
-	// its result is kept for RefreshHandoffTTL.
-	slow map[[sha256.Size]byte]bool
+	// calls holds the call in flight per refresh token; it leaves the map
+	// in the same critical section that records its outcome.
+	calls map[[sha256.Size]byte]*refreshCall
+}
+
+// refreshCall is one call to the auth server, shared by every request
+// carrying its refresh token while it runs.
+type refreshCall struct {
+	done chan struct{} // closed once res is set
+	res  gotrue.Result
+	// slow is set (under refresher.mu) when a waiting request went on
+	// without the result: until the call ends, later requests with a
+	// valid token do not wait for it, and its result is kept for
+	// RefreshHandoffTTL. It belongs to the call, so it cannot outlive it.
+	slow bool
 }
 
 type refreshEntry struct {
@@ -180,7 +186,7 @@ func newRefresher(client *gotrue.Client, timeout time.Duration, now func() time.
 		client: client, timeout: timeout, now: now, ttl: RefreshResultTTL, max: refreshCacheMax,
 		cache:    make(map[[sha256.Size]byte]refreshEntry),
 		failures: make(map[[sha256.Size]byte]failEntry),
-		slow:     make(map[[sha256.Size]byte]bool),
+		calls:    make(map[[sha256.Size]byte]*refreshCall),
 	}
 }
 
@@ -194,49 +200,71 @@ func newRefresher(client *gotrue.Client, timeout time.Duration, now func() time.
 // already known to be slow.
 func (f *refresher) refresh(ctx context.Context, refreshToken string, patient bool) gotrue.Result {
 	key := sha256.Sum256([]byte(refreshToken))
-	if res, ok := f.cached(key); ok {
+	f.mu.Lock()
+	if res, ok := f.cachedLocked(key); ok {
+		f.mu.Unlock()
 		f.observe(ctx, res, true)
 		return res
 	}
-	if f.backingOff(key) {
+	if f.backingOffLocked(key) {
+		f.mu.Unlock()
 		return gotrue.Result{Err: errBackingOff}
 	}
-	if !patient && f.isSlow(key) {
+	c, shared := f.calls[key], true
+	if c == nil {
+		c, shared = &refreshCall{done: make(chan struct{})}, false
+		f.calls[key] = c
+		go f.call(ctx, key, c, refreshToken)
+	} else if !patient && c.slow {
+		f.mu.Unlock()
 		return gotrue.Result{Err: context.DeadlineExceeded}
 	}
-	var ran atomic.Bool
-	ch := f.group.DoChan(string(key[:]), func() (any, error) {
-		ran.Store(true)
-		if res, ok := f.cached(key); ok {
-			return res, nil
-		}
-		if f.backingOff(key) {
-			return gotrue.Result{Err: errBackingOff}, nil
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
-		defer cancel()
-		res := f.client.Refresh(cctx, refreshToken, f.now())
-		if res.Outcome == gotrue.Success && f.accept != nil && !f.accept(cctx, res.Parsed.AccessToken) {
-			res = gotrue.Result{Status: res.Status, Err: errors.New("authctx: the refreshed access token does not verify")}
-		}
-		if res.Outcome == gotrue.Failed {
-			f.fail(key, res.RetryAfter)
-		} else {
-			f.store(key, res)
-		}
-		return res, nil
-	})
+	f.mu.Unlock()
 	select {
-	case r := <-ch:
-		res := r.Val.(gotrue.Result)
-		f.observe(ctx, res, !ran.Load())
-		return res
+	case <-c.done:
+		f.observe(ctx, c.res, shared)
+		return c.res
 	case <-ctx.Done():
-		f.markSlow(key)
-		res := gotrue.Result{Err: ctx.Err()}
-		f.observe(ctx, res, !ran.Load())
-		return res
 	}
+	f.mu.Lock()
+	ended := f.calls[key] != c
+	if !ended {
+		c.slow = true
+	}
+	f.mu.Unlock()
+	if ended {
+		// The call ended as this request gave up: use its result. (A slow
+		// mark set now would outlive the call and keep later requests
+		// with a valid token from ever sending another.)
+		<-c.done
+		f.observe(ctx, c.res, shared)
+		return c.res
+	}
+	res := gotrue.Result{Err: ctx.Err()}
+	f.observe(ctx, res, shared)
+	return res
+}
+
+// call sends the refresh call c for key, records its outcome and ends it.
+// It is not cancelled by the requests waiting for it leaving; it is
+// bounded by the refresh timeout.
+func (f *refresher) call(ctx context.Context, key [sha256.Size]byte, c *refreshCall, refreshToken string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
+	defer cancel()
+	res := f.client.Refresh(cctx, refreshToken, f.now())
+	if res.Outcome == gotrue.Success && f.accept != nil && !f.accept(cctx, res.Parsed.AccessToken) {
+		res = gotrue.Result{Status: res.Status, Err: errors.New("authctx: the refreshed access token does not verify")}
+	}
+	f.mu.Lock()
+	if res.Outcome == gotrue.Failed {
+		f.failLocked(key, res.RetryAfter)
+	} else {
+		f.storeLocked(key, res, c.slow)
+	}
+	delete(f.calls, key)
+	c.res = res
+	f.mu.Unlock()
+	close(c.done)
 }
 
 // observe reports a refresh outcome, and whether this request waited on
@@ -251,9 +279,7 @@ func (f *refresher) observe(ctx context.Context, res gotrue.Result, shared bool)
 	f.tel.RefreshOutcome(ctx, res.Outcome.String())
 }
 
-func (f *refresher) cached(key [sha256.Size]byte) (gotrue.Result, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *refresher) cachedLocked(key [sha256.Size]byte) (gotrue.Result, bool) {
 	e, ok := f.cache[key]
 	if !ok || f.now().Sub(e.at) >= e.ttl {
 		return gotrue.Result{}, false
@@ -261,35 +287,15 @@ func (f *refresher) cached(key [sha256.Size]byte) (gotrue.Result, bool) {
 	return e.res, true
 }
 
-func (f *refresher) backingOff(key [sha256.Size]byte) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *refresher) backingOffLocked(key [sha256.Size]byte) bool {
 	e, ok := f.failures[key]
 	return ok && f.now().Before(e.until)
 }
 
-func (f *refresher) isSlow(key [sha256.Size]byte) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.slow[key]
-}
-
-func (f *refresher) markSlow(key [sha256.Size]byte) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.slow) >= f.max {
-		clear(f.slow)
-	}
-	f.slow[key] = true
-}
-
-// fail remembers a failed call: no further call for this refresh token
-// until the backoff (or the server's Retry-After) has passed.
-func (f *refresher) fail(key [sha256.Size]byte, retryAfter time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// failLocked remembers a failed call: no further call for this refresh
+// token until the backoff (or the server's Retry-After) has passed.
+func (f *refresher) failLocked(key [sha256.Size]byte, retryAfter time.Duration) {
 	now := f.now()
-	delete(f.slow, key)
 	n := 1
 	if e, ok := f.failures[key]; ok && now.Sub(e.until) < RefreshBackoffMax {
 		n = e.n + 1 // failures in a row
@@ -314,17 +320,16 @@ func (f *refresher) fail(key [sha256.Size]byte, retryAfter time.Duration) {
 	f.failures[key] = failEntry{n: n, until: now.Add(wait)}
 }
 
-func (f *refresher) store(key [sha256.Size]byte, res gotrue.Result) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// storeLocked caches a success or rejection; slow: a request went on
+// without it.
+func (f *refresher) storeLocked(key [sha256.Size]byte, res gotrue.Result, slow bool) {
 	now := f.now()
 	delete(f.failures, key)
 	ttl := f.ttl
-	if f.slow[key] {
+	if slow {
 		// Nobody waits for this result any more: keep it for the
 		// session's next request.
 		ttl = max(ttl, RefreshHandoffTTL)
-		delete(f.slow, key)
 	}
 	// Drop expired entries from the front, then the oldest beyond max.
 	i := 0

@@ -223,3 +223,38 @@ func TestRefresherCacheIsBounded(t *testing.T) {
 		t.Fatalf("expired entries kept: %d", n)
 	}
 }
+
+// TestRefresherGiveUpAsTheCallEnds: a request that gives up waiting just
+// as the call ends must not mark the refresh token slow for good. It used
+// to: the call recorded its failure (clearing the mark) and the request's
+// mark came after it, so later requests with a still-valid token never
+// sent another call. Each round lets a waiter's deadline fall around the
+// end of a quick failing call, then checks that, once the backoff has
+// passed, a request with a valid token sends a new call.
+func TestRefresherGiveUpAsTheCallEnds(t *testing.T) {
+	t.Parallel()
+	srv, calls := rfCountingServer(t, 503, func(int64) string { return "down" }, nil)
+	clock := &rfClock{t: time.Unix(1700000000, 0)}
+	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
+	// How long one failing call takes here, to place the deadlines.
+	start := time.Now()
+	f.refresh(context.Background(), "probe", true)
+	took := time.Since(start)
+	for i := range 200 {
+		tok := fmt.Sprint("t", i)
+		wait := time.Duration(i%40) * took / 20 // 0 to 2x the call
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		f.refresh(ctx, tok, false)
+		cancel()
+		// Wait for the call to end: join it, or find its failure.
+		f.refresh(context.Background(), tok, true)
+		clock.Add(RefreshBackoffMax + time.Second)
+		before := calls.Load()
+		if r := f.refresh(context.Background(), tok, false); errors.Is(r.Err, context.DeadlineExceeded) {
+			t.Fatalf("round %d (wait %v, call ~%v): a valid token's refresh skipped as slow after the call ended", i, wait, took)
+		}
+		if calls.Load() != before+1 {
+			t.Fatalf("round %d: %d calls after the backoff, want 1", i, calls.Load()-before)
+		}
+	}
+}
