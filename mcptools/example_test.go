@@ -103,6 +103,11 @@ func exampleDatabase(ctx context.Context) (*pgxpool.Pool, func()) {
 		log.Fatal(err)
 	}
 	name := fmt.Sprintf("mcptools_example_%d", os.Getpid())
+	// A run killed before its cleanup leaves the database behind; a later
+	// process may get the same pid.
+	if _, err := ap.Exec(ctx, "drop database if exists "+name+" with (force)"); err != nil {
+		log.Fatal(err)
+	}
 	if _, err := ap.Exec(ctx, "create database "+name); err != nil {
 		log.Fatal(err)
 	}
