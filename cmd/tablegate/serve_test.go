@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +23,33 @@ import (
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
+// freeAddr returns a loopback address with a port that was free a moment
+// ago, for a server the test starts itself. The port is taken below the
+// kernel's ephemeral range (ip_local_port_range), so that neither another
+// listener on port 0 nor an outgoing connection can take it before that
+// server listens, and it is never handed out twice in one test process.
+// Where the ephemeral range leaves no room below it, port 0 decides.
 func freeAddr(t *testing.T) string {
 	t.Helper()
+	lo, hi := 20000, ephemeralPortsStart()
+	for range 200 {
+		if hi-lo < 1000 {
+			break
+		}
+		port := lo + rand.IntN(hi-lo)
+		freePortsMu.Lock()
+		taken := freePortsGiven[port]
+		freePortsGiven[port] = true
+		freePortsMu.Unlock()
+		if taken {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			_ = ln.Close()
+			return addr
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +57,29 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	return addr
+}
+
+var (
+	freePortsMu    sync.Mutex
+	freePortsGiven = map[int]bool{}
+)
+
+// ephemeralPortsStart returns the first port of the kernel's ephemeral
+// range (Linux; 32768 elsewhere, the common default).
+func ephemeralPortsStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
 }
 
 func TestServeConfig(t *testing.T) {
