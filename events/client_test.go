@@ -31,7 +31,9 @@ func TestEventSourceClient(t *testing.T) {
 	// Writes run beside the client; the node process runs on the test goroutine.
 	go func() {
 		waitFor := func(n int) bool {
-			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			// Bounded by the node run below (node's start and a reconnect
+			// included), generously: a loaded machine starts node slowly.
+			for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 				if b.hub.Stats().Subscribers == n {
 					return true
 				}
@@ -57,9 +59,10 @@ func TestEventSourceClient(t *testing.T) {
 			write(fmt.Sprintf("away %d", i))
 		}
 	}()
-	nodetest.Run(t, 30*time.Second, "events-watch.mjs", map[string]any{
+	nodetest.Run(t, 60*time.Second, "events-watch.mjs", map[string]any{
 		"url": b.srv.URL + "/api/todos/events", "token": b.token(alice, tenantA, false),
 		"names": []string{"todos.created", "todos.updated", "todos.deleted", "todo.completed"}, "want": 6,
+		"timeout_ms": 45000, // the script's own bound (default 20 s), inside the run's 60 s
 	}, &out)
 	if t.Failed() {
 		return
@@ -113,7 +116,9 @@ func TestBrowserCookieSession(t *testing.T) {
 	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
 	bobTok := b.token(bob, tenantA, false)
 	go func() {
-		for deadline := time.Now().Add(20 * time.Second); b.hub.Stats().Subscribers < 1; time.Sleep(20 * time.Millisecond) {
+		// Chromium's start under load can take most of this; the node run
+		// below is bounded at 90 s.
+		for deadline := time.Now().Add(75 * time.Second); b.hub.Stats().Subscribers < 1; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Errorf("the browser never subscribed")
 				return
@@ -131,7 +136,7 @@ func TestBrowserCookieSession(t *testing.T) {
 		CrossSite struct{ Events, Errors, ReadyState int }
 		Errors    []string
 	}
-	nodetest.Run(t, 60*time.Second, "browser-events.mjs", map[string]any{
+	nodetest.Run(t, 90*time.Second, "browser-events.mjs", map[string]any{
 		"base": srv.URL, "other": otherURL, "cookie": map[string]string{"name": cookie[0], "value": cookie[1]},
 		"names": []string{"todos.created", "todos.updated", "todos.deleted"}, "want": 3,
 	}, &out)

@@ -25,7 +25,7 @@ try {
     const es = new EventSource('/api/todos/events');
     for (const n of names) es.addEventListener(n, (ev) => window.got.push({ type: ev.type, id: ev.lastEventId, data: ev.data }));
   }, names);
-  await page.waitForFunction((n) => window.got.length >= n, want, { timeout: 20000 });
+  await page.waitForFunction((n) => window.got.length >= n, want, { timeout: 45000 });
   out.events = await page.evaluate(() => window.got);
 
   // The same stream from another site, with credentials.
