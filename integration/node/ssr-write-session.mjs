@@ -69,8 +69,16 @@ if (error) {
   console.error('signInWithPassword failed:', error.message)
   process.exit(1)
 }
-// setAll runs from the auth state listener; let it flush.
-await new Promise((r) => setTimeout(r, 50))
+// setAll runs from the auth state listener, asynchronously (auth-js may
+// hold the notification until its initialization resolves): wait for it,
+// at most 10 s, instead of guessing how long that takes on a loaded machine.
+for (const deadline = Date.now() + 10000; written.length === 0 && Date.now() < deadline; ) {
+  await new Promise((r) => setTimeout(r, 5))
+}
+if (written.length === 0) {
+  console.error('setAll was not called within 10 s of signInWithPassword')
+  process.exit(1)
+}
 process.stdout.write(JSON.stringify({
   cookies: written.filter((c) => c.value !== '').map((c) => ({ name: c.name, value: c.value })),
   set_cookie: written.map((c) => serializeCookieHeader(c.name, c.value, c.options)),
