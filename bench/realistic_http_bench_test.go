@@ -37,6 +37,9 @@ type realHTTP struct {
 	token     string
 	claims    []byte
 	tablegate http.Handler
+	// before is tablegate with rest's statements before rows were rendered
+	// in Go (prevRepo): the same run's before.
+	before    http.Handler
 	floorPost http.Handler
 	floor     http.Handler // realFloor on public.todos
 	// floorOwner is realFloor on public.todos_owner: the same rows under
@@ -84,6 +87,13 @@ func newRealHTTP(tb testing.TB, pool *pgxpool.Pool) *realHTTP {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	prev, err := rest.NewResource(context.Background(), db.New(pool, nil), "public.todos", &rest.Config{
+		Select: realColumns, CursorKey: []byte("bench cursor key, 32 bytes long!"),
+		Repository: prevRepo{}, Operations: []rest.Operation{rest.OpList, rest.OpGet},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	rows, err := pool.Query(context.Background(), `select id::text from public.todos where tenant_id = $1 order by id`, realCallerTenant)
 	if err != nil {
 		tb.Fatal(err)
@@ -99,6 +109,7 @@ func newRealHTTP(tb testing.TB, pool *pgxpool.Pool) *realHTTP {
 	return &realHTTP{
 		pool: pool, token: signed, claims: raw, ids: ids, owned: ownedIDs(tb, pool),
 		tablegate:  rv.Middleware(http.StripPrefix("/todos", res)),
+		before:     rv.Middleware(http.StripPrefix("/todos", prev)),
 		floorPost:  &rawCreate{pool: pool, tokens: map[string][]byte{signed: raw}},
 		floor:      floor("public.todos"),
 		floorOwner: floor("public.todos_owner"),
@@ -192,7 +203,10 @@ func poster(c *http.Client, url, token string) func(ctx context.Context) error {
 // that floor on todos_owner: the same six-column rows under the owner
 // policy (its get reads ids the caller owns; its list the first 50 of the
 // caller's 60 rows), so vs-floor-owner-rows compares tablegate with the
-// floor's policy at the realistic fixture's row shape.
+// floor's policy at the realistic fixture's row shape. tablegate-before is
+// tablegate with rest's statements from before rows were rendered in Go
+// (prevRepo), measured in the same rounds: before-ratio, -median and -cpu
+// are its ratio, ratio-median and ratio-cpu.
 //
 // Metrics: <server>-ops/s, -p50-µs, -p99-µs, -proc-cpu-µs/req (client and
 // server, Postgres excluded), -db-cpu-µs/req (the Postgres backends, from
@@ -206,7 +220,7 @@ func BenchmarkHTTPRealistic(b *testing.B) {
 	real := newRealHTTP(b, setupRealistic(b, demoSchema(b), 0))
 	urls := map[string]string{}
 	for name, h := range map[string]http.Handler{"floor": fx.floor, "tablegate": real.tablegate, "floor-create": real.floorPost,
-		"floor-real": real.floor, "floor-owner-rows": real.floorOwner} {
+		"floor-real": real.floor, "floor-owner-rows": real.floorOwner, "tablegate-before": real.before} {
 		srv := httptest.NewServer(h)
 		b.Cleanup(srv.Close)
 		urls[name] = srv.URL
@@ -221,27 +235,29 @@ func BenchmarkHTTPRealistic(b *testing.B) {
 	nextOwned := func() string { return "/todos/" + real.owned[int(o.Add(1))%len(real.owned)] }
 	first := func() string { return "/todos/" }
 	kinds := []struct {
-		name                       string
-		floor, subj, real, ownRows *loadSubject
+		name                               string
+		floor, subj, real, ownRows, before *loadSubject
 	}{
 		{"get",
 			&loadSubject{name: "floor", fn: getter(client, urls["floor"], fx.token, nextItem), backendCPU: itemsCPU},
 			&loadSubject{name: "tablegate", fn: getter(client, urls["tablegate"], real.token, nextTodo), backendCPU: realCPU},
 			&loadSubject{name: "floor-real", fn: getter(client, urls["floor-real"], real.token, nextTodo), backendCPU: realCPU},
-			&loadSubject{name: "floor-owner-rows", fn: getter(client, urls["floor-owner-rows"], real.token, nextOwned), backendCPU: realCPU}},
+			&loadSubject{name: "floor-owner-rows", fn: getter(client, urls["floor-owner-rows"], real.token, nextOwned), backendCPU: realCPU},
+			&loadSubject{name: "tablegate-before", fn: getter(client, urls["tablegate-before"], real.token, nextTodo), backendCPU: realCPU}},
 		{"list",
 			&loadSubject{name: "floor", fn: getter(client, urls["floor"], fx.token, func() string { return "/items/" }), backendCPU: itemsCPU},
 			&loadSubject{name: "tablegate", fn: getter(client, urls["tablegate"], real.token, first), backendCPU: realCPU},
 			&loadSubject{name: "floor-real", fn: getter(client, urls["floor-real"], real.token, first), backendCPU: realCPU},
-			&loadSubject{name: "floor-owner-rows", fn: getter(client, urls["floor-owner-rows"], real.token, first), backendCPU: realCPU}},
+			&loadSubject{name: "floor-owner-rows", fn: getter(client, urls["floor-owner-rows"], real.token, first), backendCPU: realCPU},
+			&loadSubject{name: "tablegate-before", fn: getter(client, urls["tablegate-before"], real.token, first), backendCPU: realCPU}},
 		{"create",
 			&loadSubject{name: "floor", fn: poster(client, urls["floor-create"], real.token), backendCPU: realCPU},
-			&loadSubject{name: "tablegate", fn: poster(client, urls["tablegate"]+"/todos", real.token), backendCPU: realCPU}, nil, nil},
+			&loadSubject{name: "tablegate", fn: poster(client, urls["tablegate"]+"/todos", real.token), backendCPU: realCPU}, nil, nil, nil},
 	}
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {
 			subs := []*loadSubject{k.floor, k.subj}
-			for _, s := range []*loadSubject{k.real, k.ownRows} {
+			for _, s := range []*loadSubject{k.real, k.ownRows, k.before} {
 				if s != nil {
 					subs = append(subs, s)
 				}
@@ -264,6 +280,11 @@ func BenchmarkHTTPRealistic(b *testing.B) {
 				b.ReportMetric(medianRatio(k.subj, k.real), "vs-floor-real-median")
 				b.ReportMetric(cpu(k.real)/cpu(k.subj), "vs-floor-real-cpu")
 				b.ReportMetric(k.real.ops()/k.floor.ops(), "floor-real/floor")
+			}
+			if k.before != nil {
+				b.ReportMetric(k.before.ops()/k.floor.ops(), "before-ratio")
+				b.ReportMetric(medianRatio(k.before, k.floor), "before-ratio-median")
+				b.ReportMetric(cpu(k.floor)/cpu(k.before), "before-ratio-cpu")
 			}
 			if k.ownRows != nil {
 				b.ReportMetric(k.subj.ops()/k.ownRows.ops(), "vs-floor-owner-rows")
