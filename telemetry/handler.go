@@ -37,8 +37,10 @@ type record struct {
 	w         statusWriter // the response writer given to the next handler
 	idv       [1]string    // backs a generated X-Request-Id header value
 
-	// attrs backs the server span's closing attributes (no allocation).
-	attrs [9]attribute.KeyValue
+	// attrs backs the server span's closing attributes (no allocation):
+	// at most route, status, operation, table, caller kind, source,
+	// reason and the request id.
+	attrs [8]attribute.KeyValue
 
 	mu                            sync.Mutex
 	route, operation, table       string
