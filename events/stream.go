@@ -43,6 +43,12 @@ type StreamOpts struct {
 	Payloads map[string]*jsonschema.Schema
 	// Problems renders error bodies.
 	Problems problem.Writer
+	// IgnoreReadHooks lets a resource whose list or get runs Go hooks
+	// (Hooks.AuthorizeFunc, AfterListFunc, AfterGetFunc) be streamed
+	// anyway. Events carry rows as row-level security shows them; the
+	// hooks' decisions and reshaping do not apply to a stream, so set it
+	// only when they neither hide rows nor columns (they log, say).
+	IgnoreReadHooks bool
 }
 
 // nameKind is what kind of event a name is for a stream.
@@ -79,9 +85,10 @@ type Stream struct {
 // Stream builds the event stream of res. It fails when opts.Table is set
 // and the table is not opted in (or is opted in with another key column),
 // when the resource has no events at all, when Payloads names an event
-// no action declares, or when res's list or get needs a permission: events
+// no action declares, when res's list or get needs a permission, or when
+// its list or get runs Go hooks and opts.IgnoreReadHooks is not set: events
 // are filtered by row-level security alone, so an authorizer's per-row
-// decisions would not apply to them.
+// decisions and a hook's redaction would not apply to them.
 func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) (*Stream, error) {
 	var o StreamOpts
 	if opts != nil {
@@ -101,6 +108,11 @@ func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) 
 		if oi, ok := d.Operation(op); ok && oi.Permission != "" {
 			return nil, fmt.Errorf("events: stream %s: %s needs permission %q, which events cannot check: "+
 				"stream a resource of the same table whose reads row-level security alone decides", d.Table, op, oi.Permission)
+		}
+		if oi, ok := d.Operation(op); ok && oi.Hooked && !o.IgnoreReadHooks {
+			return nil, fmt.Errorf("events: stream %s: %s runs Go hooks, which events cannot apply: "+
+				"stream a resource of the same table without read hooks, or set StreamOpts.IgnoreReadHooks "+
+				"if the hooks neither hide rows nor columns", d.Table, op)
 		}
 	}
 	for _, c := range d.Columns {

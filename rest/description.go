@@ -39,6 +39,11 @@ type OperationInfo struct {
 	Status int
 	// Permission is the permission key checked by the authorizer, or "".
 	Permission string
+	// Hooked reports whether Go hooks decide or reshape this CRUD
+	// operation's response: Hooks.AuthorizeFunc, or the operation's
+	// Before or After hook. Tools that bypass the pipeline (event
+	// streams) use it to refuse what they could not apply.
+	Hooked bool
 	// Input is the body schema (create, update, actions with input).
 	Input *jsonschema.Schema
 	// Query is the query parameter schema of an action, if any.

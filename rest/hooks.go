@@ -106,3 +106,24 @@ type Hooks struct {
 	// AfterUpdateFunc returns the update response.
 	AfterUpdateFunc func(c *Ctx, row Row) (any, error)
 }
+
+// run reports whether any hook runs for the CRUD operation op:
+// AuthorizeFunc, or op's Before or After hook.
+func (h *Hooks) run(op Operation) bool {
+	if h.AuthorizeFunc != nil {
+		return true
+	}
+	switch op {
+	case OpList:
+		return h.AfterListFunc != nil
+	case OpGet:
+		return h.AfterGetFunc != nil
+	case OpCreate:
+		return h.BeforeCreateFunc != nil || h.AfterCreateFunc != nil
+	case OpUpdate:
+		return h.BeforeUpdateFunc != nil || h.AfterUpdateFunc != nil
+	case OpDelete:
+		return h.BeforeDeleteFunc != nil
+	}
+	return false
+}

@@ -377,19 +377,10 @@ func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Caller,
 // back afterwards to tell 403 from 404: a second round trip, on the
 // failure path only.)
 func (r *Resource) writeIsOneStatement(op Operation) bool {
-	h := &r.hooks
-	if _, ok := r.repo.(*tableRepository); !ok || r.perms[op] != "" || h.AuthorizeFunc != nil {
+	if _, ok := r.repo.(*tableRepository); !ok || r.perms[op] != "" {
 		return false
 	}
-	switch op {
-	case OpCreate:
-		return h.BeforeCreateFunc == nil && h.AfterCreateFunc == nil
-	case OpUpdate:
-		return h.BeforeUpdateFunc == nil && h.AfterUpdateFunc == nil
-	case OpDelete:
-		return h.BeforeDeleteFunc == nil
-	}
-	return false
+	return (op == OpCreate || op == OpUpdate || op == OpDelete) && !r.hooks.run(op)
 }
 
 // refusedWrite tells a row the caller may not see (ErrNotFound: 404)

@@ -404,6 +404,7 @@ func (r *Resource) describe() {
 		if op.Item() {
 			oi.Path = itemPath
 		}
+		oi.Hooked = r.hooks.run(op)
 		switch op {
 		case OpCreate:
 			oi.Status = http.StatusCreated

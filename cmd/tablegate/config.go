@@ -100,6 +100,11 @@ type tableConfig struct {
 	// FilterColumns, when set, lists the only columns a list may filter
 	// and order by (e.g. the indexed ones); others answer 400.
 	FilterColumns []string `json:"filter_columns,omitempty"`
+	// Events serves GET {base_path}/{name}/events: Server-Sent Events of
+	// the rows written to the table, each delivered to the subscribers
+	// whose row-level security shows the row. The table must be opted in
+	// by a migration (select tablegate.enable_events('schema.table')).
+	Events bool `json:"events,omitempty"`
 }
 
 var (

@@ -46,9 +46,12 @@ func runOpenAPI(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	api, _, err := defineAPI(ctx, cfg, db.New(pool, nil), "")
+	api, _, hub, err := defineAPI(ctx, cfg, db.New(pool, nil), nil)
 	if err != nil {
 		return err
+	}
+	if hub != nil {
+		hub.Close() // the streams are described, never served
 	}
 	out := api.JSON()
 	if *format == "yaml" {

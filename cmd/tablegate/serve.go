@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
@@ -165,11 +166,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if public == "" {
 		public = base
 	}
-	app, err := buildServeHandler(ctx, cfg, d, rv, public, authServerOf(acfg))
+	app, closeStreams, err := buildServeHandler(ctx, cfg, d, rv, public, authServerOf(acfg))
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	// Event streams never end by themselves: end them when the shutdown
+	// starts (subscribers resume with Last-Event-ID), so that it waits
+	// only for ordinary requests.
+	defer closeStreams()
+	defer context.AfterFunc(ctx, closeStreams)()
 	mux := http.NewServeMux()
 	health(mux, pool, rv)
 	mux.Handle("/", rv.Middleware(rv.CrossSite(app)))
@@ -177,6 +183,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	for _, n := range cfg.tableNames() {
 		t := cfg.Tables[n]
 		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, cfg.base(), n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))
+		if t.Events {
+			fmt.Fprintf(out, "  %s%s/%s/events → events of %s (Server-Sent Events)\n", base, cfg.base(), n, t.Table)
+		}
 	}
 	return serveUntilDone(ctx, out, ln, obs.tel.Handler(problemFallback(mux)), timeouts, budget.shutdownTimeout)
 }
@@ -359,16 +368,53 @@ func allowOf(guard []string) []authctx.Allow {
 	return out
 }
 
-// defineAPI builds the tables' resources and their description; the API's
-// handler serves both under base_path, each table behind its guard.
-func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, cookieName string) (*spec.API, map[string]*rest.Resource, error) {
+// buildStreams builds the event streams of the tables with "events": true,
+// each behind its table's guard, over one hub; hub is nil when no table
+// streams. The caller closes the hub.
+func buildStreams(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver, resources map[string]*rest.Resource) (map[string]spec.EventStream, *events.Hub, error) {
+	var hub *events.Hub
+	streams := map[string]spec.EventStream{}
+	for _, name := range cfg.tableNames() {
+		t := cfg.Tables[name]
+		if !t.Events {
+			continue
+		}
+		if hub == nil {
+			var err error
+			if hub, err = events.New(ctx, &events.Config{DB: d}); err != nil {
+				return nil, nil, fmt.Errorf("events: %w", err)
+			}
+		}
+		st, err := hub.Stream(ctx, resources[name], &events.StreamOpts{Table: true, Resolver: rv, Allow: allowOf(t.Guard)})
+		if err != nil {
+			hub.Close()
+			return nil, nil, fmt.Errorf("tables.%s.events: %w", name, err)
+		}
+		streams[name] = st
+	}
+	return streams, hub, nil
+}
+
+// defineAPI builds the tables' resources, their event streams and their
+// description; the API's handler serves them under base_path, each table
+// behind its guard. rv may be nil (the description alone: no cookie
+// name). The caller closes the hub when it is not nil.
+func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver) (*spec.API, map[string]*rest.Resource, *events.Hub, error) {
 	resources, err := buildResources(ctx, cfg, d)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	allow := map[string][]authctx.Allow{}
 	for _, name := range cfg.tableNames() {
 		allow[name] = allowOf(cfg.Tables[name].Guard)
+	}
+	streams, hub, err := buildStreams(ctx, cfg, d, rv, resources)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cookieName := ""
+	if rv != nil {
+		cookieName = rv.CookieName()
 	}
 	api, err := spec.DefineAPI(&spec.Config{
 		Info:       spec.Info{Title: cfg.Title, Version: cfg.Version},
@@ -380,11 +426,15 @@ func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, cookieName strin
 		Guard:      authctx.Guard,
 		CookieName: cookieName,
 		ProjectURL: cfg.Auth.URL,
+		Streams:    streams,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("API description: %w", err)
+		if hub != nil {
+			hub.Close()
+		}
+		return nil, nil, nil, fmt.Errorf("API description: %w", err)
 	}
-	return api, resources, nil
+	return api, resources, hub, nil
 }
 
 // buildServeHandler serves every table under base_path behind its guard,
@@ -394,24 +444,32 @@ func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, cookieName strin
 // public is the URL clients reach the server at and authServer the auth
 // server issuing tokens: MCP's 401 challenges name the protected resource
 // metadata served at public+mcpMetadataPath (RFC 9728).
-func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver, public, authServer string) (http.Handler, error) {
-	api, resources, err := defineAPI(ctx, cfg, d, rv.CookieName())
+//
+// The returned close function stops the tables' event streams (a no-op
+// when none streams).
+func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver, public, authServer string) (http.Handler, func(), error) {
+	api, resources, hub, err := defineAPI(ctx, cfg, d, rv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	closeHub := func() {}
+	if hub != nil {
+		closeHub = hub.Close
 	}
 	if !cfg.MCP {
-		return api.Handler(), nil
+		return api.Handler(), closeHub, nil
 	}
 	metadataURL, metadata := mcpDiscovery(public, authServer)
 	h, err := mcpHandler(cfg, resources, rv, metadataURL)
 	if err != nil {
-		return nil, err
+		closeHub()
+		return nil, nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle(mcpMetadataPath, metadata)
 	mux.Handle("/", api.Handler())
-	return mux, nil
+	return mux, closeHub, nil
 }
 
 // mcpTools builds the MCP tools of the resources, each table's tools behind
