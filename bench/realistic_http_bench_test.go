@@ -37,9 +37,16 @@ type realHTTP struct {
 	token     string
 	claims    []byte
 	tablegate http.Handler
+	// before is tablegate with rest's statements before rows were rendered
+	// in Go (prevRepo): the same run's before.
+	before    http.Handler
 	floorPost http.Handler
-	floor     http.Handler // realFloor
-	ids       []string     // ids the caller reads (its tenant's rows)
+	floor     http.Handler // realFloor on public.todos
+	// floorOwner is realFloor on public.todos_owner: the same rows under
+	// the owner policy, the floor of the same row shape.
+	floorOwner http.Handler
+	ids        []string // ids the caller reads (its tenant's rows)
+	owned      []string // ids the caller owns (what todos_owner shows it)
 }
 
 // realInsertSQL is the create floor's statement: the demo's defaults fill
@@ -80,6 +87,13 @@ func newRealHTTP(tb testing.TB, pool *pgxpool.Pool) *realHTTP {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	prev, err := rest.NewResource(context.Background(), db.New(pool, nil), "public.todos", &rest.Config{
+		Select: realColumns, CursorKey: []byte("bench cursor key, 32 bytes long!"),
+		Repository: prevRepo{}, Operations: []rest.Operation{rest.OpList, rest.OpGet},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	rows, err := pool.Query(context.Background(), `select id::text from public.todos where tenant_id = $1 order by id`, realCallerTenant)
 	if err != nil {
 		tb.Fatal(err)
@@ -88,11 +102,17 @@ func newRealHTTP(tb testing.TB, pool *pgxpool.Pool) *realHTTP {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	floor := func(table string) *realFloor {
+		return &realFloor{pool: pool, tokens: map[string][]byte{signed: raw}, cursorKey: []byte("bench cursor key, 32 bytes long!"),
+			getSQL: fmt.Sprintf(realGetSQL, table), listSQL: fmt.Sprintf(realListSQL, table)}
+	}
 	return &realHTTP{
-		pool: pool, token: signed, claims: raw, ids: ids,
-		tablegate: rv.Middleware(http.StripPrefix("/todos", res)),
-		floorPost: &rawCreate{pool: pool, tokens: map[string][]byte{signed: raw}},
-		floor:     &realFloor{pool: pool, tokens: map[string][]byte{signed: raw}, cursorKey: []byte("bench cursor key, 32 bytes long!")},
+		pool: pool, token: signed, claims: raw, ids: ids, owned: ownedIDs(tb, pool),
+		tablegate:  rv.Middleware(http.StripPrefix("/todos", res)),
+		before:     rv.Middleware(http.StripPrefix("/todos", prev)),
+		floorPost:  &rawCreate{pool: pool, tokens: map[string][]byte{signed: raw}},
+		floor:      floor("public.todos"),
+		floorOwner: floor("public.todos_owner"),
 	}
 }
 
@@ -179,7 +199,14 @@ func poster(c *http.Client, url, token string) func(ctx context.Context) error {
 // For get and list, floor-real is the same hand-written floor on the
 // realistic fixture (realFloor): vs-floor-real = tablegate over it (the
 // library's own cost), floor-real/floor = what the realistic fixture's
-// policies and wider rows cost a hand-written handler.
+// policies and wider rows cost a hand-written handler. floor-owner-rows is
+// that floor on todos_owner: the same six-column rows under the owner
+// policy (its get reads ids the caller owns; its list the first 50 of the
+// caller's 60 rows), so vs-floor-owner-rows compares tablegate with the
+// floor's policy at the realistic fixture's row shape. tablegate-before is
+// tablegate with rest's statements from before rows were rendered in Go
+// (prevRepo), measured in the same rounds: before-ratio, -median and -cpu
+// are its ratio, ratio-median and ratio-cpu.
 //
 // Metrics: <server>-ops/s, -p50-µs, -p99-µs, -proc-cpu-µs/req (client and
 // server, Postgres excluded), -db-cpu-µs/req (the Postgres backends, from
@@ -193,7 +220,7 @@ func BenchmarkHTTPRealistic(b *testing.B) {
 	real := newRealHTTP(b, setupRealistic(b, demoSchema(b), 0))
 	urls := map[string]string{}
 	for name, h := range map[string]http.Handler{"floor": fx.floor, "tablegate": real.tablegate, "floor-create": real.floorPost,
-		"floor-real": real.floor} {
+		"floor-real": real.floor, "floor-owner-rows": real.floorOwner, "tablegate-before": real.before} {
 		srv := httptest.NewServer(h)
 		b.Cleanup(srv.Close)
 		urls[name] = srv.URL
@@ -202,31 +229,38 @@ func BenchmarkHTTPRealistic(b *testing.B) {
 	b.Cleanup(client.CloseIdleConnections)
 	itemsCPU, realCPU := backendCPU(b, items), backendCPU(b, real.pool)
 
-	var n, m atomic.Int64
+	var n, m, o atomic.Int64
 	nextItem := func() string { return "/items/" + strconv.FormatInt(n.Add(1)%10000+1, 10) }
 	nextTodo := func() string { return "/todos/" + real.ids[int(m.Add(1))%len(real.ids)] }
+	nextOwned := func() string { return "/todos/" + real.owned[int(o.Add(1))%len(real.owned)] }
 	first := func() string { return "/todos/" }
 	kinds := []struct {
-		name              string
-		floor, subj, real *loadSubject
+		name                               string
+		floor, subj, real, ownRows, before *loadSubject
 	}{
 		{"get",
 			&loadSubject{name: "floor", fn: getter(client, urls["floor"], fx.token, nextItem), backendCPU: itemsCPU},
 			&loadSubject{name: "tablegate", fn: getter(client, urls["tablegate"], real.token, nextTodo), backendCPU: realCPU},
-			&loadSubject{name: "floor-real", fn: getter(client, urls["floor-real"], real.token, nextTodo), backendCPU: realCPU}},
+			&loadSubject{name: "floor-real", fn: getter(client, urls["floor-real"], real.token, nextTodo), backendCPU: realCPU},
+			&loadSubject{name: "floor-owner-rows", fn: getter(client, urls["floor-owner-rows"], real.token, nextOwned), backendCPU: realCPU},
+			&loadSubject{name: "tablegate-before", fn: getter(client, urls["tablegate-before"], real.token, nextTodo), backendCPU: realCPU}},
 		{"list",
 			&loadSubject{name: "floor", fn: getter(client, urls["floor"], fx.token, func() string { return "/items/" }), backendCPU: itemsCPU},
 			&loadSubject{name: "tablegate", fn: getter(client, urls["tablegate"], real.token, first), backendCPU: realCPU},
-			&loadSubject{name: "floor-real", fn: getter(client, urls["floor-real"], real.token, first), backendCPU: realCPU}},
+			&loadSubject{name: "floor-real", fn: getter(client, urls["floor-real"], real.token, first), backendCPU: realCPU},
+			&loadSubject{name: "floor-owner-rows", fn: getter(client, urls["floor-owner-rows"], real.token, first), backendCPU: realCPU},
+			&loadSubject{name: "tablegate-before", fn: getter(client, urls["tablegate-before"], real.token, first), backendCPU: realCPU}},
 		{"create",
 			&loadSubject{name: "floor", fn: poster(client, urls["floor-create"], real.token), backendCPU: realCPU},
-			&loadSubject{name: "tablegate", fn: poster(client, urls["tablegate"]+"/todos", real.token), backendCPU: realCPU}, nil},
+			&loadSubject{name: "tablegate", fn: poster(client, urls["tablegate"]+"/todos", real.token), backendCPU: realCPU}, nil, nil, nil},
 	}
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {
 			subs := []*loadSubject{k.floor, k.subj}
-			if k.real != nil {
-				subs = append(subs, k.real)
+			for _, s := range []*loadSubject{k.real, k.ownRows, k.before} {
+				if s != nil {
+					subs = append(subs, s)
+				}
 			}
 			for b.Loop() {
 				alternate(b, httpRounds, httpRound, subs)
@@ -244,7 +278,18 @@ func BenchmarkHTTPRealistic(b *testing.B) {
 			if k.real != nil {
 				b.ReportMetric(k.subj.ops()/k.real.ops(), "vs-floor-real")
 				b.ReportMetric(medianRatio(k.subj, k.real), "vs-floor-real-median")
+				b.ReportMetric(cpu(k.real)/cpu(k.subj), "vs-floor-real-cpu")
 				b.ReportMetric(k.real.ops()/k.floor.ops(), "floor-real/floor")
+			}
+			if k.before != nil {
+				b.ReportMetric(k.before.ops()/k.floor.ops(), "before-ratio")
+				b.ReportMetric(medianRatio(k.before, k.floor), "before-ratio-median")
+				b.ReportMetric(cpu(k.floor)/cpu(k.before), "before-ratio-cpu")
+			}
+			if k.ownRows != nil {
+				b.ReportMetric(k.subj.ops()/k.ownRows.ops(), "vs-floor-owner-rows")
+				b.ReportMetric(medianRatio(k.subj, k.ownRows), "vs-floor-owner-rows-median")
+				b.ReportMetric(cpu(k.ownRows)/cpu(k.subj), "vs-floor-owner-rows-cpu")
 			}
 			b.ReportMetric(loadavg(), "load-1m")
 		})
@@ -258,14 +303,16 @@ func BenchmarkHTTPRealistic(b *testing.B) {
 // is its own cost; against the owner-policy floor, the policy's and the
 // wider rows' too.
 type realFloor struct {
-	pool      *pgxpool.Pool
-	tokens    map[string][]byte
-	cursorKey []byte
+	pool            *pgxpool.Pool
+	tokens          map[string][]byte
+	cursorKey       []byte
+	getSQL, listSQL string // realGetSQL and realListSQL on its table
 }
 
+// The floor's statements; %s is the table.
 const (
-	realGetSQL  = "select id, tenant_id, owner_id, title, done, created_at from public.todos where id = $1"
-	realListSQL = "select id, tenant_id, owner_id, title, done, created_at from public.todos order by id limit 51"
+	realGetSQL  = "select id, tenant_id, owner_id, title, done, created_at from %s where id = $1"
+	realListSQL = "select id, tenant_id, owner_id, title, done, created_at from %s order by id limit 51"
 )
 
 func (s *realFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -323,14 +370,14 @@ func (s *realFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if list {
 		out = append(out, `{"items":[`...)
-		b.Queue(realListSQL).Query(each)
+		b.Queue(s.listSQL).Query(each)
 	} else {
 		id, err := strconv.ParseInt(path[1:], 10, 64)
 		if err != nil {
 			http.Error(w, `{"title":"Bad key"}`, http.StatusBadRequest)
 			return
 		}
-		b.Queue(realGetSQL, id).Query(each)
+		b.Queue(s.getSQL, id).Query(each)
 	}
 	if err := s.pool.SendBatch(r.Context(), b).Close(); err != nil {
 		http.Error(w, `{"title":"Internal"}`, http.StatusInternalServerError)

@@ -11,7 +11,8 @@ import (
 
 // RowJSON is one row exactly as the resource renders it for get, create
 // and update: the select columns in select order, values in Postgres's
-// JSON formats (timestamps with "+00:00"). Read one inside an action with
+// JSON formats, compact (timestamps with the session's offset, "+00:00"
+// in UTC). Read one inside an action with
 // [Ctx.Row].
 //
 // As an action's output type (ActionDef[I, Q, RowJSON]) it is described by

@@ -48,12 +48,16 @@
 //
 // The default table repository introspects columns, types and the primary
 // key once and builds SQL from quoted identifiers and bound parameters
-// only; Postgres renders rows as JSON (json_build_object for one row,
-// json_agg for a page), so the get and list paths pass bytes through
-// without decoding them in Go. [Config.Repository] swaps in any
-// [Repository], e.g. one over sqlc-generated queries (see
-// examples/todos); routing, validation, RLS scoping, cursors, hooks and
-// errors stay the same.
+// only. Rows are rendered to JSON exactly as Postgres's to_json renders
+// each value, compact and with keys in select order ({"id":1,"title":"a"}),
+// the same bytes for get, list, create, update and action rows: the common
+// types (integers, booleans, text, uuid, json, jsonb, timestamptz) are read
+// in the driver's format and written in Go, any other column is selected as
+// to_json(col). Timestamps carry the offset of the session's TimeZone (a
+// zone Go's time zone database does not know renders in UTC).
+// [Config.Repository] swaps in any [Repository], e.g. one over
+// sqlc-generated queries (see examples/todos); routing, validation, RLS
+// scoping, cursors, hooks and errors stay the same.
 //
 // # Errors
 //

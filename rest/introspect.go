@@ -14,7 +14,7 @@ const introspectSQL = `
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, -1), t.typname,
        a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '',
        a.attidentity = 'a' OR a.attgenerated <> '',
-       coalesce(a.attnum = ANY (i.indkey), false)
+       coalesce(a.attnum = ANY (i.indkey), false), a.atttypid
 FROM pg_attribute a
 JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
@@ -34,11 +34,12 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		c := &column{}
 		var isPK bool
 		var castType string
-		if err := rows.Scan(&c.Name, &c.Type, &castType, &c.TypeName, &c.NotNull, &c.HasDefault, &c.ReadOnly, &isPK); err != nil {
+		if err := rows.Scan(&c.Name, &c.Type, &castType, &c.TypeName, &c.NotNull, &c.HasDefault, &c.ReadOnly, &isPK, &c.typeOID); err != nil {
 			rows.Close()
 			return nil, nil, fmt.Errorf("introspect: %w", err)
 		}
 		c.ident = pgx.Identifier{c.Name}.Sanitize()
+		c.key = jsonKey(c.Name)
 		// Parameters are cast to the type WITHOUT its modifier: an explicit
 		// cast to varchar(5) or numeric(5,1) truncates or rounds, so a key
 		// or filter value that cannot be stored would match another row.
@@ -63,7 +64,7 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 }
 
 // typeSchema maps a Postgres type to the JSON Schema of its JSON form
-// (as json_build_object renders it).
+// (as to_json renders it).
 func typeSchema(c *column) *jsonschema.Schema {
 	s := &jsonschema.Schema{}
 	tn := c.TypeName

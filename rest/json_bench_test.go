@@ -13,7 +13,11 @@ import (
 	"github.com/tablegate/tablegate/db"
 )
 
-// Benchmarks that justify rendering JSON in Postgres. Run with
+// Alternatives for rendering rows, in this process only (ns and
+// allocations per op; Postgres's CPU is not counted: bench's
+// BenchmarkListRender measures both sides). BenchmarkHandlerGet and
+// BenchmarkHandlerList50 run what rest does: columns read in the driver's
+// format and rendered in Go (row_json.go). Run with
 //
 //	go test ./rest -run '^$' -bench . -benchmem
 func benchBundle(b *testing.B) (*bundle, authctx.Caller) {

@@ -1,42 +1,10 @@
 package rest
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"testing"
 )
-
-// TestCutArray cuts JSON arrays whose strings and nested values hold
-// commas, brackets, braces, escaped quotes and backslashes.
-func TestCutArray(t *testing.T) {
-	cases := []struct {
-		in   string
-		n    int
-		want string
-		ok   bool
-	}{
-		{`[{"a":1}, {"a":2}]`, 1, `[{"a":1}]`, true},
-		{"[{\"a\":1}, \n {\"a\":2}, \n {\"a\":3}]", 2, "[{\"a\":1}, \n {\"a\":2}]", true},
-		{`[{"s":"x,\"],}{y"}, {"s":"\\"}, {"s":"\\\",["}]`, 2, `[{"s":"x,\"],}{y"}, {"s":"\\"}]`, true},
-		{`[{"j":[1,[2,{"k":","}],3],"o":{"p":[",",{}]}}, {"j":null}]`, 1, `[{"j":[1,[2,{"k":","}],3],"o":{"p":[",",{}]}}]`, true},
-		{`[{"a":1}, {"a":2}]`, 2, "", false},
-		{`[{"a":1}]`, 1, "", false},
-		{`[]`, 1, "", false},
-	}
-	for _, c := range cases {
-		got, ok := cutArray([]byte(c.in), c.n)
-		if ok != c.ok || string(got) != c.want {
-			t.Errorf("cutArray(%s, %d) = %q, %v; want %q, %v", c.in, c.n, got, ok, c.want, c.ok)
-		}
-		if ok {
-			var v []any
-			if err := json.Unmarshal(got, &v); err != nil || len(v) != c.n {
-				t.Errorf("cutArray(%s, %d) = %s: not an array of %d values (%v)", c.in, c.n, got, c.n, err)
-			}
-		}
-	}
-}
 
 // TestListColumnNamedLikeAliases: columns named like the list statement's
 // aliases (t, _tg_row) are listed as columns, an unselected key orders and

@@ -37,6 +37,9 @@ type column struct {
 	ident string // quoted identifier
 	cast  string // "::text::<type without typmod>" applied to text parameters
 	expr  string // the column in comparisons and order: t."col" (json: ::jsonb)
+
+	typeOID uint32 // pg_type.oid of the column's type (a domain's own)
+	key     string // its JSON object key with the colon: "col":
 }
 
 // Resource serves one table as REST routes; it is an [http.Handler].

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -208,26 +207,17 @@ func (tr *tableRepository) orderBy(b *strings.Builder, lq *ListQuery) error {
 }
 
 // List runs ONE statement: the page (limit+1 rows, to learn whether more
-// follow) is read by an ordered, limited sub-select and aggregated with
-// json_agg in Postgres, together with the order values of the limit-th row
-// as text (for the cursor) and, with count=exact, the number of matching
-// rows. The extra row is cut from the array in Go (one pass over its
-// bytes, no decoding). Measured on a 50-row page: about half the time of
-// one JSON object per row, and ~30x fewer allocations than decoding typed
-// columns in Go (see json_bench_test.go).
+// follow) as the select columns' output expressions, followed by the text
+// of each order column (the cursor is made of the limit-th row's), rendered
+// to one JSON array in Go. With count=exact the page is joined to the count
+// of matching rows, so that an empty page still carries it:
 //
-// The aggregates take no ORDER BY of their own: Postgres feeds a plain
-// aggregate the rows of a sub-select that has ORDER BY and LIMIT in that
-// order (the sub-select cannot be flattened or run in parallel above its
-// LIMIT, and the only join, the LATERAL, is a nested loop over it), and
-// both aggregates read that one stream, so the cursor values always belong
-// to the last item returned. The SQL standard does not promise this;
-// PostgreSQL's documentation says it "will usually work" and PostgREST
-// relies on it. The ordered form, json_agg(t.* ORDER BY …) plus the same
-// for the cursor array, sorts the page twice more (PostgreSQL 15 sorts
-// each ordered aggregate on its own): ~0.02 ms more per 50-row page, and
-// 0.60–0.73 of the raw floor over HTTP against 0.71–0.76 (bench/BENCHMARKS.md).
-// The cursor walks in list_test.go and hostile_test.go check the order.
+//	SELECT c.n, t.* FROM (SELECT count(*) FROM tbl t WHERE <filters>) c(n)
+//	  LEFT JOIN LATERAL (SELECT true, <page>) t ON true
+//
+// The one-row count is the outer side of a nested loop (no other join
+// method can run ON true), which returns the page in its order; the
+// leading true tells a page row from the NULLs of an empty page.
 func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery) (*RawPage, error) {
 	// The page size is written into the statement as an integer literal
 	// (validated: 1..MaxLimit). As a parameter it made Postgres re-plan the
@@ -237,70 +227,31 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	if lq.Limit < 1 {
 		return nil, fmt.Errorf("rest: list limit %d out of range", lq.Limit)
 	}
-	var order strings.Builder
-	if err := tr.orderBy(&order, lq); err != nil {
-		return nil, err
-	}
-	// The rows are aggregated as the sub-select's records (row_to_json's
-	// form). An order column that is not selected (the key may not be) is
-	// read by the sub-select too, so then the items are built from the
-	// selected columns alone through a LATERAL.
-	inSel := make(map[string]bool, len(tr.sel))
-	for _, c := range tr.sel {
-		inSel[c.Name] = true
-	}
-	var extra []*column
-	for _, o := range lq.Order {
-		if c := tr.byName[o.Column]; !inSel[c.Name] {
-			extra = append(extra, c)
-			inSel[c.Name] = true
-		}
-	}
 	args := &sqlArgs{}
-	limit := strconv.Itoa(lq.Limit)
 	var b strings.Builder
 	b.Grow(512)
-	if len(extra) == 0 {
-		b.WriteString("SELECT coalesce(json_agg(t.*")
-	} else {
-		b.WriteString("SELECT coalesce(json_agg(_tg_row.*")
-	}
-	// The order values of the limit-th row, each as text: a 1×k slice of
-	// the aggregate of ARRAY[...] (empty when fewer rows).
-	b.WriteString("), '[]'), (array_agg(ARRAY[")
-	for i, o := range lq.Order {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("t.")
-		b.WriteString(tr.byName[o.Column].ident)
-		b.WriteString("::text")
-	}
-	b.WriteString("]))[")
-	b.WriteString(limit)
-	b.WriteByte(':')
-	b.WriteString(limit)
-	b.WriteByte(']')
+	skip := 0 // fields before the page's: the count and the marker
 	if lq.Count {
-		b.WriteString(", (SELECT count(*) FROM ")
+		skip = 2
+		b.WriteString("SELECT c.n, t.* FROM (SELECT count(*) FROM ")
 		b.WriteString(tr.table)
 		b.WriteString(" t")
 		if err := tr.where(&b, args, lq, false); err != nil {
 			return nil, err
 		}
-		b.WriteByte(')')
+		b.WriteString(") c(n) LEFT JOIN LATERAL (SELECT true,")
+	} else {
+		b.WriteString("SELECT ")
 	}
-	b.WriteString(" FROM (SELECT ")
-	for i, c := range tr.sel {
-		if i > 0 {
-			b.WriteByte(',')
+	b.WriteString(tr.output)
+	for _, o := range lq.Order {
+		c, ok := tr.byName[o.Column]
+		if !ok {
+			return nil, fmt.Errorf("unknown order column %q", o.Column)
 		}
-		b.WriteString("t.")
-		b.WriteString(c.ident)
-	}
-	for _, c := range extra {
 		b.WriteString(",t.")
 		b.WriteString(c.ident)
+		b.WriteString("::text")
 	}
 	b.WriteString(" FROM ")
 	b.WriteString(tr.table)
@@ -308,90 +259,70 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	if err := tr.where(&b, args, lq, true); err != nil {
 		return nil, err
 	}
-	b.WriteString(order.String())
-	b.WriteString(" LIMIT ")
-	b.WriteString(strconv.Itoa(lq.Limit + 1))
-	b.WriteString(") t")
-	if len(extra) > 0 {
-		b.WriteString(", LATERAL (SELECT ")
-		for i, c := range tr.sel {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString("t.")
-			b.WriteString(c.ident)
-		}
-		b.WriteString(") _tg_row")
-	}
-
-	var items []byte
-	var last []*string
-	var count int64
-	dest := []any{&items, &last}
-	if lq.Count {
-		dest = append(dest, &count)
-	}
-	if err := q.QueryRow(ctx, b.String(), args.vals...).Scan(dest...); err != nil {
+	if err := tr.orderBy(&b, lq); err != nil {
 		return nil, err
 	}
-	page := &RawPage{ItemsJSON: items}
+	b.WriteString(" LIMIT ")
+	b.WriteString(strconv.Itoa(lq.Limit + 1))
 	if lq.Count {
-		page.Count = &count
+		b.WriteString(") t ON true")
 	}
-	if cut, more := cutArray(items, lq.Limit); more {
-		if len(last) != len(lq.Order) {
-			return nil, fmt.Errorf("rest: list: %d cursor values for %d order terms", len(last), len(lq.Order))
+
+	rows, err := q.Query(ctx, b.String(), args.vals...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	zone := sessionZone(rows)
+	page := &RawPage{}
+	items := append(make([]byte, 0, int(tr.rowBytes.Load()+1)*lq.Limit+2), '[')
+	var last []any // the order values of the limit-th row
+	n := 0
+	for rows.Next() {
+		fds, vals := rows.FieldDescriptions(), rows.RawValues()
+		if len(vals) != skip+len(tr.sel)+len(lq.Order) {
+			return nil, fmt.Errorf("rest: list: %d fields", len(vals))
 		}
-		page.ItemsJSON = cut
-		page.Next = make([]any, len(last))
-		for i, v := range last {
-			if v != nil {
-				page.Next[i] = *v
+		if lq.Count {
+			if page.Count == nil {
+				count, err := int8Value(&fds[0], vals[0])
+				if err != nil {
+					return nil, fmt.Errorf("rest: list count: %w", err)
+				}
+				page.Count = &count
+			}
+			if vals[1] == nil {
+				break // an empty page: the count alone
 			}
 		}
+		if n == lq.Limit { // the extra row: more follow
+			page.Next = last
+			break
+		}
+		if n > 0 {
+			items = append(items, ',')
+		}
+		if items, err = appendRow(items, tr.sel, fds[skip:], vals[skip:], zone); err != nil {
+			return nil, err
+		}
+		if n++; n == lq.Limit {
+			last = make([]any, len(lq.Order))
+			for i, v := range vals[skip+len(tr.sel):] {
+				if v != nil {
+					last[i] = string(v)
+				}
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	page.ItemsJSON = append(items, ']')
+	// Size the next page's buffer after the widest rows so far (up to 2 KiB
+	// a row), so that it need not grow.
+	if n > 0 && int64(len(items)/n) > tr.rowBytes.Load() {
+		tr.rowBytes.Store(min(int64(len(items)/n), 2048))
 	}
 	return page, nil
-}
-
-// cutArray returns the JSON array a cut to its first n elements (n ≥ 1),
-// reusing a's bytes; ok is false when a has no more than n elements. One
-// pass over the bytes up to the n-th element's end, tracking nesting and
-// skipping each string with bytes.IndexByte; nothing is decoded.
-func cutArray(a []byte, n int) (cut []byte, ok bool) {
-	depth, k := 0, 0
-	for i := 0; i < len(a); i++ {
-		switch a[i] {
-		case '"':
-			j := i + 1
-			for {
-				q := bytes.IndexByte(a[j:], '"')
-				if q < 0 {
-					return nil, false
-				}
-				j += q
-				bs := 0 // an even run of backslashes before it: the closing quote
-				for p := j - 1; p > i && a[p] == '\\'; p-- {
-					bs++
-				}
-				if bs%2 == 0 {
-					break
-				}
-				j++
-			}
-			i = j
-		case '[', '{':
-			depth++
-		case ']', '}':
-			depth--
-		case ',':
-			if depth == 1 {
-				k++
-				if k == n {
-					a[i] = ']'
-					return a[:i+1], true
-				}
-			}
-		}
-	}
-	return nil, false
 }

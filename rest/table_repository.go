@@ -17,9 +17,10 @@ import (
 )
 
 // tableRepository is the default [Repository]: SQL built from quoted
-// identifiers (introspected once) and bound parameters only. Postgres
-// renders each row as JSON (json_build_object), so rows pass to the
-// response without being decoded in Go.
+// identifiers (introspected once) and bound parameters only. Rows come
+// back as columns and are rendered to JSON in Go as Postgres's to_json
+// renders them (row_json.go), so get, list, create and update answer the
+// same bytes for the same row.
 type tableRepository struct {
 	table  string // quoted, schema-qualified
 	sel    []*column
@@ -30,54 +31,44 @@ type tableRepository struct {
 	stmts  sync.Map // string → string
 	nstmts atomic.Int32
 
-	jsonExpr  string // JSON object of the select columns of alias t
+	rowBytes atomic.Int64 // the widest mean row of a page so far, in bytes of JSON
+
+	output    string // the output expressions of the select columns of alias t
 	getSQL    string
 	deleteSQL string
-	selectSQL string // SELECT <json> FROM <table> t
 }
 
 func newTableRepository(table string, sel []*column, key *column, byName map[string]*column) *tableRepository {
 	tr := &tableRepository{table: table, sel: sel, key: key, byName: byName}
-	tr.jsonExpr = jsonObject(sel)
-	tr.selectSQL = "SELECT " + tr.jsonExpr + " FROM " + table + " t"
-	tr.getSQL = tr.selectSQL + " WHERE t." + key.ident + " = $1" + key.cast
+	tr.output = selectList(sel)
+	tr.getSQL = "SELECT " + tr.output + " FROM " + table + " t WHERE t." + key.ident + " = $1" + key.cast
 	tr.deleteSQL = "DELETE FROM " + table + " AS t WHERE t." + key.ident + " = $1" + key.cast
 	return tr
 }
 
-// jsonObject renders the select columns of alias t as one JSON object,
-// keys in select order. json_build_object takes at most 100 arguments;
-// wider selections use row_to_json over a sub-select.
-func jsonObject(cols []*column) string {
-	var b strings.Builder
-	if len(cols) <= 50 {
-		b.WriteString("json_build_object(")
-		for i, c := range cols {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(quoteLiteral(c.Name))
-			b.WriteString(",t.")
-			b.WriteString(c.ident)
-		}
-		b.WriteByte(')')
-		return b.String()
+// queryRow runs sql, whose result starts with the output expressions of
+// the select columns, and renders its one row; pgx.ErrNoRows when none.
+func (tr *tableRepository) queryRow(ctx context.Context, q db.Querier, sql string, args ...any) (json.RawMessage, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
 	}
-	b.WriteString("(SELECT row_to_json(_tg_x.*) FROM (SELECT ")
-	for i, c := range cols {
-		if i > 0 {
-			b.WriteByte(',')
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, err
 		}
-		b.WriteString("t.")
-		b.WriteString(c.ident)
+		return nil, pgx.ErrNoRows
 	}
-	b.WriteString(") _tg_x)")
-	return b.String()
-}
-
-// quoteLiteral quotes an introspected name as an SQL string literal.
-func quoteLiteral(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	raw, err := appendRow(make([]byte, 0, 64*len(tr.sel)), tr.sel, rows.FieldDescriptions(), rows.RawValues(), sessionZone(rows))
+	if err != nil {
+		return nil, err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 // keyText renders a parsed key as the text parameter the SQL casts.
@@ -93,8 +84,7 @@ func keyText(key any) string {
 
 // Get reads one row by key; ErrNotFound when missing or hidden by RLS.
 func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json.RawMessage, error) {
-	var raw []byte
-	err := q.QueryRow(ctx, tr.getSQL, keyText(key)).Scan(&raw)
+	raw, err := tr.queryRow(ctx, q, tr.getSQL, keyText(key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -201,7 +191,7 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 			b.WriteString(", $1::json)")
 		}
 		b.WriteString(" RETURNING ")
-		b.WriteString(tr.jsonExpr)
+		b.WriteString(tr.output)
 		return b.String()
 	})
 	var args []any
@@ -212,11 +202,7 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 		}
 		args = append(args, string(body))
 	}
-	var raw []byte
-	if err := q.QueryRow(ctx, sql, args...).Scan(&raw); err != nil {
-		return nil, err
-	}
-	return raw, nil
+	return tr.queryRow(ctx, q, sql, args...)
 }
 
 // Update sets the given columns through json_populate_record, like Create.
@@ -243,15 +229,14 @@ func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, va
 		b.WriteString(" = $1")
 		b.WriteString(tr.key.cast)
 		b.WriteString(" RETURNING ")
-		b.WriteString(tr.jsonExpr)
+		b.WriteString(tr.output)
 		return b.String()
 	})
 	body, err := json.Marshal(values)
 	if err != nil {
 		return nil, err
 	}
-	var raw []byte
-	err = q.QueryRow(ctx, sql, keyText(key), string(body)).Scan(&raw)
+	raw, err := tr.queryRow(ctx, q, sql, keyText(key), string(body))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

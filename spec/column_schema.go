@@ -10,8 +10,8 @@ import (
 var varcharLen = regexp.MustCompile(`^character varying\((\d+)\)$`)
 
 // columnSchema maps a column to the JSON Schema of the value the table
-// repository serves for it. Rows are rendered by Postgres'
-// json_build_object, so the JSON form is Postgres' own:
+// repository serves for it. Rows are rendered as Postgres' to_json
+// renders each value, so the JSON form is Postgres' own:
 //
 //	int2, int4                 → integer (int32)
 //	int8                       → integer (int64; JSON number, every digit)
