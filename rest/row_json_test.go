@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -63,12 +64,23 @@ func TestRowJSONMatchesPostgres(t *testing.T) {
 						t.Errorf("GET /%s\n got %s\nwant %s", id, got, row)
 					}
 				}
-				page := serve(t, res, "GET", "/?limit=100&order=id", "")
-				var p struct{ Items []json.RawMessage }
+				// count=exact: the page joined to the count (many to_json
+				// columns of the same name in the joined sub-select).
+				page := serve(t, res, "GET", "/?limit=100&order=id&count=exact", "")
+				var p struct {
+					Items []json.RawMessage
+					Count int
+				}
 				if err := json.Unmarshal([]byte(page), &p); err != nil {
 					t.Fatal(err)
 				}
+				if p.Count != len(want) {
+					t.Errorf("count %d, want %d", p.Count, len(want))
+				}
 				list = p.Items
+				if got := serve(t, res, "GET", "/?i4=eq.-1&count=exact", ""); got != `{"items":[],"next_cursor":null,"count":0}` {
+					t.Errorf("empty page with count: %s", got)
+				}
 				ids := pgRows(t, pool, "select row_number() over (order by id)::text, id::text from rj")
 				if len(list) != len(want) {
 					t.Fatalf("list of %d rows, want %d", len(list), len(want))
@@ -176,4 +188,29 @@ func serve(t *testing.T, h http.Handler, method, target, body string) string {
 		t.Fatalf("%s %s: %d %s", method, target, w.Code, w.Body)
 	}
 	return w.Body.String()
+}
+
+// TestListEmptyPageKeepsCount: a page that comes back empty (its cursor's
+// rows deleted meanwhile) still answers count=exact.
+func TestListEmptyPageKeepsCount(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(`insert into items (grp, name) select 1, 'n' || g from generate_series(1, 5) g`)
+	res := b.resource("items", nil)
+	var p struct {
+		Items      []json.RawMessage
+		NextCursor string `json:"next_cursor"`
+		Count      int
+	}
+	if err := json.Unmarshal([]byte(serve(t, res, "GET", "/?limit=4&order=id&count=exact", "")), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Items) != 4 || p.Count != 5 || p.NextCursor == "" {
+		t.Fatalf("first page: %d items, count %d, cursor %q", len(p.Items), p.Count, p.NextCursor)
+	}
+	b.exec(`delete from items where id = (select max(id) from items)`)
+	got := serve(t, res, "GET", "/?limit=4&order=id&count=exact&cursor="+url.QueryEscape(p.NextCursor), "")
+	if got != `{"items":[],"next_cursor":null,"count":4}` {
+		t.Errorf("empty page: %s", got)
+	}
 }
