@@ -87,13 +87,20 @@ func (rv *Resolver) Resolve(r *http.Request) Result {
 	if rv.tel != nil {
 		return rv.resolveObserved(r)
 	}
-	return rv.resolve(r)
+	return rv.resolve(r.Context(), r)
 }
 
-func (rv *Resolver) resolve(r *http.Request) Result {
+// resolve is Resolve under ctx: r's context or a child of it (the
+// resolution span) that r does not carry yet. r gets ctx only on the
+// steps that hand r on (custom resolvers, the cookie session and its
+// refresh), so the Bearer path copies no request.
+func (rv *Resolver) resolve(ctx context.Context, r *http.Request) Result {
 	var res Result
 	if len(r.Header["Cookie"]) > 0 {
 		res.RequestCookies = r.Cookies()
+	}
+	if len(rv.resolvers) > 0 {
+		r = withContext(ctx, r)
 	}
 	for _, cr := range rv.resolvers {
 		a, ok := cr.Resolve(r)
@@ -111,16 +118,24 @@ func (rv *Resolver) resolve(r *http.Request) Result {
 		}
 	}
 	if vals := r.Header["Authorization"]; len(vals) > 0 {
-		if a, ok := rv.bearer(r.Context(), vals); ok {
+		if a, ok := rv.bearer(ctx, vals); ok {
 			res.Source, res.Auth = SourceBearer, a
 			return res
 		}
 	}
 	if rv.cookieName != "" && res.RequestCookies != nil {
-		return rv.resolveCookie(r, res)
+		return rv.resolveCookie(withContext(ctx, r), res)
 	}
 	res.Source, res.Auth = SourceNone, Anon(ReasonNone)
 	return res
+}
+
+// withContext returns r with ctx, r itself when it has ctx already.
+func withContext(ctx context.Context, r *http.Request) *http.Request {
+	if r.Context() == ctx {
+		return r
+	}
+	return r.WithContext(ctx)
 }
 
 // resolveCookie is the cookie step of Resolve (kept apart so the hot

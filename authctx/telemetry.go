@@ -34,10 +34,7 @@ func observedClient(t *telemetry.Telemetry, c *http.Client, call string, timeout
 // by kind, reason and source.
 func (rv *Resolver) resolveObserved(r *http.Request) Result {
 	ctx, span := rv.tel.Start(r.Context(), "tablegate.resolve")
-	if ctx != r.Context() {
-		r = r.WithContext(ctx)
-	}
-	res := rv.resolve(r)
+	res := rv.resolve(ctx, r)
 	subject := ""
 	if res.Auth.User != nil {
 		subject = res.Auth.User.ID

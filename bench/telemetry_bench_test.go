@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -106,6 +107,96 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 				// SDK's background work, not Postgres): steadier than
 				// ns/op on a loaded machine.
 				b.ReportMetric(float64((processCPU()-before).Microseconds())/float64(b.N), "cpu-µs/op")
+			}()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req := httptest.NewRequest("GET", "/items/42", nil)
+					req.Header.Set("Authorization", "Bearer "+fx.token)
+					rec := httptest.NewRecorder()
+					s.h.ServeHTTP(rec, req)
+					if rec.Code != 200 {
+						b.Errorf("status %d: %s", rec.Code, rec.Body)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkTelemetryLayers isolates what telemetry itself costs a GET
+// /{id}: the stack of BenchmarkTelemetryOverhead (telemetry.Handler →
+// authctx → resource) with the resource replaced by what a GET asks of
+// telemetry below authctx — the route report (telemetry.SetRoute, as
+// rest does) and the span of one Postgres round trip from the pgx tracer
+// db.Instrument installs, called as pgx calls it, without a connection —
+// and a fixed JSON body. No database and no socket, so on - off is
+// telemetry's CPU per request with little of the machine's noise; set it
+// beside BenchmarkSDKSpan/batcher/request (the SDK's share) and
+// BenchmarkTelemetryOverhead's off (the request it is added to).
+func BenchmarkTelemetryLayers(b *testing.B) {
+	pool := setupItems(b)
+	fx := newHTTPFixture(b, pool)
+	ctx := context.Background()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(discardSpans{}))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
+	tel, err := telemetry.New(&telemetry.Config{TracerProvider: tp, MeterProvider: mp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pgxTracer := func(tel *telemetry.Telemetry) pgx.BatchTracer {
+		cfg := pool.Config()
+		db.Instrument(cfg, tel)
+		tr, _ := cfg.ConnConfig.Tracer.(pgx.BatchTracer)
+		return tr
+	}
+	traces, err := telemetry.New(&telemetry.Config{TracerProvider: tp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	metrics, err := telemetry.New(&telemetry.Config{MeterProvider: mp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare, err := telemetry.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"id":42,"owner_id":"00000000-0000-0000-0000-000000000001","title":"item 42","done":false}`)
+	batch := &pgx.Batch{}
+	batch.Queue("select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)")
+	batch.Queue("select * from items where id = $1")
+	stack := func(tel *telemetry.Telemetry, tr pgx.BatchTracer) http.Handler {
+		rv, err := authctx.New(ctx, &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: fx.jwks}, Telemetry: tel})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(rv.Close)
+		item := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx := r.Context()
+			if telemetry.FromContext(ctx) != nil {
+				telemetry.SetRoute(ctx, r.URL.EscapedPath(), "/{id}", "get", benchTable)
+			}
+			if tr != nil {
+				bctx := tr.TraceBatchStart(ctx, nil, pgx.TraceBatchStartData{Batch: batch})
+				tr.TraceBatchEnd(bctx, nil, pgx.TraceBatchEndData{})
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		})
+		return tel.Handler(rv.Middleware(http.StripPrefix("/"+benchTable, item)))
+	}
+	for _, s := range []struct {
+		name string
+		h    http.Handler
+	}{{"off", stack(nil, nil)}, {"on", stack(tel, pgxTracer(tel))},
+		{"traces", stack(traces, pgxTracer(traces))}, {"metrics", stack(metrics, nil)}, {"handler", stack(bare, nil)}} {
+		b.Run(s.name, func(b *testing.B) {
+			b.ReportAllocs()
+			before := processCPU()
+			defer func() {
+				b.ReportMetric(float64((processCPU()-before).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
 			}()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {

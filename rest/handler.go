@@ -149,7 +149,7 @@ func (r *Resource) reportRoute(req *http.Request, op Operation, ba *boundAction)
 	case ba != nil:
 		pattern = ba.docPath
 	case op == OpGet || op == OpUpdate || op == OpDelete:
-		pattern = "/{" + r.key.Name + "}"
+		pattern = r.itemRoute
 	}
 	telemetry.SetRoute(req.Context(), req.URL.EscapedPath(), pattern, string(op), r.table)
 }

@@ -55,6 +55,8 @@ type Resource struct {
 	selName map[string]*column // selected
 	key     *column
 	keyKind keyKind
+	// itemRoute is the item route pattern, "/{<key>}", for telemetry.
+	itemRoute string
 
 	ops         map[Operation]bool
 	allowCRUD   [2]string // Allow header values: collection, item
@@ -147,6 +149,7 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 	default:
 		return errors.New("no primary key; set Config.Key")
 	}
+	r.itemRoute = "/{" + r.key.Name + "}"
 	switch r.key.TypeName {
 	case "int2", "int4", "int8":
 		r.keyKind = keyInt

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -79,9 +80,9 @@ type Telemetry struct {
 	subject bool
 
 	duration        metric.Float64Histogram
-	resolutionCount metric.Int64Counter
-	memoHits        metric.Int64Counter
-	memoMisses      metric.Int64Counter
+	resolutionCount metric.Int64ObservableCounter
+	memoHits        metric.Int64ObservableCounter
+	memoMisses      metric.Int64ObservableCounter
 	jwksFetches     metric.Int64Counter
 	refreshCalls    metric.Int64Counter
 	refreshShared   metric.Int64Counter
@@ -93,6 +94,12 @@ type Telemetry struct {
 
 	mu     sync.Mutex
 	memoFn []func() int64
+
+	// The hot-path counters (every request resolves a caller, most hit
+	// the memo) are atomics read by the metric callback at collection:
+	// an increment instead of an SDK measurement per request.
+	counting            bool
+	nMemoHit, nMemoMiss atomic.Int64
 
 	// serverStart holds the start options of the server span per known
 	// method (span kind and method, built once: a sampler sees the method).
@@ -141,10 +148,11 @@ const maxCached = 4096
 type resolutionKey struct{ kind, reason, source string }
 
 // resolutionAttrs are the attributes of one resolution outcome: on the
-// resolve span and on the resolutions counter.
+// resolve span and on the resolutions counter, with its count.
 type resolutionAttrs struct {
 	span []attribute.KeyValue
-	add  []metric.AddOption // passed as add... so that no call allocates
+	set  attribute.Set
+	n    atomic.Int64 // resolutions with these attributes, reported at collection
 }
 
 type requestKey struct {
@@ -160,14 +168,51 @@ type requestAttrs struct {
 	record []metric.RecordOption // passed as record... so that no call allocates
 }
 
-// resolutionAttrsFor returns the cached attributes of a resolution.
+// otherValue replaces the attribute values of a resolution once
+// maxCached distinct outcomes have been seen (only a custom resolver
+// minting reasons gets there): the count still moves, under bounded
+// attributes.
+const otherValue = "_OTHER"
+
+// resolutionAttrsFor returns the attributes and counter of a resolution,
+// kept for the life of t (the counter reports them).
 func (t *Telemetry) resolutionAttrsFor(k resolutionKey) *resolutionAttrs {
-	return cached(&t.cacheMu, t.resolutions, k, newResolutionAttrs)
+	t.cacheMu.RLock()
+	a := t.resolutions[k]
+	t.cacheMu.RUnlock()
+	if a != nil {
+		return a
+	}
+	t.cacheMu.Lock()
+	defer t.cacheMu.Unlock()
+	if a = t.resolutions[k]; a != nil {
+		return a
+	}
+	if len(t.resolutions) >= maxCached {
+		k = resolutionKey{otherValue, otherValue, otherValue}
+		if a = t.resolutions[k]; a != nil {
+			return a
+		}
+	}
+	kv := []attribute.KeyValue{AttrCallerKind.String(k.kind), AttrCallerSource.String(k.source), AttrCallerReason.String(k.reason)}
+	a = &resolutionAttrs{span: spanAttrs(kv), set: attribute.NewSet(kv...)}
+	t.resolutions[k] = a
+	return a
 }
 
-func newResolutionAttrs(k resolutionKey) *resolutionAttrs {
-	kv := []attribute.KeyValue{AttrCallerKind.String(k.kind), AttrCallerSource.String(k.source), AttrCallerReason.String(k.reason)}
-	return &resolutionAttrs{span: kv, add: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kv...))}}
+// spanAttrs returns kv without its empty-valued strings (a user's empty
+// caller reason): on a span an absent attribute says the same, and every
+// attribute costs the SDK time when the span starts and ends — past
+// eight, a larger map to deduplicate them at End.
+func spanAttrs(kv []attribute.KeyValue) []attribute.KeyValue {
+	out := kv[:0:0]
+	for _, a := range kv {
+		if a.Value.Type() == attribute.STRING && a.Value.AsString() == "" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out[:len(out):len(out)]
 }
 
 // requestAttrsFor returns the cached attributes of a request.
@@ -185,7 +230,7 @@ func newRequestAttrs(k requestKey) *requestAttrs {
 	}
 	return &requestAttrs{
 		name: k.method + " " + k.route,
-		span: kv[:len(kv):len(kv)],
+		span: spanAttrs(kv),
 		record: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrMethod.String(k.method), attrRoute.String(k.route),
 			AttrOperation.String(k.op), attrStatus.Int(k.status), AttrCallerKind.String(k.kind)))},
 	}
@@ -238,9 +283,14 @@ func (t *Telemetry) instruments(m metric.Meter) error {
 		add(err)
 		return c
 	}
-	t.resolutionCount = counter("tablegate.auth.resolutions", "{resolution}", "Callers resolved, by caller kind, reason and credential source.")
-	t.memoHits = counter("tablegate.auth.memo.hits", "{hit}", "Tokens answered from the verified-token memo.")
-	t.memoMisses = counter("tablegate.auth.memo.misses", "{miss}", "Tokens verified because the memo did not hold them.")
+	observed := func(name, unit, desc string) metric.Int64ObservableCounter {
+		c, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		add(err)
+		return c
+	}
+	t.resolutionCount = observed("tablegate.auth.resolutions", "{resolution}", "Callers resolved, by caller kind, reason and credential source.")
+	t.memoHits = observed("tablegate.auth.memo.hits", "{hit}", "Tokens answered from the verified-token memo.")
+	t.memoMisses = observed("tablegate.auth.memo.misses", "{miss}", "Tokens verified because the memo did not hold them.")
 	t.jwksFetches = counter("tablegate.auth.jwks.fetches", "{fetch}", "JWKS fetches, by outcome (ok or error).")
 	t.refreshCalls = counter("tablegate.auth.refresh.calls", "{call}", "Session refresh calls sent to the auth server, by outcome (ok, rejected or error).")
 	t.refreshShared = counter("tablegate.auth.refresh.shared_waits", "{wait}", "Refreshes answered by a call already in flight or a recent result for the same session.")
@@ -251,22 +301,35 @@ func (t *Telemetry) instruments(m metric.Meter) error {
 	t.memoSize, err = m.Int64ObservableGauge("tablegate.auth.memo.size", metric.WithUnit("{token}"),
 		metric.WithDescription("Verified tokens held in the memo."))
 	add(err)
-	if err == nil {
-		_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			t.mu.Lock()
-			fns := t.memoFn
-			t.mu.Unlock()
-			var n int64
-			for _, fn := range fns {
-				n += fn()
-			}
-			o.ObserveInt64(t.memoSize, n)
-			return nil
-		}, t.memoSize)
-		add(err)
-	}
 	if err := errors.Join(errs...); err != nil {
 		return errors.New("telemetry: instruments: " + err.Error())
+	}
+	if _, err := m.RegisterCallback(t.observe, t.memoSize, t.memoHits, t.memoMisses, t.resolutionCount); err != nil {
+		return errors.New("telemetry: instruments: " + err.Error())
+	}
+	t.counting = true
+	return nil
+}
+
+// observe reports the observable instruments: memo size, hits and misses,
+// and the resolutions by outcome.
+func (t *Telemetry) observe(_ context.Context, o metric.Observer) error {
+	t.mu.Lock()
+	fns := t.memoFn
+	t.mu.Unlock()
+	var n int64
+	for _, fn := range fns {
+		n += fn()
+	}
+	o.ObserveInt64(t.memoSize, n)
+	o.ObserveInt64(t.memoHits, t.nMemoHit.Load())
+	o.ObserveInt64(t.memoMisses, t.nMemoMiss.Load())
+	t.cacheMu.RLock()
+	defer t.cacheMu.RUnlock()
+	for _, a := range t.resolutions {
+		if c := a.n.Load(); c > 0 {
+			o.ObserveInt64(t.resolutionCount, c, metric.WithAttributeSet(a.set))
+		}
 	}
 	return nil
 }
@@ -324,16 +387,16 @@ func (t *Telemetry) ObserveMemoSize(fn func() int64) {
 }
 
 // MemoHit counts a token answered from the verified-token memo.
-func (t *Telemetry) MemoHit(ctx context.Context) {
-	if t != nil && t.memoHits != nil {
-		t.memoHits.Add(ctx, 1)
+func (t *Telemetry) MemoHit(context.Context) {
+	if t != nil && t.counting {
+		t.nMemoHit.Add(1)
 	}
 }
 
 // MemoMiss counts a token that had to be verified.
-func (t *Telemetry) MemoMiss(ctx context.Context) {
-	if t != nil && t.memoMisses != nil {
-		t.memoMisses.Add(ctx, 1)
+func (t *Telemetry) MemoMiss(context.Context) {
+	if t != nil && t.counting {
+		t.nMemoMiss.Add(1)
 	}
 }
 
@@ -367,10 +430,10 @@ func (t *Telemetry) Resolved(ctx context.Context, kind, reason, source, subject 
 	if t == nil {
 		return
 	}
-	if t.resolutionCount != nil || t.tracing {
+	if t.counting || t.tracing {
 		a := t.resolutionAttrsFor(resolutionKey{kind, reason, source})
-		if t.resolutionCount != nil {
-			t.resolutionCount.Add(ctx, 1, a.add...)
+		if t.counting {
+			a.n.Add(1)
 		}
 		if t.tracing {
 			if sp := trace.SpanFromContext(ctx); sp.IsRecording() {

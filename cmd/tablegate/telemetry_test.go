@@ -672,3 +672,60 @@ func TestTelemetryApprovalsAndEvents(t *testing.T) {
 		t.Errorf("events delivered: %d", sums["tablegate.events.delivered"])
 	}
 }
+
+// TestResolutionCountsBounded counts more distinct resolution outcomes
+// than telemetry keeps attributes for, and memo hits and misses: every
+// resolution is counted, the ones past the bound (4096 outcomes) under
+// _OTHER, and the counters report what was counted.
+func TestResolutionCountsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader()
+	// Above the SDK's default cardinality limit (2000), which would fold
+	// points into its own overflow point.
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithCardinalityLimit(10000))
+	t.Cleanup(func() { _ = mp.Shutdown(ctx) })
+	tel, err := telemetry.New(&telemetry.Config{MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bound, extra = 4096, 10
+	for i := range bound + extra {
+		tel.Resolved(ctx, "anon", fmt.Sprintf("reason-%d", i), "resolver", "")
+	}
+	tel.Resolved(ctx, "anon", "reason-7", "resolver", "") // a cached outcome counts again
+	for range 3 {
+		tel.MemoHit(ctx)
+	}
+	tel.MemoMiss(ctx)
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	sums := metricSums(rm)
+	if got, want := sums["tablegate.auth.resolutions"], int64(bound+extra+1); got != want {
+		t.Errorf("resolutions = %d, want %d", got, want)
+	}
+	if sums["tablegate.auth.memo.hits"] != 3 || sums["tablegate.auth.memo.misses"] != 1 {
+		t.Errorf("memo hits %d, misses %d, want 3 and 1", sums["tablegate.auth.memo.hits"], sums["tablegate.auth.memo.misses"])
+	}
+	points, other := 0, int64(-1)
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "tablegate.auth.resolutions" {
+				continue
+			}
+			for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				points++
+				if v, _ := p.Attributes.Value("tablegate.caller.reason"); v.AsString() == "_OTHER" {
+					other = p.Value
+				} else if v.AsString() == "reason-7" && p.Value != 2 {
+					t.Errorf("reason-7 counted %d, want 2", p.Value)
+				}
+			}
+		}
+	}
+	if points != bound+1 || other != extra {
+		t.Errorf("%d data points with %d under _OTHER, want %d and %d", points, other, bound+1, extra)
+	}
+}
