@@ -44,10 +44,12 @@ type StreamOpts struct {
 	// Problems renders error bodies.
 	Problems problem.Writer
 	// IgnoreReadHooks lets a resource whose list or get runs Go hooks
-	// (Hooks.AuthorizeFunc, AfterListFunc, AfterGetFunc) be streamed
-	// anyway. Events carry rows as row-level security shows them; the
-	// hooks' decisions and reshaping do not apply to a stream, so set it
-	// only when they neither hide rows nor columns (they log, say).
+	// (Hooks.AuthorizeFunc, AfterListFunc, AfterGetFunc) or is answered by
+	// a custom rest.Config.Repository be streamed anyway. Events carry
+	// rows as row-level security shows them; the hooks' and the
+	// repository's decisions and reshaping do not apply to a stream, so
+	// set it only when they neither hide rows nor columns (they log, or
+	// run the same query through sqlc, say).
 	IgnoreReadHooks bool
 }
 
@@ -86,9 +88,10 @@ type Stream struct {
 // and the table is not opted in (or is opted in with another key column),
 // when the resource has no events at all, when Payloads names an event
 // no action declares, when res's list or get needs a permission, or when
-// its list or get runs Go hooks and opts.IgnoreReadHooks is not set: events
-// are filtered by row-level security alone, so an authorizer's per-row
-// decisions and a hook's redaction would not apply to them.
+// its list or get runs Go hooks or a custom Repository and
+// opts.IgnoreReadHooks is not set: events are filtered by row-level
+// security alone, so an authorizer's per-row decisions, a hook's
+// redaction and a repository's narrower queries would not apply to them.
 func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) (*Stream, error) {
 	var o StreamOpts
 	if opts != nil {
@@ -113,6 +116,11 @@ func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) 
 			return nil, fmt.Errorf("events: stream %s: %s runs Go hooks, which events cannot apply: "+
 				"stream a resource of the same table without read hooks, or set StreamOpts.IgnoreReadHooks "+
 				"if the hooks neither hide rows nor columns", d.Table, op)
+		}
+		if oi, ok := d.Operation(op); ok && oi.CustomRepository && !o.IgnoreReadHooks {
+			return nil, fmt.Errorf("events: stream %s: %s is answered by a custom Repository, whose queries events cannot apply: "+
+				"stream a resource of the same table without one, or set StreamOpts.IgnoreReadHooks "+
+				"if the repository neither hides rows nor columns", d.Table, op)
 		}
 	}
 	for _, c := range d.Columns {

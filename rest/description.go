@@ -44,6 +44,11 @@ type OperationInfo struct {
 	// Before or After hook. Tools that bypass the pipeline (event
 	// streams) use it to refuse what they could not apply.
 	Hooked bool
+	// CustomRepository reports whether a [Config.Repository] answers this
+	// operation instead of the table's own statements: its queries may
+	// hide rows or columns that row-level security shows. Tools that
+	// bypass the pipeline (event streams) use it like Hooked.
+	CustomRepository bool
 	// Input is the body schema (create, update, actions with input).
 	Input *jsonschema.Schema
 	// Query is the query parameter schema of an action, if any.

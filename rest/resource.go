@@ -408,6 +408,7 @@ func (r *Resource) describe() {
 			oi.Path = itemPath
 		}
 		oi.Hooked = r.hooks.run(op)
+		oi.CustomRepository = r.opts.Repository != nil
 		switch op {
 		case OpCreate:
 			oi.Status = http.StatusCreated
