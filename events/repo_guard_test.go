@@ -64,3 +64,15 @@ func TestCustomRepositoryGuardsStream(t *testing.T) {
 		t.Fatalf("with IgnoreReadHooks: %v", err)
 	}
 }
+
+// TestClosedHubSaysSo: a stream requested after its hub closed (a shutdown
+// under way) answers 503 saying so, not that too many streams are open.
+func TestClosedHubSaysSo(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.hub.Close()
+	st, body := b.call("GET", "/api/todos/events", b.token(alice, tenantA, false), "")
+	if st != 503 || !strings.Contains(body, "shutting down") || strings.Contains(body, "Too many") {
+		t.Fatalf("stream of a closed hub: %d %s", st, body)
+	}
+}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -249,7 +250,11 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	head, err := st.h.register(s)
 	if err != nil {
-		st.problems.Write(w, problem.New(problem.KindUnavailable, "Too many open event streams; retry later.").WithHeader("Retry-After", "5"))
+		detail := "Too many open event streams; retry later."
+		if errors.Is(err, errClosed) {
+			detail = "The event stream is shutting down; reconnect with Last-Event-ID."
+		}
+		st.problems.Write(w, problem.New(problem.KindUnavailable, detail).WithHeader("Retry-After", "5"))
 		return
 	}
 	defer st.h.unregister(s)
