@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -67,6 +68,11 @@ func fromPgError(e *pgconn.PgError) *problem.Problem {
 		return p
 	}
 	switch {
+	case e.Code == "0A000" && strings.Contains(e.Message, "cached plan must not change result type"):
+		// A table was altered under a prepared statement; the driver
+		// prepares it again on the next use.
+		return problem.New(problem.KindUnavailable, "The table changed while the server ran; try again.").
+			WithHeader("Retry-After", "1")
 	case e.Code == "23505":
 		return problem.New(problem.KindConflict, "A row with the same unique value already exists.")
 	case e.Code == "23503":

@@ -123,3 +123,22 @@ func TestReadHooksGuardStream(t *testing.T) {
 		t.Fatalf("get through the hook: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestStreamNeedsReads: a resource that serves no list and no get (a
+// write-only API) gets no table-event stream: the stream would be the
+// only read of its rows.
+func TestStreamNeedsReads(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	res, err := rest.NewResource(t.Context(), b.db, "todos", &rest.Config{
+		Select:     []string{"id", "tenant_id", "owner_id", "title", "done"},
+		Operations: []rest.Operation{rest.OpCreate},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.hub.Stream(t.Context(), res, &events.StreamOpts{Table: true, Resolver: b.rv}); err == nil ||
+		!strings.Contains(err.Error(), "neither list nor get") {
+		t.Fatalf("stream of a create-only resource: %v, want an error saying it serves no read", err)
+	}
+}

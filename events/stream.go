@@ -88,7 +88,9 @@ type Stream struct {
 // Stream builds the event stream of res. It fails when opts.Table is set
 // and the table is not opted in (or is opted in with another key column),
 // when the resource has no events at all, when Payloads names an event
-// no action declares, when res's list or get needs a permission, or when
+// no action declares, when opts.Table is set and res serves neither list
+// nor get, when res's
+// list or get needs a permission, or when
 // its list or get runs Go hooks or a custom Repository and
 // opts.IgnoreReadHooks is not set: events are filtered by row-level
 // security alone, so an authorizer's per-row decisions, a hook's
@@ -104,6 +106,15 @@ func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) 
 		resolver: o.Resolver, payloads: o.Payloads, problems: o.Problems, cop: http.NewCrossOriginProtection()}
 	if len(st.allow) == 0 {
 		st.allow = []authctx.Allow{authctx.AllowUser}
+	}
+	// Table events carry rows: a resource that serves no read would be
+	// read through its stream alone, though its rows are not meant to be
+	// read over this API.
+	if _, list := d.Operation(rest.OpList); !list && o.Table {
+		if _, get := d.Operation(rest.OpGet); !get {
+			return nil, fmt.Errorf("events: stream %s: the resource serves neither list nor get, "+
+				"so its stream would be the only read of its rows: serve a read, or stream a resource of the same table that does", d.Table)
+		}
 	}
 	// Events are filtered by row-level security only: a resource whose
 	// reads an authorizer gates row by row would leak through its stream

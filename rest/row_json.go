@@ -2,6 +2,7 @@ package rest
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -51,25 +52,33 @@ func renderedInGo(oid uint32) bool {
 	return false
 }
 
-// outputExpr is the select-list expression of c in a rendered row.
-func (c *column) outputExpr() string {
-	if renderedInGo(c.typeOID) {
+// outputExpr is the select-list expression of c in a rendered row;
+// allJSON selects every column as to_json(…).
+func (c *column) outputExpr(allJSON bool) string {
+	if renderedInGo(c.typeOID) && !allJSON {
 		return "t." + c.ident
 	}
 	return "to_json(t." + c.ident + ")"
 }
 
 // selectList renders the output expressions of cols, comma-separated.
-func selectList(cols []*column) string {
+func selectList(cols []*column, allJSON bool) string {
 	var b []byte
 	for i, c := range cols {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, c.outputExpr()...)
+		b = append(b, c.outputExpr(allJSON)...)
 	}
 	return string(b)
 }
+
+// errUnrenderable: a value appendValue cannot write, which the statement
+// did not select as to_json — a binary value of a type it does not know
+// (the column's type changed after the resource was built), or a
+// timestamptz in text under a DateStyle other than ISO. The repository
+// then selects every column as to_json (see tableRepository.retyped).
+var errUnrenderable = errors.New("no JSON form for the binary values of this type")
 
 // jsonKey is the object key of a column with its colon: "name":.
 func jsonKey(name string) string {
@@ -149,12 +158,15 @@ func appendValue(b []byte, fd *pgconn.FieldDescription, v []byte, zone *time.Loc
 		if len(v) != 8 {
 			return nil, fmt.Errorf("timestamptz of %d bytes", len(v))
 		}
+		if zone == nil {
+			return nil, fmt.Errorf("%w: the session's TimeZone is unknown to Go", errUnrenderable)
+		}
 		return appendTimestamptz(b, int64(binary.BigEndian.Uint64(v)), zone), nil
 	}
 	if text { // a type Postgres renders as its output text, quoted
 		return appendJSONString(b, string(v)), nil
 	}
-	return nil, fmt.Errorf("no JSON form for binary values of type %d", fd.DataTypeOID)
+	return nil, fmt.Errorf("%w (type oid %d)", errUnrenderable, fd.DataTypeOID)
 }
 
 // int8Value decodes a bigint field in either format.
@@ -311,7 +323,7 @@ func appendTimestamptzText(b []byte, v []byte) ([]byte, error) {
 		}
 	}
 	if sp < 3 || sign < 0 || s[sp-3] != '-' {
-		return nil, fmt.Errorf("timestamptz %q is not in the ISO DateStyle", s)
+		return nil, fmt.Errorf("%w: timestamptz %q is not in the ISO DateStyle", errUnrenderable, s)
 	}
 	b = append(b, '"')
 	b = append(b, s[:sp]...)
@@ -346,9 +358,11 @@ var zones sync.Map // string → *time.Location
 
 // sessionZone returns the TimeZone of the connection rows were read on
 // (reported by the server at connect and whenever it changes), the zone
-// timestamptz values are rendered in. A name Go's time zone database does
-// not know (a POSIX-style "UTC+3") or a Querier without a connection
-// renders in UTC: the same instants, another offset.
+// timestamptz values are rendered in; UTC for a Querier without a
+// connection. It returns nil for a name Go's time zone database does not
+// know (a POSIX-style "<+03>-03", or any name in a binary without time
+// zone data: import time/tzdata): appendValue then refuses the value and
+// the repository renders through to_json, in Postgres's own offset.
 func sessionZone(rows pgx.Rows) *time.Location {
 	conn := rows.Conn()
 	if conn == nil {
@@ -359,8 +373,11 @@ func sessionZone(rows pgx.Rows) *time.Location {
 		return v.(*time.Location)
 	}
 	loc, err := time.LoadLocation(name)
-	if err != nil || name == "" {
+	switch {
+	case name == "":
 		loc = time.UTC
+	case err != nil:
+		loc = nil
 	}
 	zones.Store(name, loc)
 	return loc

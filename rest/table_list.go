@@ -243,7 +243,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	} else {
 		b.WriteString("SELECT ")
 	}
-	b.WriteString(tr.output)
+	b.WriteString(tr.out.Load().output)
 	for _, o := range lq.Order {
 		c, ok := tr.byName[o.Column]
 		if !ok {
@@ -303,7 +303,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 			items = append(items, ',')
 		}
 		if items, err = appendRow(items, tr.sel, fds[skip:], vals[skip:], zone); err != nil {
-			return nil, err
+			return nil, tr.retyped(err)
 		}
 		if n++; n == lq.Limit {
 			last = make([]any, len(lq.Order))

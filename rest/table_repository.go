@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/problem"
 )
 
 // tableRepository is the default [Repository]: SQL built from quoted
@@ -33,17 +35,47 @@ type tableRepository struct {
 
 	rowBytes atomic.Int64 // the widest mean row of a page so far, in bytes of JSON
 
-	output    string // the output expressions of the select columns of alias t
-	getSQL    string
+	out       atomic.Pointer[selectOutput]
 	deleteSQL string
+}
+
+// selectOutput is what the statements select for the row they answer.
+type selectOutput struct {
+	output string // the output expressions of the select columns of alias t
+	getSQL string
+	// allJSON: every column is selected as to_json(t.col), because a
+	// column came back as a type it was not when the resource was built.
+	allJSON bool
 }
 
 func newTableRepository(table string, sel []*column, key *column, byName map[string]*column) *tableRepository {
 	tr := &tableRepository{table: table, sel: sel, key: key, byName: byName}
-	tr.output = selectList(sel)
-	tr.getSQL = "SELECT " + tr.output + " FROM " + table + " t WHERE t." + key.ident + " = $1" + key.cast
+	tr.out.Store(tr.newOutput(false))
 	tr.deleteSQL = "DELETE FROM " + table + " AS t WHERE t." + key.ident + " = $1" + key.cast
 	return tr
+}
+
+func (tr *tableRepository) newOutput(allJSON bool) *selectOutput {
+	o := &selectOutput{output: selectList(tr.sel, allJSON), allJSON: allJSON}
+	o.getSQL = "SELECT " + o.output + " FROM " + tr.table + " t WHERE t." + tr.key.ident + " = $1" + tr.key.cast
+	return o
+}
+
+// retyped handles a row that could not be rendered because a column's
+// type changed after the resource was built (ALTER TABLE … TYPE while the
+// server runs): from now on every column is selected as to_json(t.col),
+// which renders any type as Postgres does, and the request answers 503 so
+// that its client retries. Other errors pass through.
+func (tr *tableRepository) retyped(err error) error {
+	if !errors.Is(err, errUnrenderable) {
+		return err
+	}
+	if tr.out.CompareAndSwap(tr.out.Load(), tr.newOutput(true)) {
+		slog.Warn("rest: a column changed type since the resource was built; selecting every column as to_json from now on",
+			"table", tr.table, "error", err)
+	}
+	return problem.New(problem.KindUnavailable, "The table changed while the server ran; try again.").
+		WithHeader("Retry-After", "1").WithCause(err)
 }
 
 // queryRow runs sql, whose result starts with the output expressions of
@@ -62,7 +94,7 @@ func (tr *tableRepository) queryRow(ctx context.Context, q db.Querier, sql strin
 	}
 	raw, err := appendRow(make([]byte, 0, 64*len(tr.sel)), tr.sel, rows.FieldDescriptions(), rows.RawValues(), sessionZone(rows))
 	if err != nil {
-		return nil, err
+		return nil, tr.retyped(err)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -84,7 +116,7 @@ func keyText(key any) string {
 
 // Get reads one row by key; ErrNotFound when missing or hidden by RLS.
 func (tr *tableRepository) Get(ctx context.Context, q db.Querier, key any) (json.RawMessage, error) {
-	raw, err := tr.queryRow(ctx, q, tr.getSQL, keyText(key))
+	raw, err := tr.queryRow(ctx, q, tr.out.Load().getSQL, keyText(key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -143,8 +175,12 @@ func writeColumnList(b *strings.Builder, cols []*column) {
 
 const maxCachedStmts = 1024
 
-// cached returns the statement for key, building and caching it once.
-func (tr *tableRepository) cached(key string, build func() string) string {
+// cached returns the statement for key and out, building and caching it
+// once.
+func (tr *tableRepository) cached(key string, out *selectOutput, build func() string) string {
+	if out.allJSON {
+		key = "j" + key
+	}
 	if v, ok := tr.stmts.Load(key); ok {
 		return v.(string)
 	}
@@ -174,7 +210,8 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 	if err != nil {
 		return nil, err
 	}
-	sql := tr.cached(stmtKey('i', cols), func() string {
+	out := tr.out.Load()
+	sql := tr.cached(stmtKey('i', cols), out, func() string {
 		var b strings.Builder
 		b.WriteString("INSERT INTO ")
 		b.WriteString(tr.table)
@@ -191,7 +228,7 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 			b.WriteString(", $1::json)")
 		}
 		b.WriteString(" RETURNING ")
-		b.WriteString(tr.output)
+		b.WriteString(out.output)
 		return b.String()
 	})
 	var args []any
@@ -214,7 +251,8 @@ func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, va
 	if len(cols) == 0 { // nothing to set: answer with the current row
 		return tr.Get(ctx, q, key)
 	}
-	sql := tr.cached(stmtKey('u', cols), func() string {
+	out := tr.out.Load()
+	sql := tr.cached(stmtKey('u', cols), out, func() string {
 		var b strings.Builder
 		b.WriteString("UPDATE ")
 		b.WriteString(tr.table)
@@ -229,7 +267,7 @@ func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, va
 		b.WriteString(" = $1")
 		b.WriteString(tr.key.cast)
 		b.WriteString(" RETURNING ")
-		b.WriteString(tr.output)
+		b.WriteString(out.output)
 		return b.String()
 	})
 	body, err := json.Marshal(values)

@@ -31,6 +31,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// Time zone data in the binary: rows render timestamps in the
+	// session's time zone, and images without /usr/share/zoneinfo
+	// (distroless, scratch) would fall back to UTC.
+	_ "time/tzdata"
 )
 
 // Exit codes.
