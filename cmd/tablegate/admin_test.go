@@ -69,13 +69,7 @@ func serveFixture(t *testing.T, extra map[string]any) (cfgPath, token string) {
 // both listeners answer.
 func startServeOps(t *testing.T, dbURL string, args ...string) (out *syncBuffer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out = &syncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		e := &env{stdout: &syncBuffer{}, stderr: out, getenv: func(k string) string { return map[string]string{"DATABASE_URL": dbURL}[k] }}
-		done <- run(ctx, e, append([]string{"serve"}, args...))
-	}()
+	out, cancel, done := launchServe(t, dbURL, args...)
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -84,19 +78,36 @@ func startServeOps(t *testing.T, dbURL string, args ...string) (out *syncBuffer)
 			t.Error("serve did not stop")
 		}
 	})
+	return out
+}
+
+// launchServe runs serve in-process and waits until it serves; cancel
+// starts its shutdown and done receives its exit code. The caller stops
+// it.
+func launchServe(t *testing.T, dbURL string, args ...string) (out *syncBuffer, cancel context.CancelFunc, done chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out = &syncBuffer{}
+	done = make(chan int, 1)
+	go func() {
+		e := &env{stdout: &syncBuffer{}, stderr: out, getenv: func(k string) string { return map[string]string{"DATABASE_URL": dbURL}[k] }}
+		done <- run(ctx, e, append([]string{"serve"}, args...))
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(out.String(), "✓ serving") {
 		select {
 		case code := <-done:
+			cancel()
 			t.Fatalf("serve exited with %d: %s", code, out.String())
 		default:
 		}
 		if time.Now().After(deadline) {
+			cancel()
 			t.Fatalf("serve did not start: %s", out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return out
+	return out, cancel, done
 }
 
 func getURL(t *testing.T, u string, header map[string]string) (int, http.Header, string) {

@@ -29,24 +29,8 @@ func TestServeEvents(t *testing.T) {
 	cfgPath, token := serveFixture(t, map[string]any{"tables": tables})
 	addr := freeAddr(t)
 
-	ctx, cancel := context.WithCancel(context.Background())
+	out, cancel, done := launchServe(t, url, "--config", cfgPath, "--addr", addr, "--shutdown-timeout", "20s")
 	defer cancel()
-	out := &syncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		e := &env{stdout: &syncBuffer{}, stderr: out, getenv: func(k string) string { return map[string]string{"DATABASE_URL": url}[k] }}
-		done <- run(ctx, e, []string{"serve", "--config", cfgPath, "--addr", addr, "--shutdown-timeout", "20s"})
-	}()
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), "✓ serving"); time.Sleep(20 * time.Millisecond) {
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited with %d: %s", code, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %s", out.String())
-		}
-	}
 	base := "http://" + addr + "/v1"
 	if !strings.Contains(out.String(), "/v1/todos/events") {
 		t.Errorf("startup lines do not name the stream: %s", out.String())
@@ -58,7 +42,7 @@ func TestServeEvents(t *testing.T) {
 		t.Errorf("stream without a token: %d, want 401", code)
 	}
 
-	sctx, scancel := context.WithTimeout(context.Background(), 40*time.Second) // not ctx: the subscriber outlives serve's context
+	sctx, scancel := context.WithTimeout(context.Background(), 40*time.Second) // the subscriber outlives serve
 	defer scancel()
 	req, _ := http.NewRequestWithContext(sctx, "GET", base+"/todos/events", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -93,7 +77,7 @@ func TestServeEvents(t *testing.T) {
 		if title == "other tenant's" {
 			tenant = demoTenantB
 		}
-		if _, err := pool.Exec(ctx, `insert into public.todos (tenant_id, owner_id, title) values ($1, $2, $3)`,
+		if _, err := pool.Exec(sctx, `insert into public.todos (tenant_id, owner_id, title) values ($1, $2, $3)`,
 			tenant, demoUserID, title); err != nil {
 			t.Fatal(err)
 		}
