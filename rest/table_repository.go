@@ -70,7 +70,7 @@ func (tr *tableRepository) retyped(err error) error {
 	if !errors.Is(err, errUnrenderable) {
 		return err
 	}
-	if tr.out.CompareAndSwap(tr.out.Load(), tr.newOutput(true)) {
+	if cur := tr.out.Load(); !cur.allJSON && tr.out.CompareAndSwap(cur, tr.newOutput(true)) {
 		slog.Warn("rest: a column changed type since the resource was built; selecting every column as to_json from now on",
 			"table", tr.table, "error", err)
 	}
