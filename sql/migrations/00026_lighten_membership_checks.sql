@@ -8,8 +8,8 @@
 -- claims parse ≈ 7. The rest was avoidable:
 --
 --   * two regular expressions (the tenant's uuid check by regex substring
---     ≈ 4.7 µs, the sub's ≈ 2.2): Postgres builds a regex's automaton anew
---     on every evaluation. A uuid in canonical form is now recognised by
+--     ≈ 4.7 µs, the sub's ≈ 2.2): Postgres rebuilds a regex's matching
+--     states on every evaluation. A uuid in canonical form is now recognised by
 --     mapping every hex digit to 'x' (translate) and comparing the result
 --     with 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' (≈ 1 µs): the same strings
 --     as the regex ^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-…-[0-9A-Fa-f]{12}$;
