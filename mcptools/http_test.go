@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,9 +33,19 @@ const metadataPath = "/.well-known/oauth-protected-resource/mcp"
 
 func (b *bundle) app(streamable *mcp.StreamableHTTPOptions) *app {
 	b.t.Helper()
+	return b.appWith(streamable, nil)
+}
+
+// appWith is app with configure applied to the http.Server before it
+// starts (timeouts).
+func (b *bundle) appWith(streamable *mcp.StreamableHTTPOptions, configure func(*http.Server)) *app {
+	b.t.Helper()
 	a := &app{}
 	mux := http.NewServeMux()
 	a.Server = httptest.NewUnstartedServer(mux)
+	if configure != nil {
+		configure(a.Config)
+	}
 	a.Start()
 	b.t.Cleanup(a.Close)
 	caller := func(r *http.Request) authctx.Auth {
@@ -421,5 +433,90 @@ func TestHTTPConcurrentCallers(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestHTTPStandaloneStreamOutlivesServerTimeouts: the server's read and
+// write timeouts bound every request but a session's standalone GET
+// stream, which lives as long as its session: the handler lifts both for
+// that response only. The stream stays open past them and still delivers
+// what the server sends on it (a tools/list_changed notification); with
+// the write deadline left in place, that write fails and the stream ends.
+func TestHTTPStandaloneStreamOutlivesServerTimeouts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const timeout = 300 * time.Millisecond
+	a := b.appWith(nil, func(s *http.Server) { s.ReadTimeout, s.WriteTimeout = timeout, timeout })
+	tok := b.keys.sign(alice)
+	send := func(method, sid, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, a.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := send(http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	sid := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d, session %q", res.StatusCode, sid)
+	}
+	res = send(http.MethodPost, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d", res.StatusCode)
+	}
+
+	stream := send(http.MethodGet, sid, "")
+	defer stream.Body.Close()
+	if stream.StatusCode != http.StatusOK || !strings.HasPrefix(stream.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET stream: %d %s", stream.StatusCode, stream.Header.Get("Content-Type"))
+	}
+	got := make(chan string, 1)
+	go func() {
+		var seen strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := stream.Body.Read(buf)
+			seen.Write(buf[:n])
+			if strings.Contains(seen.String(), "notifications/tools/list_changed") {
+				got <- "list_changed"
+				return
+			}
+			if err != nil {
+				got <- fmt.Sprintf("stream ended: %v after %q", err, seen.String())
+				return
+			}
+		}
+	}()
+	select {
+	case g := <-got:
+		t.Fatalf("before the server sent anything: %s", g)
+	case <-time.After(4 * timeout):
+	}
+	// Past both timeouts: a write on the stream still goes through.
+	b.srv.MCP().AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	select {
+	case g := <-got:
+		if g != "list_changed" {
+			t.Fatal(g)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed on the stream within 10s")
 	}
 }
