@@ -28,6 +28,42 @@
 -- kind of caller, both tenant claims and roles.
 
 -- +goose Up
+-- tenant_text_of: the tenant claim's text (the configured claim, then the
+-- app_metadata fallback), unchecked; tenant_of and member_tenant_id share
+-- it. is_uuid_text: true for a uuid in canonical form (hex digits of either
+-- case), the strings ^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-
+-- [0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$ matches, NULL for NULL. Both inlinable.
+-- +goose StatementBegin
+create function tablegate.tenant_text_of(claims jsonb) returns text
+language sql stable parallel safe
+as $$
+  select coalesce(
+    claims operator(pg_catalog.#>>) pg_catalog.string_to_array(tablegate.tenant_claim(), '.'),
+    case when pg_catalog.strpos(tablegate.tenant_claim(), '.') operator(pg_catalog.=) 0
+         then claims operator(pg_catalog.#>>)
+              pg_catalog.string_to_array('app_metadata.' operator(pg_catalog.||) tablegate.tenant_claim(), '.') end)
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+create function tablegate.is_uuid_text(v text) returns boolean
+language sql immutable parallel safe
+as $$
+  select pg_catalog.translate(v, '0123456789abcdefABCDEF', 'xxxxxxxxxxxxxxxxxxxxxx')
+         operator(pg_catalog.=) 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+create or replace function tablegate.tenant_of(claims jsonb) returns uuid
+language sql stable parallel safe
+as $$
+  select pg_catalog.substring(tablegate.tenant_text_of(claims),
+    '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$')::pg_catalog.uuid
+$$;
+-- +goose StatementEnd
+grant execute on function tablegate.tenant_text_of(jsonb), tablegate.is_uuid_text(text) to anon, authenticated, service_role;
+
 -- +goose StatementBegin
 create or replace function tablegate.member_tenant_id(role text default null) returns uuid
 language plpgsql stable security definer parallel safe
@@ -35,12 +71,10 @@ set search_path = ''
 as $$
 declare
   c jsonb := tablegate.claims();
-  t text := coalesce(c #>> string_to_array(tablegate.tenant_claim(), '.'),
-                     case when strpos(tablegate.tenant_claim(), '.') = 0
-                          then c #>> string_to_array('app_metadata.' || tablegate.tenant_claim(), '.') end);
+  t text := tablegate.tenant_text_of(c);
   s text;
 begin
-  if translate(t, '0123456789abcdefABCDEF', 'xxxxxxxxxxxxxxxxxxxxxx') is distinct from 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' then
+  if not coalesce(tablegate.is_uuid_text(t), false) then
     return null;
   end if;
   t := lower(t);
@@ -52,7 +86,7 @@ begin
     return t::uuid;
   end if;
   s := c ->> 'sub';
-  if translate(s, '0123456789abcdefABCDEF', 'xxxxxxxxxxxxxxxxxxxxxx') is distinct from 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' then
+  if not coalesce(tablegate.is_uuid_text(s), false) then
     return null;
   end if;
   perform from tablegate.memberships m
@@ -91,7 +125,7 @@ begin
     end if;
   end if;
   s := c ->> 'sub';
-  if translate(s, '0123456789abcdefABCDEF', 'xxxxxxxxxxxxxxxxxxxxxx') is distinct from 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' then
+  if not coalesce(tablegate.is_uuid_text(s), false) then
     return false;
   end if;
   perform from tablegate.memberships m
@@ -171,3 +205,19 @@ begin
 end
 $$;
 -- +goose StatementEnd
+
+-- +goose StatementBegin
+create or replace function tablegate.tenant_of(claims jsonb) returns uuid
+language sql stable parallel safe
+as $$
+  select pg_catalog.substring(
+    coalesce(
+      claims operator(pg_catalog.#>>) pg_catalog.string_to_array(tablegate.tenant_claim(), '.'),
+      case when pg_catalog.strpos(tablegate.tenant_claim(), '.') operator(pg_catalog.=) 0
+           then claims operator(pg_catalog.#>>)
+                pg_catalog.string_to_array('app_metadata.' operator(pg_catalog.||) tablegate.tenant_claim(), '.') end),
+    '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$')::pg_catalog.uuid
+$$;
+-- +goose StatementEnd
+drop function tablegate.is_uuid_text(text);
+drop function tablegate.tenant_text_of(jsonb);
