@@ -33,6 +33,20 @@ func demoSchemaBefore(tb testing.TB) string {
 	return string(b)
 }
 
+// hookedClaims returns claims as tablegate.access_token_hook (a Supabase
+// custom access token hook) rewrites them on pool: with the subject's
+// memberships claim.
+func hookedClaims(tb testing.TB, pool *pgxpool.Pool, claims []byte) []byte {
+	tb.Helper()
+	var out []byte
+	err := pool.QueryRow(context.Background(), `select tablegate.access_token_hook(jsonb_build_object('claims', $1::jsonb)) -> 'claims'`,
+		string(claims)).Scan(&out)
+	if err != nil || !bytes.Contains(out, []byte(`"memberships"`)) {
+		tb.Fatalf("access token hook: %s, %v", out, err)
+	}
+	return out
+}
+
 // ownedIDs returns the ids of the rows the realistic caller owns in table.
 func ownedIDs(tb testing.TB, pool *pgxpool.Pool) []string {
 	tb.Helper()
@@ -92,7 +106,9 @@ var policyTables = []struct{ name, table string }{
 // policy (the floor), the demo's tenant + membership policy, the policies of
 // enable_tenant_policies(require_membership) and none (using (true)).
 // "before" runs the demo's schema and policies of version 16 on a database
-// migrated down to 16 (the helpers as they were), in the same run.
+// migrated down to 16 (the helpers as they were), in the same run;
+// "demo-hook" is the demo's policy for a token carrying the memberships
+// claim tablegate.access_token_hook writes (no memberships table probe).
 //
 // Each statement runs as db.Read runs it (settings + statement in one pgx
 // batch) from 64 goroutines over 16 connections, in alternating rounds.
@@ -110,6 +126,7 @@ func BenchmarkPolicyDB(b *testing.B) {
 	pool := setupRealistic(b, demoSchema(b), 0)
 	before := setupRealistic(b, demoSchemaBefore(b), beforeVersion)
 	_, claims := realCallerAuth(b)
+	hooked := hookedClaims(b, pool, claims)
 	ids := ownedIDs(b, pool)
 	one := func(n int) error {
 		if n != 1 {
@@ -126,7 +143,7 @@ func BenchmarkPolicyDB(b *testing.B) {
 	for _, kind := range []string{"get", "list"} {
 		b.Run(kind, func(b *testing.B) {
 			var subs []*loadSubject
-			add := func(name string, p *pgxpool.Pool, table string) {
+			add := func(name string, p *pgxpool.Pool, table string, claims []byte) {
 				get, list := restStatements(b, p, table, mustInt(ids[0]))
 				fn := dbStatement(p, claims, list, nil, page)
 				if kind == "get" {
@@ -135,9 +152,10 @@ func BenchmarkPolicyDB(b *testing.B) {
 				subs = append(subs, &loadSubject{name: name, fn: fn, backendCPU: backendCPU(b, p)})
 			}
 			for _, pt := range policyTables {
-				add(pt.name, pool, pt.table)
+				add(pt.name, pool, pt.table, claims)
 			}
-			add("before", before, "public.todos")
+			add("before", before, "public.todos", claims)
+			add("demo-hook", pool, "public.todos", hooked)
 			for b.Loop() {
 				alternate(b, 4, time.Second, subs)
 			}
