@@ -269,6 +269,8 @@ var helperCalls = []struct{ name, expr, before string }{
 	{"tenant_topic_allowed", `tablegate.tenant_topic_allowed(case when g > 0 then 'tenant:` + realCallerTenant + `:todos' end)::text`, ""},
 	{"member_tenant_id", `(case when g > 0 then tablegate.member_tenant_id() end)::text`,
 		`(case when g > 0 and tablegate.is_member('tenant', tablegate.current_tenant_id()::text) then tablegate.current_tenant_id() end)::text`},
+	{"full_member_tenant_id", `(case when g > 0 then tablegate.full_member_tenant_id() end)::text`,
+		`(case when g > 0 and not tablegate.is_anonymous() and tablegate.is_member('tenant', tablegate.current_tenant_id()::text) then tablegate.current_tenant_id() end)::text`},
 }
 
 // helperRows is how many rows each helper statement evaluates, and

@@ -40,16 +40,17 @@ alter table public.todos force row level security;
 -- evaluates it once per statement (an init-plan), not once per row, and the
 -- tenant comparison can use todos_tenant_idx. member_tenant_id() is the
 -- caller's active tenant when the caller is a member of it (one index probe
--- of the memberships table, or the memberships claim), else NULL. See
--- docs/tenant.md for these patterns and what each costs.
+-- of the memberships table, or the memberships claim), else NULL;
+-- full_member_tenant_id() the same for full users only (NULL for an
+-- anonymous sign-in). See docs/tenant.md for these patterns and what each
+-- costs.
 drop policy if exists todos_member_read on public.todos;
 create policy todos_member_read on public.todos for select to authenticated
   using (tenant_id = (select tablegate.member_tenant_id()));
 
 drop policy if exists todos_user_insert on public.todos;
 create policy todos_user_insert on public.todos for insert to authenticated
-  with check (not (select tablegate.is_anonymous())
-              and tenant_id = (select tablegate.member_tenant_id())
+  with check (tenant_id = (select tablegate.full_member_tenant_id())
               and owner_id = (select auth.uid()));
 
 drop policy if exists todos_owner_update on public.todos;

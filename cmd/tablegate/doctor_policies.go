@@ -18,7 +18,7 @@ var perStatementHelpers = []string{
 	"tablegate.claims", "tablegate.current_tenant_id", "tablegate.tenant_text", "tablegate.tenant_claim",
 	"tablegate.claim_text", "tablegate.claim_array", "tablegate.has_role",
 	"tablegate.is_anonymous", "tablegate.is_full_user", "tablegate.is_approver", "tablegate.approver_role",
-	"tablegate.member_tenant_id",
+	"tablegate.member_tenant_id", "tablegate.full_member_tenant_id", "tablegate.member_tenant_id_for",
 }
 
 // helperCall finds a call of a helper in deparsed SQL (pg_get_expr): the

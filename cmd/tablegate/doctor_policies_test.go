@@ -27,6 +27,8 @@ func TestPerRowCalls(t *testing.T) {
 			[]string{"tablegate.is_member('tenant', …) per row"}},
 		{`(tenant_id = ( SELECT tablegate.member_tenant_id(NULL::text) AS member_tenant_id))`, nil},
 		{`(tenant_id = tablegate.member_tenant_id('admin'::text))`, []string{"tablegate.member_tenant_id('admin'::text) per row"}},
+		{`(tenant_id = ( SELECT tablegate.full_member_tenant_id() AS full_member_tenant_id))`, nil},
+		{`(tenant_id = tablegate.full_member_tenant_id())`, []string{"tablegate.full_member_tenant_id() per row"}},
 		{`((NOT ( SELECT tablegate.is_anonymous() AS is_anonymous)) AND tablegate.has_role('editor'::text))`,
 			[]string{"tablegate.has_role('editor'::text) per row"}},
 		// a column argument: no per-statement form

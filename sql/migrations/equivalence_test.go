@@ -199,7 +199,8 @@ insert into tablegate.memberships (user_id, scope, scope_id, roles) values
 // on a database with the fast helpers and on one migrated down to the
 // version before them, under the default tenant claim and a renamed one,
 // and with a renamed approver role: every answer must be the same. It also
-// checks member_tenant_id() against the expression it replaces.
+// checks member_tenant_id() against the expression it replaces, and
+// full_member_tenant_id() against that and not is_anonymous().
 func TestHelpersAnswerAsBefore(t *testing.T) {
 	t.Parallel()
 	p := newEquivalencePair(t, equivalenceFixture)
@@ -221,7 +222,12 @@ func TestHelpersAnswerAsBefore(t *testing.T) {
 				if got != want {
 					t.Errorf("%s, %s: member_tenant_id(%s) = %q, before %q", setting, c.name, role, got, want)
 				}
-				n++
+				got = answer(t.Context(), p.curDB, c.ctx, "select tablegate.full_member_tenant_id("+strings.TrimPrefix(role, ", ")+")::text")
+				want = answer(t.Context(), p.oldDB, c.ctx, "select case when not tablegate.is_anonymous() then "+fmt.Sprintf(memberTenantBefore, role)+" end")
+				if got != want {
+					t.Errorf("%s, %s: full_member_tenant_id(%s) = %q, before %q", setting, c.name, strings.TrimPrefix(role, ", "), got, want)
+				}
+				n += 2
 			}
 		}
 		// The comparison must have seen both answers of each kind.
