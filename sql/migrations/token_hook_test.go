@@ -73,6 +73,24 @@ func TestAccessTokenHookWritesMemberships(t *testing.T) {
 			t.Errorf("%v: the hook answered %v", c, got)
 		}
 	}
+	// Memberships an administrator put in app_metadata come along in the
+	// claim's shape (what authctx.StandardClaimsSchema requires): scope and
+	// id as strings, roles an array of strings; an entry the helpers could
+	// never match is left out.
+	got = hookClaims(t, pool, authctx.Claims{"sub": userB1, "app_metadata": map[string]any{"memberships": []any{
+		map[string]any{"scope": "tenant", "id": tenantA},
+		map[string]any{"scope": "project", "id": 7, "roles": []any{"lead", 3, nil, "x"}},
+		map[string]any{"scope": "tenant", "id": tenantB, "roles": "owner"},
+		map[string]any{"scope": "tenant", "id": map[string]any{"a": 1}}, "tenant", nil, 42,
+		map[string]any{"id": tenantA},
+	}}})
+	if b, _ := json.Marshal(got["memberships"]); string(b) != `[{"id":"`+strings.ToUpper(tenantA)+`","roles":[],"scope":"tenant"},`+
+		`{"id":"`+tenantB+`","roles":["member"],"scope":"tenant"},`+
+		`{"id":"`+tenantA+`","roles":[],"scope":"tenant"},{"id":"7","roles":["lead","x"],"scope":"project"},`+
+		`{"id":"`+tenantB+`","roles":[],"scope":"tenant"}]` {
+		t.Errorf("user B1 with app_metadata memberships: %s", b)
+	}
+
 	// Claims that are not an object are left as they are.
 	for _, ev := range []string{`{"claims": null}`, `{}`, `{"claims": [1]}`} {
 		if got := adminScalar[string](t, pool, `select tablegate.access_token_hook($1::jsonb)::text`, ev); got != ev {
@@ -222,7 +240,7 @@ func TestAccessTokenHookGrantedToSupabaseAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if _, err := m.DownTo(t.Context(), 26); err != nil {
+	if _, err := m.DownTo(t.Context(), 27); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Up(t.Context()); err != nil {

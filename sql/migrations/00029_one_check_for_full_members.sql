@@ -30,7 +30,7 @@
 -- +goose StatementBegin
 create function tablegate.member_tenant_id_for(role text, exclude_anonymous boolean) returns uuid
 language plpgsql stable security definer parallel safe
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   c jsonb := tablegate.claims();
@@ -200,8 +200,9 @@ $$;
 
 -- +goose Down
 -- The definitions of 00018 (enable_tenant_policies) and the policies with
--- them, then those of 00026 (member_tenant_id). The options are read with
--- this migration's tenant_policy_options, which knows both shapes.
+-- them, then those of 00026 (member_tenant_id, with the search_path of
+-- 00027). The options are read with this migration's tenant_policy_options,
+-- which knows both shapes.
 -- +goose StatementBegin
 create or replace function tablegate.enable_tenant_policies(
   tbl regclass,
@@ -287,7 +288,7 @@ $$;
 -- +goose StatementBegin
 create or replace function tablegate.member_tenant_id(role text default null) returns uuid
 language plpgsql stable security definer parallel safe
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   c jsonb := tablegate.claims();

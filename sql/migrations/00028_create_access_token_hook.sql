@@ -15,8 +15,8 @@
 --     top-level memberships claim of every token Supabase Auth issues: the
 --     memberships of the token's subject, followed by those an
 --     administrator put in app_metadata.memberships (the top-level claim
---     is read first, so they are carried along); a top-level claim it did
---     not write is replaced.
+--     is read first, so they are carried along, in the claim's shape); a
+--     top-level claim it did not write is replaced.
 --
 -- The price is revocation: a membership removed from the table still admits
 -- its user until the token that carries it expires. A membership added is
@@ -30,7 +30,7 @@
 -- +goose StatementBegin
 create function tablegate.memberships_claim(user_id uuid) returns jsonb
 language sql stable security definer parallel safe
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
   select coalesce(jsonb_agg(jsonb_build_object('scope', m.scope, 'id', m.scope_id, 'roles', to_jsonb(m.roles))
                             order by m.scope, m.scope_id), '[]'::jsonb)
@@ -47,7 +47,7 @@ comment on function tablegate.memberships_claim(uuid) is
 -- +goose StatementBegin
 create function tablegate.access_token_hook(event jsonb) returns jsonb
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   claims jsonb := event -> 'claims';
@@ -62,9 +62,20 @@ begin
     ms := tablegate.memberships_claim(sub::uuid);
   end if;
   -- Memberships an administrator put in app_metadata stay honoured: the
-  -- top-level claim, read first, carries them too.
+  -- top-level claim, read first, carries them too, in the claim's shape
+  -- ({scope, id} as text, roles the array's strings, [] without), which
+  -- is how the helpers read them; an entry without a scalar scope and id
+  -- never matched and is left out.
   if jsonb_typeof(claims -> 'app_metadata' -> 'memberships') = 'array' then
-    ms := ms || (claims -> 'app_metadata' -> 'memberships');
+    ms := ms || coalesce((
+      select jsonb_agg(jsonb_build_object('scope', e ->> 'scope', 'id', e ->> 'id',
+               'roles', case when jsonb_typeof(e -> 'roles') = 'array'
+                             then coalesce((select jsonb_agg(r) from jsonb_array_elements(e -> 'roles') r
+                                            where jsonb_typeof(r) = 'string'), '[]'::jsonb)
+                             else '[]'::jsonb end))
+      from jsonb_array_elements(claims -> 'app_metadata' -> 'memberships') e
+      where jsonb_typeof(e -> 'scope') in ('string', 'number', 'boolean')
+        and jsonb_typeof(e -> 'id') in ('string', 'number', 'boolean')), '[]'::jsonb);
   end if;
   claims := claims - 'memberships';
   if ms <> '[]'::jsonb then
