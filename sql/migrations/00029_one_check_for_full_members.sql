@@ -11,8 +11,9 @@
 --
 --   * tablegate.member_tenant_id_for(role, exclude_anonymous) is the
 --     membership check of 00026 (SECURITY DEFINER, search_path pinned);
---     with exclude_anonymous it also answers NULL for an anonymous sign-in
---     (is_anonymous true in the claims), from the claims it parsed already.
+--     with exclude_anonymous (or NULL) it also answers NULL for an
+--     anonymous sign-in (is_anonymous true in the claims), from the claims
+--     it parsed already.
 --   * tablegate.member_tenant_id(role) and the new
 --     tablegate.full_member_tenant_id(role) are SQL functions Postgres
 --     inlines into the policy: member_tenant_id_for(role, false) and
@@ -38,7 +39,7 @@ declare
   s text;
 begin
   if not coalesce(tablegate.is_uuid_text(t), false)
-     or (exclude_anonymous and c -> 'is_anonymous' = 'true'::jsonb) then
+     or (coalesce(exclude_anonymous, true) and c -> 'is_anonymous' = 'true'::jsonb) then
     return null;
   end if;
   t := lower(t);

@@ -376,3 +376,18 @@ grant select, insert, update, delete on public.%[1]s to anon, authenticated, ser
 		t.Fatalf("only %d distinct outcomes: the callers do not exercise the policies", len(checked))
 	}
 }
+
+// TestMemberTenantIDForNullFlag: member_tenant_id_for called directly with
+// a NULL exclude_anonymous excludes anonymous sign-ins (the safe reading).
+func TestMemberTenantIDForNullFlag(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	execScript(t, pool, equivalenceFixture)
+	d := db.New(pool, nil)
+	if got := answer(t.Context(), d, guest(guestA, tenantA), `select tablegate.member_tenant_id_for(null, null)::text`); got != "<nil>" {
+		t.Errorf("anonymous member, NULL flag: %q, want none", got)
+	}
+	if got := answer(t.Context(), d, user(userA1, tenantA), `select tablegate.member_tenant_id_for(null, null)::text`); got != tenantA {
+		t.Errorf("full member, NULL flag: %q, want %s", got, tenantA)
+	}
+}
