@@ -77,6 +77,50 @@ type authConfig struct {
 	// MaxTokenLifetime refuses tokens living longer (exp - iat), e.g.
 	// "168h"; unset: no limit.
 	MaxTokenLifetime duration `json:"max_token_lifetime,omitempty"`
+	// Flows, when present, serves the sign-in and sign-out routes of
+	// package authflow under /auth (sessions written in the resolver's
+	// cookie).
+	Flows *authFlowsConfig `json:"flows,omitempty"`
+}
+
+// authFlowsConfig configures the sign-in flows of serve (auth.flows).
+type authFlowsConfig struct {
+	// SiteURL is this application's origin (and optional base path):
+	// OAuth and magic links come back to {SiteURL}/auth/callback, and
+	// next may point under it. Default public_url, else the listen
+	// address.
+	SiteURL string `json:"site_url,omitempty"`
+	// RedirectURLs are further absolute URLs (or prefixes) next and
+	// redirect_to may point to.
+	RedirectURLs []string `json:"redirect_urls,omitempty"`
+	// TokensOnly writes sessions in @supabase/ssr's cookies.encode
+	// "tokens-only" form (no user object in the cookie).
+	TokensOnly bool `json:"tokens_only,omitempty"`
+	// Timeout bounds each call to the auth server (default 10s).
+	Timeout duration `json:"timeout,omitempty"`
+}
+
+// validate checks the flows' URLs and that their /auth routes meet no
+// table route of base (the config's base path without its trailing /).
+func (f *authFlowsConfig) validate(base string, tables map[string]*tableConfig) error {
+	if f.SiteURL != "" {
+		u, err := url.Parse(f.SiteURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("auth.flows.site_url must be an absolute http(s) URL such as https://app.example.com, got %q", f.SiteURL)
+		}
+	}
+	for _, r := range f.RedirectURLs {
+		if u, err := url.Parse(r); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("auth.flows.redirect_urls: %q is not an absolute http(s) URL", r)
+		}
+	}
+	if base == "/auth" || strings.HasPrefix(base, "/auth/") {
+		return fmt.Errorf("base_path %q meets the sign-in routes of auth.flows under /auth: choose another base_path", base)
+	}
+	if _, ok := tables["auth"]; ok && base == "" {
+		return errors.New(`tables.auth at the root meets the sign-in routes of auth.flows under /auth: rename the route or set a base_path`)
+	}
+	return nil
 }
 
 // tableConfig declares one served table.
@@ -165,6 +209,11 @@ func (c *serveConfig) validate() error {
 	}
 	if err := c.Database.validate(); err != nil {
 		return err
+	}
+	if c.Auth.Flows != nil {
+		if err := c.Auth.Flows.validate(c.base(), c.Tables); err != nil {
+			return err
+		}
 	}
 	for _, name := range c.tableNames() {
 		t := c.Tables[name]

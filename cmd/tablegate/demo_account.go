@@ -9,6 +9,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/authflow"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // demoUserEmail is the demo user's sign-in address on the demo's own auth
@@ -89,12 +90,25 @@ func accountHandler(w http.ResponseWriter, r *http.Request) {
 	_ = accountPage.Execute(w, data)
 }
 
+// flowPatterns are the routes of authflow's handler (base path /auth), as
+// serve and the demo mount them; any other /auth path is theirs to answer.
+var flowPatterns = []string{"POST /auth/sign-in", "POST /auth/otp", "POST /auth/verify", "POST /auth/sign-out", "GET /auth/oauth", "GET /auth/callback"}
+
+// mountFlows mounts the routes of flows on mux, each reported to
+// telemetry (access log, metrics, spans) by its pattern.
+func mountFlows(mux *http.ServeMux, flows *authflow.Flows) {
+	h := flows.Handler()
+	for _, p := range flowPatterns {
+		mux.Handle(p, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			telemetry.SetPattern(r.Context(), r.Pattern)
+			h.ServeHTTP(w, r)
+		}))
+	}
+}
+
 // flowRoutes mounts the flows and the account page on mux.
 func flowRoutes(mux *http.ServeMux, flows *authflow.Flows) {
-	h := flows.Handler()
-	for _, p := range []string{"POST /auth/sign-in", "POST /auth/otp", "POST /auth/verify", "POST /auth/sign-out", "GET /auth/oauth", "GET /auth/callback"} {
-		mux.Handle(p, h)
-	}
+	mountFlows(mux, flows)
 	mux.HandleFunc("GET /account", accountHandler)
 	// The flows send the browser to "/" when no next is given.
 	mux.Handle("GET /{$}", http.RedirectHandler("/account", http.StatusSeeOther))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/authctx/authflow"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/mcptools"
@@ -75,7 +76,15 @@ Environment: DATABASE_URL (unless --database-url or the config's
 database_url), SUPABASE_URL (unless auth.url), SUPABASE_JWKS (inline JWKS),
 SUPABASE_JWT_ISSUER and SUPABASE_JWT_AUDIENCE (unless auth.issuer/audience),
 SUPABASE_SECRET_KEYS ({"name":"sb_secret_…"}: apikey callers become service),
-SUPABASE_PUBLISHABLE_KEY (needed by auth.refresh).
+SUPABASE_PUBLISHABLE_KEY (needed by auth.refresh and auth.flows).
+
+"auth": {"flows": {}} also serves the sign-in flows of the project under
+/auth (POST /auth/sign-in, /auth/otp, /auth/verify, /auth/sign-out; GET
+/auth/oauth, /auth/callback), writing sessions in the @supabase/ssr cookie
+the resolver reads; flows.site_url (default public_url) is where OAuth and
+magic links return, flows.redirect_urls further allowed next targets,
+flows.tokens_only the cookie encoding, flows.timeout each auth call's
+bound (10s). See docs/auth-flows.md.
 `
 
 func runServe(ctx context.Context, e *env, args []string) error {
@@ -179,6 +188,25 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	mux := http.NewServeMux()
 	health(mux, pool, rv)
 	mux.Handle("/", rv.Middleware(rv.CrossSite(app)))
+	if f := cfg.Auth.Flows; f != nil {
+		site := f.SiteURL
+		if site == "" {
+			site = public
+		}
+		timeout := time.Duration(f.Timeout)
+		if timeout == 0 {
+			timeout = 10 * time.Second
+		}
+		flows, err := authflow.New(&authflow.Config{
+			ProjectURL: acfg.ProjectURL, PublishableKey: acfg.PublishableKeys[0], CookieName: rv.CookieName(),
+			SiteURL: site, RedirectURLs: f.RedirectURLs, TokensOnly: f.TokensOnly, Timeout: timeout,
+		})
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("auth.flows: %w", err)
+		}
+		mountFlows(mux, flows)
+	}
 	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (description %s%s/openapi.json, docs %s%s/docs)\n", len(cfg.Tables), base, cfg.base(), base, cfg.base(), base, cfg.base())
 	for _, n := range cfg.tableNames() {
 		t := cfg.Tables[n]
@@ -186,6 +214,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if t.Events {
 			fmt.Fprintf(out, "  %s%s/%s/events → events of %s (Server-Sent Events)\n", base, cfg.base(), n, t.Table)
 		}
+	}
+	if cfg.Auth.Flows != nil {
+		fmt.Fprintf(out, "  %s/auth/{sign-in,otp,verify,oauth,callback,sign-out} → sessions of %s (cookie %s)\n", base, acfg.ProjectURL, rv.CookieName())
 	}
 	return serveUntilDone(ctx, out, ln, obs.tel.Handler(problemFallback(mux)), timeouts, budget.shutdownTimeout)
 }
@@ -277,6 +308,14 @@ func authConfigFor(cfg *serveConfig, getenv func(string) string) (authctx.Config
 	for _, k := range []string{"SUPABASE_PUBLISHABLE_KEY", "SUPABASE_ANON_KEY"} {
 		if v := strings.TrimSpace(getenv(k)); v != "" {
 			ac.PublishableKeys = append(ac.PublishableKeys, v)
+		}
+	}
+	if cfg.Auth.Flows != nil {
+		if ac.ProjectURL == "" {
+			return ac, usagef("auth.flows needs the Supabase project URL: set auth.url in the config, or SUPABASE_URL")
+		}
+		if len(ac.PublishableKeys) == 0 {
+			return ac, usagef("auth.flows needs the project's publishable key: set SUPABASE_PUBLISHABLE_KEY (or SUPABASE_ANON_KEY)")
 		}
 	}
 	return ac, nil

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// TestServeAuthFlows: serve with "auth": {"flows": {}} signs a user in
+// against the project's auth server (the demo's GoTrue stand-in), writes the
+// session cookie its resolver reads, serves that user's rows through the
+// cookie, and signs out.
+func TestServeAuthFlows(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.URL(t)
+	pool := pgtest.Pool(t, dbURL)
+	if _, err := pool.Exec(t.Context(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	k, err := newSigningJWKFor(algES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal([]jwk{k})
+	ks, err := parseKeyFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const publishable = "sb_publishable_serveflows"
+	project := httptest.NewUnstartedServer(nil)
+	issuer := "http://" + project.Listener.Addr().String() + "/auth/v1"
+	gotrue := newDemoAuthServer(ks, issuer, publishable)
+	password := newDemoPassword()
+	gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour, Issuer: issuer}, demoUserEmail, "15550001111", password)
+	project.Config.Handler = (&demoServer{jwks: ks.publicJWKS(), gotrue: gotrue}).handler()
+	project.Start()
+	defer project.Close()
+
+	addr := freeAddr(t)
+	base := "http://" + addr
+	gotrue.siteURL = base
+	cfg := map[string]any{
+		"auth": map[string]any{"url": project.URL, "refresh": true, "flows": map[string]any{}},
+		"tables": map[string]any{"todos": map[string]any{
+			"table": "public.todos", "operations": []string{"list"}, "select": []string{"id", "title"}, "guard": []string{"user"},
+		}},
+	}
+	cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DATABASE_URL": dbURL, "SUPABASE_PUBLISHABLE_KEY": publishable}
+	sctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	exit := make(chan result, 1)
+	go func() {
+		var out, errb syncBuffer
+		e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
+		code := run(sctx, e, []string{"serve", "--config", cfgPath, "--addr", addr})
+		exit <- result{code, out.String(), errb.String()}
+	}()
+	waitLive(t, base, cancel, exit)
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	post := func(path string, form url.Values) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	items := func(resp *http.Response) (int, int) {
+		t.Helper()
+		defer resp.Body.Close()
+		var page struct{ Items []map[string]any }
+		_ = json.NewDecoder(resp.Body).Decode(&page)
+		return resp.StatusCode, len(page.Items)
+	}
+
+	// A wrong password: a problem, no session.
+	resp := post("/auth/sign-in", url.Values{"email": {demoUserEmail}, "password": {"wrong"}, "next": {"/api/todos"}})
+	if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
+		t.Errorf("wrong password: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	resp.Body.Close()
+	if status, _ := items(mustGet(t, browser, base+"/api/todos")); status != 401 {
+		t.Errorf("before sign-in: %d, want 401", status)
+	}
+
+	// Sign in: 303 to next, which the session cookie now reads.
+	if status, n := items(post("/auth/sign-in", url.Values{"email": {demoUserEmail}, "password": {password}, "next": {"/api/todos"}})); status != 200 || n != 3 {
+		t.Fatalf("signed in, /api/todos: %d with %d items, want 200 with tenant A's 3", status, n)
+	}
+	var cookie string
+	for _, c := range jar.Cookies(mustURL(t, base)) {
+		if strings.HasPrefix(c.Name, "sb-") && strings.HasSuffix(c.Name, "-auth-token") {
+			cookie = c.Name
+		}
+	}
+	if cookie == "" {
+		t.Fatalf("no session cookie in %v", jar.Cookies(mustURL(t, base)))
+	}
+
+	// A next off the site is not followed: the flow goes home instead.
+	browser.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp = post("/auth/sign-in", url.Values{"email": {demoUserEmail}, "password": {password}, "next": {"https://evil.example/x"}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || loc != base+"/" {
+		t.Errorf("next off site: %d to %q, want 303 to %s/", resp.StatusCode, loc, base)
+	}
+	resp.Body.Close()
+	browser.CheckRedirect = nil
+
+	// Sign out: the cookie goes, the rows with it.
+	if status, _ := items(post("/auth/sign-out", url.Values{"scope": {"local"}, "next": {"/api/todos"}})); status != 401 {
+		t.Errorf("signed out, /api/todos: %d, want 401", status)
+	}
+
+	cancel()
+	select {
+	case res := <-exit:
+		if res.code != 0 {
+			t.Fatalf("serve exit %d: %s", res.code, res.stderr)
+		}
+		if !strings.Contains(res.stderr, "/auth/{sign-in,otp,verify,oauth,callback,sign-out} → sessions of "+project.URL) {
+			t.Errorf("serve output does not name the flows:\n%s", res.stderr)
+		}
+		// The access log names the flows' routes, never the form's values.
+		if !strings.Contains(res.stderr, `"route":"/auth/sign-in"`) || !strings.Contains(res.stderr, `"route":"/auth/sign-out"`) ||
+			strings.Contains(res.stderr, password) || strings.Contains(res.stderr, demoUserEmail) {
+			t.Errorf("access log:\n%s", res.stderr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+// TestServeAuthFlowsConfigErrors: flows that cannot work, or whose routes
+// meet a table's, are refused at start with a message naming the fix.
+func TestServeAuthFlowsConfigErrors(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.URL(t)
+	dir := t.TempDir()
+	cases := []struct {
+		name, body string
+		vars       map[string]string
+		code       int
+		msg        string
+	}{
+		{"base path /auth", `{"base_path":"/auth","auth":{"url":"http://127.0.0.1:1","flows":{}},"tables":{"t":{}}}`, nil, exitFailure, "meets the sign-in routes"},
+		{"table auth at the root", `{"base_path":"/","auth":{"url":"http://127.0.0.1:1","flows":{}},"tables":{"auth":{}}}`, nil, exitFailure, "tables.auth at the root"},
+		{"site url", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"app.example.com"}},"tables":{"t":{}}}`, nil, exitFailure, "auth.flows.site_url"},
+		{"redirect url", `{"auth":{"url":"http://127.0.0.1:1","flows":{"redirect_urls":["/x"]}},"tables":{"t":{}}}`, nil, exitFailure, "auth.flows.redirect_urls"},
+		{"no publishable key", `{"auth":{"url":"http://127.0.0.1:1","flows":{}},"tables":{"t":{}}}`, nil, exitUsage, "SUPABASE_PUBLISHABLE_KEY"},
+		{"no project url", `{"auth":{"jwks_url":"http://127.0.0.1:1/jwks","flows":{}},"tables":{"t":{}}}`,
+			map[string]string{"SUPABASE_PUBLISHABLE_KEY": "sb_publishable_x"}, exitUsage, "auth.flows needs the Supabase project URL"},
+	}
+	for i, c := range cases {
+		p := filepath.Join(dir, fmt.Sprintf("case%d.json", i))
+		if err := os.WriteFile(p, []byte(c.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		vars := map[string]string{"DATABASE_URL": dbURL}
+		for k, v := range c.vars {
+			vars[k] = v
+		}
+		r := runCLI(t, vars, "serve", "--config", p, "--addr", freeAddr(t))
+		if r.code != c.code || !strings.Contains(r.stderr, c.msg) {
+			t.Errorf("case %d %s: exit %d, stderr %q (want %d, %q)", i, c.name, r.code, r.stderr, c.code, c.msg)
+		}
+	}
+}
+
+func mustGet(t *testing.T, c *http.Client, u string) *http.Response {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
