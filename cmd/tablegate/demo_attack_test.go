@@ -72,15 +72,7 @@ func newDemoApp(t *testing.T, o *demoAppOptions) *demoApp {
 	if _, err := pool.Exec(ctx, demoSchemaSQL); err != nil {
 		t.Fatalf("demo schema: %v", err)
 	}
-	k, err := newSigningJWK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal([]jwk{k})
-	ks, err := parseKeyFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := testKeySet(t, algES256)
 	var h atomic.Pointer[http.Handler]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
@@ -253,9 +245,7 @@ func TestAttackConnectionsArePinned(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
 	dir := t.TempDir()
-	k, _ := newSigningJWK()
-	raw, _ := json.Marshal([]jwk{k})
-	ks, _ := parseKeyFile(raw)
+	ks := testKeySet(t, algES256)
 	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
 	defer jwks.Close()
 	cfgPath := dir + "/tablegate.json"

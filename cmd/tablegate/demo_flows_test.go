@@ -35,15 +35,7 @@ type flowApp struct {
 
 func newFlowApp(t *testing.T, ttl time.Duration, tokensOnly ...bool) *flowApp {
 	t.Helper()
-	k, err := newSigningJWKFor(algEdDSA) // the demo's auth server signs with any algorithm
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal([]jwk{k})
-	ks, err := parseKeyFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := testKeySet(t, algEdDSA) // the demo's auth server signs with any algorithm
 	var h atomic.Pointer[http.Handler]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)

@@ -11,12 +11,7 @@ import (
 
 func TestDemoAuthServerRotation(t *testing.T) {
 	t.Parallel()
-	k, _ := newSigningJWK()
-	raw, _ := json.Marshal([]jwk{k})
-	ks, err := parseKeyFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := testKeySet(t, algES256)
 	now := time.Unix(1_800_000_000, 0)
 	s := newDemoAuthServer(ks, "http://demo/auth/v1", "sb_publishable_test")
 	s.now = func() time.Time { return now }

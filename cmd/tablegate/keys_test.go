@@ -207,3 +207,18 @@ func TestTokenVerifiesWithPublishedJWKS(t *testing.T) {
 		t.Errorf("exp-iat = %s", d)
 	}
 }
+
+// testKeySet returns a key set of one new signing key of alg.
+func testKeySet(t *testing.T, alg string) *keySet {
+	t.Helper()
+	k, err := newSigningJWKFor(alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal([]jwk{k})
+	ks, err := parseKeyFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}

@@ -28,15 +28,7 @@ func TestServeAuthFlows(t *testing.T) {
 	if _, err := pool.Exec(t.Context(), demoSchemaSQL); err != nil {
 		t.Fatal(err)
 	}
-	k, err := newSigningJWKFor(algES256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal([]jwk{k})
-	ks, err := parseKeyFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := testKeySet(t, algES256)
 	const publishable = "sb_publishable_serveflows"
 	project := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + project.Listener.Addr().String() + "/auth/v1"

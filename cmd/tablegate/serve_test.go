@@ -291,12 +291,7 @@ func TestServeMCPStdio(t *testing.T) {
 	if _, err := pool.Exec(ctx, demoSchemaSQL); err != nil {
 		t.Fatal(err)
 	}
-	k, _ := newSigningJWK()
-	raw, _ := json.Marshal([]jwk{k})
-	ks, err := parseKeyFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := testKeySet(t, algES256)
 	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
 	defer jwks.Close()
 	cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
