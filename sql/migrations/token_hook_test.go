@@ -230,10 +230,11 @@ func TestAccessTokenHookGrantedToSupabaseAuth(t *testing.T) {
 	// Roles are the cluster's: create it when missing, leave it (other
 	// databases of the cluster may rely on it just as well).
 	admin(t, pool, `do $$ begin
+	  perform pg_advisory_xact_lock(hashtext('tablegate.test.roles'));
 	  if not exists (select from pg_roles where rolname = 'supabase_auth_admin') then
 	    create role supabase_auth_admin nologin noinherit;
 	  end if;
-	exception when duplicate_object then null; -- created by a parallel test
+	exception when duplicate_object or unique_violation then null; -- another test run's
 	end $$`)
 	m, err := db.NewMigrator(pool)
 	if err != nil {
