@@ -575,6 +575,9 @@ func TestOpenRedirectsRefused(t *testing.T) {
 		"https://user:pw@app.example.com/", "javascript:alert(1)", "data:text/html,x", "evil.example.net",
 		"https://admin.example.com/consoleX", "https://admin.example.com/", "/%0d%0aSet-Cookie:x=1", "/a\r\nb",
 		"/ok\x00", "http://[::1]:80/", "ftp://app.example.com/", "https:evil.example.net", strings.Repeat("/a", 2000),
+		// Dot segments a browser resolves out of the allowed path.
+		"https://admin.example.com/console/../users", "https://admin.example.com/console/%2e%2e/users",
+		"https://admin.example.com/console/%2E%2E%2Fusers", "https://admin.example.com/console/./../x", "/a/../b", "/%2e%2e/b",
 	} {
 		if got, ok := b.flows.SafeRedirect(bad); ok || got != "https://app.example.com/" {
 			if bad == "/%0d%0aSet-Cookie:x=1" && ok && !strings.ContainsAny(got, "\r\n") {

@@ -13,8 +13,9 @@ const maxRedirectBytes = 2048
 // SiteURL's path), or an absolute http(s) URL under SiteURL or one of
 // Config.RedirectURLs (same scheme and host, path below the allowed one).
 // Anything else — another host, "//host", "/\host", a scheme other than
-// http(s), userinfo, control characters or backslashes, more than 2 KiB —
-// gives "/" under SiteURL and ok false.
+// http(s), userinfo, control characters or backslashes, "." or ".." path
+// segments (also percent-encoded), more than 2 KiB — gives "/" under
+// SiteURL and ok false.
 func (f *Flows) SafeRedirect(next string) (target string, ok bool) {
 	home := f.site.String() + "/"
 	if next == "" {
@@ -29,7 +30,7 @@ func (f *Flows) SafeRedirect(next string) (target string, ok bool) {
 		}
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.User != nil || u.Opaque != "" {
+	if err != nil || u.User != nil || u.Opaque != "" || hasDotSegment(u.Path) {
 		return home, false
 	}
 	if u.Scheme == "" && u.Host == "" {
@@ -49,6 +50,18 @@ func (f *Flows) SafeRedirect(next string) (target string, ok bool) {
 		}
 	}
 	return home, false
+}
+
+// hasDotSegment reports whether the decoded path p holds a "." or ".."
+// segment ("%2e" decodes to "."): a browser resolves them, so
+// "/console/../other" would leave the allowed path "/console".
+func hasDotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // underPath reports whether p is base or below it ("" and "/" allow all).
