@@ -79,16 +79,28 @@ type authConfig struct {
 	MaxTokenLifetime duration `json:"max_token_lifetime,omitempty"`
 	// Flows, when present, serves the sign-in and sign-out routes of
 	// package authflow under /auth (sessions written in the resolver's
-	// cookie).
+	// cookie) and turns on Refresh (sessions outlive their access token).
 	Flows *authFlowsConfig `json:"flows,omitempty"`
+}
+
+// flowsSite returns the origin of the sign-in flows: auth.flows.site_url,
+// else public_url ("" without flows).
+func (c *serveConfig) flowsSite() string {
+	if c.Auth.Flows == nil {
+		return ""
+	}
+	if c.Auth.Flows.SiteURL != "" {
+		return c.Auth.Flows.SiteURL
+	}
+	return c.PublicURL
 }
 
 // authFlowsConfig configures the sign-in flows of serve (auth.flows).
 type authFlowsConfig struct {
-	// SiteURL is this application's origin (and optional base path):
-	// OAuth and magic links come back to {SiteURL}/auth/callback, and
-	// next may point under it. Default public_url, else the listen
-	// address.
+	// SiteURL is the origin browsers open this server at: OAuth and
+	// magic links come back to {SiteURL}/auth/callback, and next may
+	// point under it. Default public_url; one of them is required. An
+	// https origin makes the session cookies Secure.
 	SiteURL string `json:"site_url,omitempty"`
 	// RedirectURLs are further absolute URLs (or prefixes) next and
 	// redirect_to may point to.
@@ -101,13 +113,24 @@ type authFlowsConfig struct {
 }
 
 // validate checks the flows' URLs and that their /auth routes meet no
-// table route of base (the config's base path without its trailing /).
-func (f *authFlowsConfig) validate(base string, tables map[string]*tableConfig) error {
+// table route of base (the config's base path without its trailing /);
+// publicURL is the config's public_url, the site's origin when site_url
+// is unset.
+func (f *authFlowsConfig) validate(base, publicURL string, tables map[string]*tableConfig) error {
 	if f.SiteURL != "" {
 		u, err := url.Parse(f.SiteURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return fmt.Errorf("auth.flows.site_url must be an absolute http(s) URL such as https://app.example.com, got %q", f.SiteURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
+			u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("auth.flows.site_url must be the origin browsers open this server at, such as https://app.example.com (serve mounts /auth at the root), got %q", f.SiteURL)
 		}
+		f.SiteURL = strings.TrimRight(f.SiteURL, "/")
+	} else if publicURL == "" {
+		// The listen address is not what browsers open (localhost vs
+		// 127.0.0.1, a proxy): redirects and cookies would not meet.
+		return errors.New(`auth.flows needs the origin browsers open this server at, for redirects and the OAuth and magic-link callback: set auth.flows.site_url (or public_url), e.g. "http://localhost:8080"`)
+	}
+	if f.Timeout < 0 {
+		return fmt.Errorf("auth.flows.timeout must not be negative")
 	}
 	for _, r := range f.RedirectURLs {
 		if u, err := url.Parse(r); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -211,7 +234,7 @@ func (c *serveConfig) validate() error {
 		return err
 	}
 	if c.Auth.Flows != nil {
-		if err := c.Auth.Flows.validate(c.base(), c.Tables); err != nil {
+		if err := c.Auth.Flows.validate(c.base(), c.PublicURL, c.Tables); err != nil {
 			return err
 		}
 	}

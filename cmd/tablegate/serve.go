@@ -78,13 +78,15 @@ SUPABASE_JWT_ISSUER and SUPABASE_JWT_AUDIENCE (unless auth.issuer/audience),
 SUPABASE_SECRET_KEYS ({"name":"sb_secret_…"}: apikey callers become service),
 SUPABASE_PUBLISHABLE_KEY (needed by auth.refresh and auth.flows).
 
-"auth": {"flows": {}} also serves the sign-in flows of the project under
-/auth (POST /auth/sign-in, /auth/otp, /auth/verify, /auth/sign-out; GET
-/auth/oauth, /auth/callback), writing sessions in the @supabase/ssr cookie
-the resolver reads; flows.site_url (default public_url) is where OAuth and
-magic links return, flows.redirect_urls further allowed next targets,
-flows.tokens_only the cookie encoding, flows.timeout each auth call's
-bound (10s). See docs/auth-flows.md.
+"auth": {"flows": {"site_url": "http://localhost:8080"}} also serves the
+sign-in flows of the project under /auth (POST /auth/sign-in, /auth/otp,
+/auth/verify, /auth/sign-out; GET /auth/oauth, /auth/callback), writing
+sessions in the @supabase/ssr cookie the resolver reads (and refreshes:
+flows turn auth.refresh on). flows.site_url (or public_url) is the origin
+browsers open, where OAuth and magic links return (https makes the cookies
+Secure); flows.redirect_urls further allowed next targets;
+flows.tokens_only the cookie encoding; flows.timeout each auth call's
+bound (10s, below the write timeout). See docs/auth-flows.md.
 `
 
 func runServe(ctx context.Context, e *env, args []string) error {
@@ -127,6 +129,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	if *addr == "" {
 		*addr = "127.0.0.1:8080"
+	}
+	if f := cfg.Auth.Flows; f != nil {
+		// A flow still waiting on the auth server when the write deadline
+		// passes would answer nothing at all.
+		if w := time.Duration(timeouts.withDefaults().Write); w > 0 && flowsTimeout(f) >= w {
+			return usagef("auth.flows.timeout (%s) must be shorter than the write timeout (%s)", flowsTimeout(f), w)
+		}
 	}
 	dbURL, err := databaseURL(e.getenv, *dbFlag, cfg.DatabaseURL)
 	if err != nil {
@@ -189,17 +198,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	health(mux, pool, rv)
 	mux.Handle("/", rv.Middleware(rv.CrossSite(app)))
 	if f := cfg.Auth.Flows; f != nil {
-		site := f.SiteURL
-		if site == "" {
-			site = public
-		}
-		timeout := time.Duration(f.Timeout)
-		if timeout == 0 {
-			timeout = 10 * time.Second
-		}
 		flows, err := authflow.New(&authflow.Config{
 			ProjectURL: acfg.ProjectURL, PublishableKey: acfg.PublishableKeys[0], CookieName: rv.CookieName(),
-			SiteURL: site, RedirectURLs: f.RedirectURLs, TokensOnly: f.TokensOnly, Timeout: timeout,
+			CookieOptions: acfg.CookieOptions, SiteURL: cfg.flowsSite(), RedirectURLs: f.RedirectURLs,
+			TokensOnly: f.TokensOnly, Timeout: flowsTimeout(f),
 		})
 		if err != nil {
 			ln.Close()
@@ -240,6 +242,14 @@ func serveUntilDone(ctx context.Context, out io.Writer, ln net.Listener, h http.
 		return err
 	}
 	return nil
+}
+
+// flowsTimeout is the bound of each auth server call of the sign-in flows.
+func flowsTimeout(f *authFlowsConfig) time.Duration {
+	if f.Timeout > 0 {
+		return time.Duration(f.Timeout)
+	}
+	return 10 * time.Second
 }
 
 // authServerOf is the authorization server of a resolver configuration,
@@ -311,6 +321,12 @@ func authConfigFor(cfg *serveConfig, getenv func(string) string) (authctx.Config
 		}
 	}
 	if cfg.Auth.Flows != nil {
+		// Sessions the flows write must outlive their first access token,
+		// and travel only over https when the site is served so.
+		ac.Refresh = true
+		if strings.HasPrefix(cfg.flowsSite(), "https://") {
+			ac.CookieOptions.Secure = true
+		}
 		if ac.ProjectURL == "" {
 			return ac, usagef("auth.flows needs the Supabase project URL: set auth.url in the config, or SUPABASE_URL")
 		}

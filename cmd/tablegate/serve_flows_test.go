@@ -17,10 +17,10 @@ import (
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
-// TestServeAuthFlows: serve with "auth": {"flows": {}} signs a user in
+// TestServeAuthFlows: serve with "auth": {"flows": {…}} signs a user in
 // against the project's auth server (the demo's GoTrue stand-in), writes the
-// session cookie its resolver reads, serves that user's rows through the
-// cookie, and signs out.
+// session cookie its resolver reads (Secure for an https site), serves that
+// user's rows through the cookie, and signs out.
 func TestServeAuthFlows(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.URL(t)
@@ -39,31 +39,64 @@ func TestServeAuthFlows(t *testing.T) {
 	project.Start()
 	defer project.Close()
 
-	addr := freeAddr(t)
-	base := "http://" + addr
-	gotrue.siteURL = base
-	cfg := map[string]any{
-		"auth": map[string]any{"url": project.URL, "refresh": true, "flows": map[string]any{}},
-		"tables": map[string]any{"todos": map[string]any{
-			"table": "public.todos", "operations": []string{"list"}, "select": []string{"id", "title"}, "guard": []string{"user"},
-		}},
-	}
-	cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
-	b, _ := json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	vars := map[string]string{"DATABASE_URL": dbURL, "SUPABASE_PUBLISHABLE_KEY": publishable}
-	sctx, cancel := context.WithCancel(t.Context())
+	// serve starts serve with the flows at site (the listen address when
+	// ""); auth.refresh is left off: the flows turn it on.
+	serve := func(site string) (base string, cancel context.CancelFunc, exit chan result) {
+		addr := freeAddr(t)
+		base = "http://" + addr
+		if site == "" {
+			site = base
+		}
+		cfg := map[string]any{
+			"auth": map[string]any{"url": project.URL, "flows": map[string]any{"site_url": site}},
+			"tables": map[string]any{"todos": map[string]any{
+				"table": "public.todos", "operations": []string{"list"}, "select": []string{"id", "title"}, "guard": []string{"user"},
+			}},
+		}
+		cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
+		b, _ := json.Marshal(cfg)
+		if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sctx, cancel := context.WithCancel(t.Context())
+		exit = make(chan result, 1)
+		go func() {
+			var out, errb syncBuffer
+			e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
+			code := run(sctx, e, []string{"serve", "--config", cfgPath, "--addr", addr})
+			exit <- result{code, out.String(), errb.String()}
+		}()
+		waitLive(t, base, cancel, exit)
+		return base, cancel, exit
+	}
+
+	// An https site: the session cookies are Secure.
+	httpsBase, stopHTTPS, httpsExit := serve("https://app.example.test")
+	req, _ := http.NewRequest("POST", httpsBase+"/auth/sign-in", strings.NewReader(url.Values{
+		"email": {demoUserEmail}, "password": {password}, "next": {"/api/todos"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if resp, err := noFollow.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		secure := 0
+		for _, c := range resp.Cookies() {
+			if strings.HasSuffix(c.Name, "-auth-token") && c.Secure {
+				secure++
+			}
+		}
+		if resp.StatusCode != 303 || resp.Header.Get("Location") != "https://app.example.test/api/todos" || secure == 0 {
+			t.Errorf("https site: %d to %q, Secure session cookies %d: %v", resp.StatusCode, resp.Header.Get("Location"), secure, resp.Header["Set-Cookie"])
+		}
+	}
+	stopHTTPS()
+	<-httpsExit
+
+	base, cancel, exit := serve("")
 	defer cancel()
-	exit := make(chan result, 1)
-	go func() {
-		var out, errb syncBuffer
-		e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
-		code := run(sctx, e, []string{"serve", "--config", cfgPath, "--addr", addr})
-		exit <- result{code, out.String(), errb.String()}
-	}()
-	waitLive(t, base, cancel, exit)
+	gotrue.siteURL = base
 
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
@@ -155,13 +188,17 @@ func TestServeAuthFlowsConfigErrors(t *testing.T) {
 		code       int
 		msg        string
 	}{
-		{"base path /auth", `{"base_path":"/auth","auth":{"url":"http://127.0.0.1:1","flows":{}},"tables":{"t":{}}}`, nil, exitFailure, "meets the sign-in routes"},
-		{"table auth at the root", `{"base_path":"/","auth":{"url":"http://127.0.0.1:1","flows":{}},"tables":{"auth":{}}}`, nil, exitFailure, "tables.auth at the root"},
+		{"base path /auth", `{"base_path":"/auth","auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1"}},"tables":{"t":{}}}`, nil, exitFailure, "meets the sign-in routes"},
+		{"table auth at the root", `{"base_path":"/","auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1"}},"tables":{"auth":{}}}`, nil, exitFailure, "tables.auth at the root"},
 		{"site url", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"app.example.com"}},"tables":{"t":{}}}`, nil, exitFailure, "auth.flows.site_url"},
-		{"redirect url", `{"auth":{"url":"http://127.0.0.1:1","flows":{"redirect_urls":["/x"]}},"tables":{"t":{}}}`, nil, exitFailure, "auth.flows.redirect_urls"},
-		{"no publishable key", `{"auth":{"url":"http://127.0.0.1:1","flows":{}},"tables":{"t":{}}}`, nil, exitUsage, "SUPABASE_PUBLISHABLE_KEY"},
-		{"no project url", `{"auth":{"jwks_url":"http://127.0.0.1:1/jwks","flows":{}},"tables":{"t":{}}}`,
+		{"redirect url", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1","redirect_urls":["/x"]}},"tables":{"t":{}}}`, nil, exitFailure, "auth.flows.redirect_urls"},
+		{"no publishable key", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1"}},"tables":{"t":{}}}`, nil, exitUsage, "SUPABASE_PUBLISHABLE_KEY"},
+		{"no project url", `{"public_url":"http://localhost:1","auth":{"jwks_url":"http://127.0.0.1:1/jwks","flows":{}},"tables":{"t":{}}}`,
 			map[string]string{"SUPABASE_PUBLISHABLE_KEY": "sb_publishable_x"}, exitUsage, "auth.flows needs the Supabase project URL"},
+		{"no site", `{"auth":{"url":"http://127.0.0.1:1","flows":{}},"tables":{"t":{}}}`, nil, exitFailure, "set auth.flows.site_url (or public_url)"},
+		{"site with a path", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"https://app.example.com/app"}},"tables":{"t":{}}}`, nil, exitFailure, "serve mounts /auth at the root"},
+		{"timeout past the write timeout", `{"timeouts":{"write":"5s"},"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1","timeout":"5s"}},"tables":{"t":{}}}`,
+			nil, exitUsage, "must be shorter than the write timeout"},
 	}
 	for i, c := range cases {
 		p := filepath.Join(dir, fmt.Sprintf("case%d.json", i))
