@@ -76,12 +76,16 @@ func (c *Config) validate() error {
 	if c.SiteURL == "" {
 		return errors.New("authflow: Config.SiteURL is required (this application's origin, where the callback lives)")
 	}
-	if u, err := url.Parse(c.SiteURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	if u, err := url.Parse(c.SiteURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil || hasDotSegment(u.Path) {
 		return errors.New("authflow: Config.SiteURL is not an http(s) origin with an optional path")
 	}
 	for _, r := range c.RedirectURLs {
-		if u, err := url.Parse(r); err != nil || u.Scheme == "" || u.Host == "" {
-			return fmt.Errorf("authflow: Config.RedirectURLs: %q is not an absolute URL", r)
+		// SafeRedirect follows http(s) targets only: another scheme here
+		// would allow nothing while looking as if it did.
+		if u, err := url.Parse(r); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || hasDotSegment(u.Path) {
+			return fmt.Errorf("authflow: Config.RedirectURLs: %q is not an absolute http(s) URL", r)
 		}
 	}
 	if c.BasePath != "" && (!strings.HasPrefix(c.BasePath, "/") || strings.HasSuffix(c.BasePath, "/")) {

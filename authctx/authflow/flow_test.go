@@ -718,6 +718,10 @@ func TestNewValidates(t *testing.T) {
 		"site query":     {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app/?a=1"},
 		"relative allow": {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", RedirectURLs: []string{"/x"}},
 		"base path":      {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "auth/"},
+		"site userinfo":  {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://u:p@app"},
+		"site dots":      {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app/a/../b"},
+		"ftp allow":      {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", RedirectURLs: []string{"ftp://files/x"}},
+		"allow dots":     {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", RedirectURLs: []string{"https://h/a/%2e%2e"}},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: accepted", name)

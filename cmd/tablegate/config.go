@@ -112,30 +112,22 @@ type authFlowsConfig struct {
 	Timeout duration `json:"timeout,omitempty"`
 }
 
-// validate checks the flows' URLs and that their /auth routes meet no
-// table route of base (the config's base path without its trailing /);
-// publicURL is the config's public_url, the site's origin when site_url
-// is unset.
+// validate checks what serve asks of the flows beyond what authflow.New
+// checks (redirect_urls, timeout): the site is an origin (serve mounts
+// /auth at the root) and is given, and the /auth routes meet no table
+// route of base (the config's base path without its trailing /).
+// publicURL is the config's public_url, the site when site_url is unset.
 func (f *authFlowsConfig) validate(base, publicURL string, tables map[string]*tableConfig) error {
 	if f.SiteURL != "" {
-		u, err := url.Parse(f.SiteURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
-			u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			return fmt.Errorf("auth.flows.site_url must be the origin browsers open this server at, such as https://app.example.com (serve mounts /auth at the root), got %q", f.SiteURL)
+		o, err := originOf("auth.flows.site_url", f.SiteURL)
+		if err != nil {
+			return err
 		}
-		f.SiteURL = strings.TrimRight(f.SiteURL, "/")
+		f.SiteURL = o
 	} else if publicURL == "" {
 		// The listen address is not what browsers open (localhost vs
 		// 127.0.0.1, a proxy): redirects and cookies would not meet.
 		return errors.New(`auth.flows needs the origin browsers open this server at, for redirects and the OAuth and magic-link callback: set auth.flows.site_url (or public_url), e.g. "http://localhost:8080"`)
-	}
-	if f.Timeout < 0 {
-		return fmt.Errorf("auth.flows.timeout must not be negative")
-	}
-	for _, r := range f.RedirectURLs {
-		if u, err := url.Parse(r); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("auth.flows.redirect_urls: %q is not an absolute http(s) URL", r)
-		}
 	}
 	if base == "/auth" || strings.HasPrefix(base, "/auth/") {
 		return fmt.Errorf("base_path %q meets the sign-in routes of auth.flows under /auth: choose another base_path", base)
@@ -144,6 +136,18 @@ func (f *authFlowsConfig) validate(base, publicURL string, tables map[string]*ta
 		return errors.New(`tables.auth at the root meets the sign-in routes of auth.flows under /auth: rename the route or set a base_path`)
 	}
 	return nil
+}
+
+// originOf checks that the config key field holds an origin such as
+// https://api.example.com (a trailing / allowed; no path, query,
+// fragment or userinfo) and returns it without the trailing /.
+func originOf(field, v string) (string, error) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("%s must be an origin such as https://api.example.com, got %q", field, v)
+	}
+	return strings.TrimRight(v, "/"), nil
 }
 
 // tableConfig declares one served table.
@@ -221,11 +225,11 @@ func (c *serveConfig) validate() error {
 		c.Version = "0.1.0"
 	}
 	if c.PublicURL != "" {
-		u, err := url.Parse(c.PublicURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-			return fmt.Errorf("public_url must be an origin such as https://api.example.com, got %q", c.PublicURL)
+		o, err := originOf("public_url", c.PublicURL)
+		if err != nil {
+			return err
 		}
-		c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+		c.PublicURL = o
 	}
 	if len(c.Tables) == 0 {
 		return errors.New(`no tables: add "tables": {"todos": {"table": "public.todos"}}`)

@@ -163,6 +163,17 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("auth: %w", err)
 	}
 	defer rv.Close()
+	var flows *authflow.Flows // authflow.New checks redirect_urls and timeout
+	if f := cfg.Auth.Flows; f != nil {
+		flows, err = authflow.New(&authflow.Config{
+			ProjectURL: acfg.ProjectURL, PublishableKey: acfg.PublishableKeys[0], CookieName: rv.CookieName(),
+			CookieOptions: acfg.CookieOptions, SiteURL: cfg.flowsSite(), RedirectURLs: f.RedirectURLs,
+			TokensOnly: f.TokensOnly, Timeout: flowsTimeout(f),
+		})
+		if err != nil {
+			return fmt.Errorf("auth.flows: %w", err)
+		}
+	}
 	d := db.New(pool, budget.dbConfig())
 	if *mcpStdio {
 		return serveMCPStdio(ctx, e, cfg, d, rv)
@@ -197,16 +208,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	mux := http.NewServeMux()
 	health(mux, pool, rv)
 	mux.Handle("/", rv.Middleware(rv.CrossSite(app)))
-	if f := cfg.Auth.Flows; f != nil {
-		flows, err := authflow.New(&authflow.Config{
-			ProjectURL: acfg.ProjectURL, PublishableKey: acfg.PublishableKeys[0], CookieName: rv.CookieName(),
-			CookieOptions: acfg.CookieOptions, SiteURL: cfg.flowsSite(), RedirectURLs: f.RedirectURLs,
-			TokensOnly: f.TokensOnly, Timeout: flowsTimeout(f),
-		})
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("auth.flows: %w", err)
-		}
+	if flows != nil {
 		mountFlows(mux, flows)
 	}
 	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (description %s%s/openapi.json, docs %s%s/docs)\n", len(cfg.Tables), base, cfg.base(), base, cfg.base(), base, cfg.base())
