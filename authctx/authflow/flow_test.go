@@ -733,3 +733,31 @@ func TestNewValidates(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// TestHandlerWrongMethod: another method on a flow's path is a Problem
+// 405 with the Allow header, and never reaches the auth server.
+func TestHandlerWrongMethod(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	h := b.flows.Handler()
+	n := b.gt.count()
+	for _, c := range []struct{ method, path, allow string }{
+		{"GET", "/auth/sign-in", "POST"}, {"PUT", "/auth/otp", "POST"}, {"GET", "/auth/verify", "POST"},
+		{"DELETE", "/auth/sign-out", "POST"}, {"POST", "/auth/oauth", "GET, HEAD"}, {"POST", "/auth/callback", "GET"},
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, b.req(c.method, c.path, nil))
+		if w.Code != 405 || w.Header().Get("Allow") != c.allow || w.Header().Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s %s: %d Allow %q %s %s", c.method, c.path, w.Code, w.Header().Get("Allow"), w.Header().Get("Content-Type"), w.Body)
+		}
+	}
+	// Paths that are no flow stay unanswered (404), for the app to serve.
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, b.req("GET", "/auth/profile", nil))
+	if w.Code != 404 {
+		t.Errorf("GET /auth/profile: %d", w.Code)
+	}
+	if b.gt.count() != n {
+		t.Fatal("a wrong method reached the auth server")
+	}
+}

@@ -153,10 +153,15 @@ func (f *Flows) ServeCallback(w http.ResponseWriter, r *http.Request) {
 //	GET  {base}/callback   code+sb_flow_id | token_hash+type, next
 //	POST {base}/sign-out   scope (global|local|others), next
 //
-// Cross-site posts are refused (403 CROSS_SITE_REQUEST).
+// Cross-site posts are refused (403 CROSS_SITE_REQUEST); another method
+// on a flow's path is answered 405 with an Allow header.
 func (f *Flows) Handler() http.Handler {
 	mux := http.NewServeMux()
 	b := f.basePath
+	for _, p := range []string{"/sign-in", "/otp", "/verify", "/sign-out"} {
+		mux.Handle(b+p, methodNotAllowed("POST"))
+	}
+	mux.Handle(b+"/oauth", methodNotAllowed("GET, HEAD"))
 	mux.HandleFunc("POST "+b+"/sign-in", f.form(func(w http.ResponseWriter, r *http.Request) error {
 		_, err := f.SignInWithPassword(w, r, &PasswordCredentials{Email: r.PostFormValue("email"),
 			Phone: r.PostFormValue("phone"), Password: r.PostFormValue("password")})
@@ -186,6 +191,14 @@ func (f *Flows) Handler() http.Handler {
 	})
 	mux.HandleFunc(b+"/callback", f.ServeCallback) // any method: ServeCallback answers 405 itself
 	return mux
+}
+
+// methodNotAllowed answers a flow's path asked with another method.
+func methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.Newf(problem.KindMethodNotAllowed, "%s answers %s.", r.URL.Path, allow).
+			WithHeader("Allow", allow))
+	})
 }
 
 // form wraps a POST route: bounded form parsing, then 303 to next.

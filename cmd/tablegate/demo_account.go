@@ -90,9 +90,10 @@ func accountHandler(w http.ResponseWriter, r *http.Request) {
 	_ = accountPage.Execute(w, data)
 }
 
-// flowPatterns are the routes of authflow's handler (base path /auth), as
-// serve and the demo mount them; any other /auth path is theirs to answer.
-var flowPatterns = []string{"POST /auth/sign-in", "POST /auth/otp", "POST /auth/verify", "POST /auth/sign-out", "GET /auth/oauth", "GET /auth/callback"}
+// flowPatterns are the paths of authflow's handler (base path /auth), as
+// serve and the demo mount them, every method (the handler answers 405 to
+// the wrong one); any other /auth path is theirs to answer.
+var flowPatterns = []string{"/auth/sign-in", "/auth/otp", "/auth/verify", "/auth/sign-out", "/auth/oauth", "/auth/callback"}
 
 // mountFlows mounts the routes of flows on mux, each reported to
 // telemetry (access log, metrics, spans) by its pattern.

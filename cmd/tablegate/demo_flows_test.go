@@ -117,6 +117,12 @@ func TestDemoFlowsPasswordSignInAndSignOut(t *testing.T) {
 
 func testDemoPasswordSignInAndSignOut(t *testing.T, a *flowApp, tokensOnly bool) {
 	c := a.browser()
+	// A wrong method on a flow's path is the flows' 405, not the API's 404.
+	if resp, err := c.Get(a.url + "/auth/sign-in"); err != nil || resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Fatalf("GET /auth/sign-in: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	resp, body := a.post(c, "/auth/sign-in", url.Values{"email": {demoUserEmail}, "password": {"wrong"}, "next": {"/account"}})
 	if resp.StatusCode != 401 || !strings.Contains(body, `"INVALID_CREDENTIALS"`) || strings.Contains(body, "wrong") {
 		t.Fatalf("wrong password: %d %s", resp.StatusCode, body)
