@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -276,7 +277,9 @@ func cleanBase(p string) (string, error) {
 	if p == "" {
 		return "", nil
 	}
-	if !strings.HasPrefix(p, "/") || strings.Contains(p, "//") || strings.ContainsAny(p, "{}?#% ") {
+	// Clean: a dot segment ("/v1/../api") would mount routes no request
+	// reaches, since ServeMux redirects such paths to their clean form.
+	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.ContainsAny(p, "{}?#% ") {
 		return "", fmt.Errorf("%w: BasePath %q must start with / and hold plain path segments", ErrDefine, p)
 	}
 	return p, nil

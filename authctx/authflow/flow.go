@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -88,8 +89,8 @@ func (c *Config) validate() error {
 			return fmt.Errorf("authflow: Config.RedirectURLs: %q is not an absolute http(s) URL", r)
 		}
 	}
-	if c.BasePath != "" && (!strings.HasPrefix(c.BasePath, "/") || strings.HasSuffix(c.BasePath, "/")) {
-		return errors.New("authflow: Config.BasePath must start with '/' and not end with one")
+	if c.BasePath != "" && !isBasePath(c.BasePath) {
+		return fmt.Errorf("authflow: Config.BasePath %q must be a clean path such as /auth: starting with '/', not ending with one, of letters, digits and -._~ between the slashes", c.BasePath)
 	}
 	if c.Timeout < 0 {
 		return errors.New("authflow: Config.Timeout is negative")
@@ -608,4 +609,25 @@ func (f *Flows) SignOut(w http.ResponseWriter, r *http.Request, o *SignOutOpts) 
 	set = append(set, authctx.SignedOutMarker(f.cookieName, f.opts))
 	commit(w, set)
 	return nil
+}
+
+// isBasePath reports whether p is a path the handler's routes can live
+// under: /seg(/seg)*, each segment unreserved characters and no dot
+// segment, so that p is its own path.Clean and no ServeMux wildcard,
+// space or percent-escape changes what the routes match.
+func isBasePath(p string) bool {
+	if len(p) < 2 || p[0] != '/' || path.Clean(p) != p {
+		return false
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		for _, r := range seg {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~", r)) {
+				return false
+			}
+		}
+	}
+	return true
 }

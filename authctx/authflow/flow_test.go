@@ -711,17 +711,27 @@ func TestOTPSendStartsPKCEAndMagicLinkLands(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]*Config{
-		"nil":            nil,
-		"no key":         {ProjectURL: "http://x", SiteURL: "http://app"},
-		"no site":        {ProjectURL: "http://x", PublishableKey: "k"},
-		"bad project":    {ProjectURL: "ftp://x", PublishableKey: "k", SiteURL: "http://app"},
-		"site query":     {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app/?a=1"},
-		"relative allow": {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", RedirectURLs: []string{"/x"}},
-		"base path":      {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "auth/"},
-		"site userinfo":  {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://u:p@app"},
-		"site dots":      {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app/a/../b"},
-		"ftp allow":      {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", RedirectURLs: []string{"ftp://files/x"}},
-		"allow dots":     {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", RedirectURLs: []string{"https://h/a/%2e%2e"}},
+		"nil":               nil,
+		"no key":            {ProjectURL: "http://x", SiteURL: "http://app"},
+		"no site":           {ProjectURL: "http://x", PublishableKey: "k"},
+		"bad project":       {ProjectURL: "ftp://x", PublishableKey: "k", SiteURL: "http://app"},
+		"site query":        {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app/?a=1"},
+		"relative allow":    {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", RedirectURLs: []string{"/x"}},
+		"base path":         {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "auth/"},
+		"base path /auth/":  {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "/auth/"},
+		"base path /":       {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "/"},
+		"base path //auth":  {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "//auth"},
+		"base path /a//b":   {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "/a//b"},
+		"base path /a/../b": {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "/a/../b"},
+		"base path /a/./b":  {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "/a/./b"},
+		"base path /{x}":    {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "/{x}"},
+		"base path /a b":    {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "/a b"},
+		"base path /a%2fb":  {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "/a%2fb"},
+		"base path /aü":     {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: "/aü"},
+		"site userinfo":     {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://u:p@app"},
+		"site dots":         {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app/a/../b"},
+		"ftp allow":         {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", RedirectURLs: []string{"ftp://files/x"}},
+		"allow dots":        {ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", RedirectURLs: []string{"https://h/a/%2e%2e"}},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -730,6 +740,14 @@ func TestNewValidates(t *testing.T) {
 	f, err := New(&Config{ProjectURL: "http://127.0.0.1:54321", PublishableKey: "k", SiteURL: "http://localhost:3000"})
 	if err != nil || f.CookieName() != "sb-127-auth-token" || f.CallbackURL() != "http://localhost:3000/auth/callback" {
 		t.Fatalf("%v %s %s", err, f.CookieName(), f.CallbackURL())
+	}
+	for _, bp := range []string{"/auth", "/api/v1/auth", "/a-b_c.d~e"} {
+		f, err := New(&Config{ProjectURL: "http://x", PublishableKey: "k", SiteURL: "http://app", BasePath: bp})
+		if err != nil || f.CallbackURL() != "http://app"+bp+"/callback" {
+			t.Errorf("BasePath %s: %v", bp, err)
+			continue
+		}
+		_ = f.Handler() // registers its routes without a panic
 	}
 	_ = context.Background
 }
