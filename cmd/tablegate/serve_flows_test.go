@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,4 +235,155 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestServeAuthFlowsBurstIsBounded: a burst of sign-ins against an auth
+// server that never answers the password grant ends, each in a 503 Problem
+// at the flows' timeout, while the API — a Bearer request and a cookie
+// session that needs a refresh from the same auth server — keeps answering
+// at once.
+func TestServeAuthFlowsBurstIsBounded(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.URL(t)
+	pool := pgtest.Pool(t, dbURL)
+	if _, err := pool.Exec(t.Context(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	ks := testKeySet(t, algES256)
+	const publishable = "sb_publishable_burst"
+	project := httptest.NewUnstartedServer(nil)
+	issuer := "http://" + project.Listener.Addr().String() + "/auth/v1"
+	gotrue := newDemoAuthServer(ks, issuer, publishable)
+	password := newDemoPassword()
+	// Access tokens inside the refresh leeway: every cookie request refreshes.
+	gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: 30 * time.Second, Issuer: issuer}, demoUserEmail, "15550001111", password)
+	var stalled atomic.Bool
+	var held atomic.Int64
+	demo := (&demoServer{jwks: ks.publicJWKS(), gotrue: gotrue}).handler()
+	project.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stalled.Load() && r.URL.Path == "/auth/v1/token" && r.URL.Query().Get("grant_type") == "password" {
+			_, _ = io.Copy(io.Discard, r.Body) // then the server notices the caller hanging up
+			held.Add(1)
+			select { // an auth server that never answers; the caller's bound ends it
+			case <-r.Context().Done():
+			case <-time.After(time.Minute):
+			}
+			return
+		}
+		demo.ServeHTTP(w, r)
+	})
+	project.Start()
+	defer project.Close()
+
+	addr := freeAddr(t)
+	base := "http://" + addr
+	cfg := map[string]any{
+		"auth": map[string]any{"url": project.URL, "flows": map[string]any{"site_url": base, "timeout": "1s"}},
+		"tables": map[string]any{"todos": map[string]any{
+			"table": "public.todos", "operations": []string{"list"}, "select": []string{"id", "title"}, "guard": []string{"user"},
+		}},
+	}
+	cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DATABASE_URL": dbURL, "SUPABASE_PUBLISHABLE_KEY": publishable}
+	sctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	exit := make(chan result, 1)
+	go func() {
+		var out, errb syncBuffer
+		e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
+		exit <- result{run(sctx, e, []string{"serve", "--config", cfgPath, "--addr", addr}), out.String(), errb.String()}
+	}()
+	waitLive(t, base, cancel, exit)
+
+	signIn := func(c *http.Client) (*http.Response, error) {
+		req, _ := http.NewRequest("POST", base+"/auth/sign-in", strings.NewReader(url.Values{
+			"email": {demoUserEmail}, "password": {password}, "next": {"/api/todos"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		return c.Do(req)
+	}
+	// A browser signed in before the auth server stalls.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	if resp, err := signIn(browser); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("sign-in before the stall: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	bearer, err := mintToken(ks, tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour, Issuer: issuer}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stalled.Store(true)
+	const burst = 64
+	type outcome struct {
+		status  int
+		problem bool
+		took    time.Duration
+		err     error
+	}
+	outcomes := make(chan outcome, burst)
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxConnsPerHost: burst}}
+	defer client.CloseIdleConnections()
+	for range burst {
+		go func() {
+			start := time.Now()
+			resp, err := signIn(client)
+			o := outcome{took: time.Since(start), err: err}
+			if err == nil {
+				o.status, o.problem = resp.StatusCode, strings.Contains(resp.Header.Get("Content-Type"), "problem+json")
+				resp.Body.Close()
+			}
+			outcomes <- o
+		}()
+	}
+	// While the burst waits on the auth server, the API answers.
+	deadline := time.Now().Add(5 * time.Second)
+	for held.Load() < burst/2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if held.Load() == 0 {
+		t.Fatal("no sign-in reached the auth server")
+	}
+	for _, c := range []struct {
+		name string
+		do   func() (*http.Response, error)
+	}{
+		{"bearer", func() (*http.Response, error) {
+			req, _ := http.NewRequest("GET", base+"/api/todos", nil)
+			req.Header.Set("Authorization", "Bearer "+bearer)
+			return http.DefaultClient.Do(req)
+		}},
+		{"cookie refresh", func() (*http.Response, error) { return browser.Get(base + "/api/todos") }},
+	} {
+		start := time.Now()
+		resp, err := c.do()
+		if err != nil {
+			t.Fatalf("%s during the burst: %v", c.name, err)
+		}
+		resp.Body.Close()
+		if took := time.Since(start); resp.StatusCode != 200 || took > 900*time.Millisecond {
+			t.Errorf("%s during the burst (%d sign-ins held): %d after %v", c.name, held.Load(), resp.StatusCode, took)
+		}
+	}
+	for range burst {
+		o := <-outcomes
+		if o.err != nil || o.status != 503 || !o.problem || o.took > 8*time.Second {
+			t.Errorf("stalled sign-in: %d problem=%v after %v, %v", o.status, o.problem, o.took, o.err)
+		}
+	}
+	cancel()
+	select {
+	case res := <-exit:
+		if res.code != 0 {
+			t.Fatalf("serve exit %d: %s", res.code, res.stderr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
 }
