@@ -18,7 +18,9 @@
 //     rejected refresh, see [SignedOutCookieName]);
 //   - invalid: a credential that must be answered with 401 (reason token,
 //     claims or actor). A Bearer token that fails verification is invalid,
-//     never downgraded to anon.
+//     never downgraded to anon. A publishable key as the Bearer (as
+//     supabase-js sends it when signed out), or an sb_ key repeating the
+//     apikey header, is no credential; any other sb_ Bearer is invalid.
 //
 // [Resolver.Middleware] resolves once per request and stores the Result
 // in the context ([FromContext], [AuthFrom]); [Guard] and [Admit] admit

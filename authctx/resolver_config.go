@@ -67,9 +67,11 @@ type Config struct {
 	// SecretKeys maps key names to secret keys (SUPABASE_SECRET_KEYS).
 	SecretKeys map[string]string
 	// PublishableKeys are the project's publishable/anon keys. A Bearer
-	// equal to one of them (supabase-js sends it when signed out), or any
-	// Bearer starting with "sb_", is not a user credential and counts as
-	// absent.
+	// equal to one of them (supabase-js sends it when signed out), any
+	// sb_publishable_ key, or an sb_ key repeating the apikey header is
+	// not a user credential and counts as absent; another Bearer starting
+	// with "sb_" (a secret key without the apikey header, an unknown key)
+	// is invalid.
 	PublishableKeys []string
 	// Claims types the verified claims (nil: no schema).
 	Claims *ClaimsSchema

@@ -118,7 +118,7 @@ func (rv *Resolver) resolve(ctx context.Context, r *http.Request) Result {
 		}
 	}
 	if vals := r.Header["Authorization"]; len(vals) > 0 {
-		if a, ok := rv.bearer(ctx, vals); ok {
+		if a, ok := rv.bearer(ctx, vals, r.Header); ok {
 			res.Source, res.Auth = SourceBearer, a
 			return res
 		}
@@ -211,7 +211,7 @@ func (rv *Resolver) apikey(r *http.Request) (Auth, bool) {
 
 // bearer handles the Authorization header. ok is false when the header
 // carries no user credential (empty, or a publishable key).
-func (rv *Resolver) bearer(ctx context.Context, vals []string) (Auth, bool) {
+func (rv *Resolver) bearer(ctx context.Context, vals []string, h http.Header) (Auth, bool) {
 	if len(vals) > 1 {
 		return Invalid(ReasonToken, errors.New("authctx: more than one Authorization header")), true
 	}
@@ -227,14 +227,34 @@ func (rv *Resolver) bearer(ctx context.Context, vals []string) (Auth, bool) {
 	if token == "" {
 		return Invalid(ReasonToken, errors.New("authctx: empty Bearer token")), true
 	}
-	if strings.HasPrefix(token, "sb_") {
-		return Auth{}, false
-	}
 	if _, ok := rv.publishable[token]; ok {
 		return Auth{}, false
 	}
+	if strings.HasPrefix(token, "sb_") {
+		return apiKeyBearer(token, h)
+	}
 	a, _ := rv.token(ctx, token)
 	return a, true
+}
+
+// apiKeyBearer classifies a Bearer holding a new-format API key (sb_…),
+// which supabase-js sends there beside the apikey header when signed out.
+// It is no user credential — absent — when it repeats the apikey header
+// (the only way Supabase accepts such a Bearer) or is a publishable key
+// (public, it grants what no credential grants). Any other sb_ value — a
+// secret key without the apikey header, an unknown or malformed key — is a
+// credential that did not verify: invalid, never downgraded to anon.
+func apiKeyBearer(token string, h http.Header) (Auth, bool) {
+	if strings.HasPrefix(token, "sb_publishable_") {
+		return Auth{}, false
+	}
+	if k := h["Apikey"]; len(k) == 1 && k[0] == token {
+		return Auth{}, false
+	}
+	if strings.HasPrefix(token, "sb_secret_") {
+		return Invalid(ReasonToken, errors.New("authctx: a secret key in the Authorization header must repeat the apikey header")), true
+	}
+	return Invalid(ReasonToken, errors.New("authctx: the Bearer is an unknown sb_ key")), true
 }
 
 // ResolveToken resolves a bare access token the way a Bearer header is
