@@ -35,6 +35,10 @@ type ActionDef[I, Q, O any] struct {
 	// Path starts with "/". It may name one path parameter, the table's
 	// key, written {key} or {<key column>} as the first segment ("/{id}/send"):
 	// an item action. Without it the action is on the collection ("/export").
+	// As in OpenAPI, a path with literal segments wins over a templated
+	// one: /export is the action's path for every method (another method
+	// answers 405), so a row whose text key is "export" is not reachable
+	// through GET, PATCH or DELETE /{key}.
 	Path string
 	// Status is the success status; default 200 with an output, 204 without.
 	Status int

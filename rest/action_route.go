@@ -149,10 +149,13 @@ func (r *Resource) checkRouteClashes() error {
 	return nil
 }
 
-// match finds the action route for path segments (nil segs is "/"),
-// preferring literal segments over the key. It returns the action for the
-// method, the raw key, and the methods served at that path.
-func (r *Resource) matchAction(method string, segs []string) (ba *boundAction, key string, allow []string) {
+// matchAction finds the action route for path segments (nil segs is
+// "/"). As in OpenAPI, the path with the most literal segments wins over
+// the templated ones: /purge is purge's path for every method, not the
+// item /{key}. It returns the action for the method on that path, the raw
+// key, the methods served there, and concrete: whether that path has
+// literal segments, so that the key-only CRUD routes do not apply.
+func (r *Resource) matchAction(method string, segs []string) (ba *boundAction, key string, allow []string, concrete bool) {
 	bestLit := -1
 	for _, name := range r.actionNames {
 		a := r.actions[name]
@@ -172,15 +175,18 @@ func (r *Resource) matchAction(method string, segs []string) (ba *boundAction, k
 			}
 			lit++
 		}
-		if !ok {
+		if !ok || lit < bestLit {
 			continue
 		}
+		if lit > bestLit { // a more specific path: forget the others
+			bestLit, ba, key, allow = lit, nil, "", allow[:0]
+		}
 		allow = append(allow, a.Method)
-		if a.Method == method && lit > bestLit {
-			ba, key, bestLit = a, k, lit
+		if a.Method == method && ba == nil {
+			ba, key = a, k
 		}
 	}
-	return ba, key, allow
+	return ba, key, allow, bestLit > 0
 }
 
 // schemaType returns the JSON type a query value is decoded as: Type, or

@@ -190,9 +190,17 @@ func TestActions(t *testing.T) {
 	if isProblem(t, r, 405, ""); r.header.Get("Allow") != "POST" {
 		t.Errorf("Allow %q", r.header.Get("Allow"))
 	}
-	r = do(t, s, "POST", "/api/todos/export", alice, "")
-	if isProblem(t, r, 405, ""); r.header.Get("Allow") != "GET, PATCH, DELETE, HEAD" {
-		t.Errorf("Allow %q", r.header.Get("Allow"))
+	// A collection action's path is its own for every method (concrete
+	// paths win over /{key}, as in OpenAPI): its methods only, never a key
+	// "export" or "import" read, updated or deleted.
+	for _, c := range []struct{ method, path, allow string }{
+		{"POST", "/api/todos/export", "GET, HEAD"}, {"PATCH", "/api/todos/export", "GET, HEAD"},
+		{"GET", "/api/todos/import", "POST"}, {"DELETE", "/api/todos/import", "POST"},
+	} {
+		r = do(t, s, c.method, c.path, alice, "")
+		if isProblem(t, r, 405, ""); r.header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, r.header.Get("Allow"), c.allow)
+		}
 	}
 
 	// Description: ids, paths, statuses, permissions, emits.

@@ -51,12 +51,17 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			r.opts.Problems.Write(w, r.unexpected(call, fmt.Errorf("panic: %v\n%s", p, debug.Stack())))
 		}
 	}()
-	ba, key, actionAllow := r.matchAction(method, segs)
+	ba, key, actionAllow, concrete := r.matchAction(method, segs)
 	takesBody := false
 	switch {
 	case ba != nil:
 		call.Operation, call.Key = Operation(ba.name), key
 		takesBody = ba.Input != nil || method != http.MethodGet
+	case concrete && len(segs) > 0:
+		// An action's own path (/purge) asked with another method: its
+		// methods only, never the item routes of a key "purge".
+		r.opts.Problems.Write(w, methodNotAllowed(allowHeader(nil, actionAllow)))
+		return
 	case len(segs) == 0 && method == http.MethodGet && r.ops[OpList]:
 		call.Operation = OpList
 	case len(segs) == 0 && method == http.MethodPost && r.ops[OpCreate]:
@@ -68,20 +73,14 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case len(segs) == 1 && method == http.MethodDelete && r.ops[OpDelete]:
 		call.Operation, call.Key = OpDelete, segs[0]
 	default:
-		var allow []string
+		var crud []string
 		switch len(segs) {
 		case 0:
-			allow = append(allow, r.allowCRUD[0])
+			crud = append(crud, r.allowCRUD[0])
 		case 1:
-			allow = append(allow, r.allowCRUD[1])
+			crud = append(crud, r.allowCRUD[1])
 		}
-		for _, m := range actionAllow {
-			allow = append(allow, m)
-			if m == http.MethodGet {
-				allow = append(allow, http.MethodHead)
-			}
-		}
-		a := strings.Join(compact(allow), ", ")
+		a := allowHeader(crud, actionAllow)
 		if a == "" {
 			r.opts.Problems.Write(w, routeNotFound())
 			return
@@ -257,4 +256,18 @@ func compact(ss []string) []string {
 		}
 	}
 	return out
+}
+
+// allowHeader is the Allow header of a path: the CRUD methods served
+// there (as rendered in allowCRUD) and the actions' methods, GET implying
+// HEAD.
+func allowHeader(crud, actionMethods []string) string {
+	allow := crud
+	for _, m := range actionMethods {
+		allow = append(allow, m)
+		if m == http.MethodGet {
+			allow = append(allow, http.MethodHead)
+		}
+	}
+	return strings.Join(compact(allow), ", ")
 }
