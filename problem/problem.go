@@ -199,7 +199,8 @@ type Writer struct {
 	BaseURL string
 }
 
-// Write sends p as application/problem+json with its status and headers.
+// Write sends p as application/problem+json with its status and headers;
+// a header p carries replaces the response's values of that name.
 // It fills the defaults (type, title, status) in the response only; p is
 // not modified, so one problem value may be written by many requests.
 func (pw Writer) Write(w http.ResponseWriter, p *Problem) {
@@ -232,9 +233,9 @@ func (pw Writer) Write(w http.ResponseWriter, p *Problem) {
 	}
 	h := w.Header()
 	for k, vs := range p.Header {
-		for _, v := range vs {
-			h.Add(k, v)
-		}
+		// The problem's values replace what the response held under that
+		// name (e.g. a router's own Allow): one Allow, one Retry-After.
+		h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
 	}
 	h.Set("Content-Type", MediaType)
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))

@@ -38,6 +38,22 @@ func TestWriteBodyAndHeaders(t *testing.T) {
 	}
 }
 
+// A header the problem carries replaces the response's (a router's own
+// Allow), and keeps every value the problem gave it; other headers stay.
+func TestWriteReplacesItsHeaders(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	rec.Header().Set("Allow", "GET, HEAD")
+	rec.Header().Set("Vary", "Cookie")
+	p := New(KindMethodNotAllowed, "").WithHeader("allow", "GET, HEAD").
+		WithHeader("WWW-Authenticate", `Bearer realm="a"`).WithHeader("WWW-Authenticate", `Basic realm="b"`)
+	Write(rec, p)
+	h := rec.Header()
+	if len(h.Values("Allow")) != 1 || len(h.Values("WWW-Authenticate")) != 2 || h.Get("Vary") != "Cookie" {
+		t.Fatalf("headers %v", h)
+	}
+}
+
 // Regression: Write filled Type (and other defaults) into the problem it
 // was given, so one problem value shared by concurrent requests (a package
 // variable returned by a hook or a Caller func) was written to from many

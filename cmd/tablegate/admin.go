@@ -133,7 +133,7 @@ func adminHandler(checks []namedCheck, metrics http.Handler) http.Handler {
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
 	}
-	return mux
+	return problemFallback(mux)
 }
 
 // startAdmin listens on addr and serves h until ctx ends (then shuts

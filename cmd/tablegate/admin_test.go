@@ -208,6 +208,21 @@ func TestServeAdminMetrics(t *testing.T) {
 	if code, _, _ := getURL(t, base+"/metrics", nil); code != 404 {
 		t.Errorf("/metrics on the public listener: %d, want 404", code)
 	}
+	// Another method is a Problem 405 with one Allow, on both listeners.
+	for _, u := range []string{admin + "/livez", admin + "/readyz", base + "/livez", base + "/readyz"} {
+		resp, err := http.Post(u, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if allow := resp.Header.Values("Allow"); resp.StatusCode != 405 || len(allow) != 1 || allow[0] != "GET, HEAD" ||
+			resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("POST %s: %d Allow %q %s", u, resp.StatusCode, allow, resp.Header.Get("Content-Type"))
+		}
+	}
+	if code, h, _ := getURL(t, admin+"/nope", nil); code != 404 || h.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("admin /nope: %d %s", code, h.Get("Content-Type"))
+	}
 
 	route := map[string]string{"http_route": "/v1/todos/", "http_response_status_code": "200", "tablegate_operation": "list", "tablegate_caller_kind": "user"}
 	before := scrape(t, admin)

@@ -145,6 +145,13 @@ func health(mux *http.ServeMux, pool *pgxpool.Pool, rv *authctx.Resolver) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", readyHandler(pool, rv))
+	// Other methods: 405 here, not the API's 404 from serve's "/".
+	for _, p := range []string{"/livez", "/readyz"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, r, problem.Newf(problem.KindMethodNotAllowed, "%s is not served here.", r.Method).
+				WithHeader("Allow", "GET, HEAD"))
+		})
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
