@@ -200,7 +200,8 @@ type Writer struct {
 }
 
 // Write sends p as application/problem+json with its status and headers;
-// a header p carries replaces the response's values of that name.
+// a header p carries replaces the response's values of that name, except
+// Set-Cookie and Vary, which it adds to.
 // It fills the defaults (type, title, status) in the response only; p is
 // not modified, so one problem value may be written by many requests.
 func (pw Writer) Write(w http.ResponseWriter, p *Problem) {
@@ -233,9 +234,16 @@ func (pw Writer) Write(w http.ResponseWriter, p *Problem) {
 	}
 	h := w.Header()
 	for k, vs := range p.Header {
-		// The problem's values replace what the response held under that
-		// name (e.g. a router's own Allow): one Allow, one Retry-After.
-		h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+		k = http.CanonicalHeaderKey(k)
+		if k == "Set-Cookie" || k == "Vary" {
+			// Lists the response builds from many parts (a refreshed
+			// session's cookies, Vary: Authorization, Cookie): added to.
+			h[k] = append(h[k], vs...)
+			continue
+		}
+		// Any other header of the problem replaces the response's (e.g. a
+		// router's own Allow): one Allow, one Retry-After.
+		h[k] = append([]string(nil), vs...)
 	}
 	h.Set("Content-Type", MediaType)
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))

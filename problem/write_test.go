@@ -39,17 +39,22 @@ func TestWriteBodyAndHeaders(t *testing.T) {
 }
 
 // A header the problem carries replaces the response's (a router's own
-// Allow), and keeps every value the problem gave it; other headers stay.
+// Allow), and keeps every value the problem gave it; Set-Cookie and Vary
+// are added to; other headers stay.
 func TestWriteReplacesItsHeaders(t *testing.T) {
 	t.Parallel()
 	rec := httptest.NewRecorder()
 	rec.Header().Set("Allow", "GET, HEAD")
 	rec.Header().Set("Vary", "Cookie")
+	rec.Header().Add("Set-Cookie", "a=1")
+	rec.Header().Set("X-Other", "kept")
 	p := New(KindMethodNotAllowed, "").WithHeader("allow", "GET, HEAD").
-		WithHeader("WWW-Authenticate", `Bearer realm="a"`).WithHeader("WWW-Authenticate", `Basic realm="b"`)
+		WithHeader("WWW-Authenticate", `Bearer realm="a"`).WithHeader("WWW-Authenticate", `Basic realm="b"`).
+		WithHeader("Set-Cookie", "b=2").WithHeader("Vary", "Origin")
 	Write(rec, p)
 	h := rec.Header()
-	if len(h.Values("Allow")) != 1 || len(h.Values("WWW-Authenticate")) != 2 || h.Get("Vary") != "Cookie" {
+	if len(h.Values("Allow")) != 1 || len(h.Values("WWW-Authenticate")) != 2 || h.Get("X-Other") != "kept" ||
+		strings.Join(h.Values("Set-Cookie"), ";") != "a=1;b=2" || strings.Join(h.Values("Vary"), ",") != "Cookie,Origin" {
 		t.Fatalf("headers %v", h)
 	}
 }

@@ -335,8 +335,10 @@ func (a *API) newHandler(opts *Config) http.Handler {
 		mux.Handle(a.base+"/"+n, h)
 		mux.Handle(a.base+"/"+n+"/", h)
 		if es := opts.Streams[n]; es != nil {
-			// The stream admits callers itself (its own allow list).
-			mux.Handle("GET "+a.base+"/"+n+PathEvents, es)
+			// The stream admits callers itself (its own allow list) and
+			// answers other methods 405: every method of this path is its
+			// own, never the item routes of a key "events".
+			mux.Handle(a.base+"/"+n+PathEvents, es)
 		}
 	}
 	for name, dh := range opts.Handlers {

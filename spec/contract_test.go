@@ -138,10 +138,20 @@ func TestContract(t *testing.T) {
 	all := []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 	for tmpl := range routes {
 		path := templateParam.ReplaceAllStringFunc(tmpl, func(p string) string { return keys[p] })
-		// Methods documented for any template this concrete path matches.
+		// Methods documented for the template this concrete path matches
+		// with the most literal segments (concrete paths win, as in
+		// OpenAPI: /todos/export is not /todos/{id}).
 		var documented []string
+		best := -1
 		for other, ms := range routes {
-			if templateRE(other).MatchString(path) {
+			if !templateRE(other).MatchString(path) {
+				continue
+			}
+			lit := len(strings.Split(other, "/")) - len(templateParam.FindAllString(other, -1))
+			if lit > best {
+				best, documented = lit, nil
+			}
+			if lit == best {
 				documented = append(documented, ms...)
 			}
 		}

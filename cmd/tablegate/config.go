@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -218,6 +219,9 @@ func (c *serveConfig) validate() error {
 	if !strings.HasPrefix(c.BasePath, "/") {
 		return fmt.Errorf("base_path must start with /, got %q", c.BasePath)
 	}
+	if b := c.base(); b != "" && (path.Clean(b) != b || strings.ContainsAny(b, "{}?#% ")) {
+		return fmt.Errorf("base_path %q must be a clean path such as /api (no //, . or .. segments, no {}?#%% or spaces)", c.BasePath)
+	}
 	if c.Title == "" {
 		c.Title = "tablegate API"
 	}
@@ -249,6 +253,9 @@ func (c *serveConfig) validate() error {
 		}
 		if !routeName.MatchString(name) {
 			return fmt.Errorf("tables.%s: the route name must start with a letter and hold letters, digits, _ or -", name)
+		}
+		if c.base() == "" && (name == "livez" || name == "readyz" || name == "mcp" && c.MCP) {
+			return fmt.Errorf("tables.%s at the root meets serve's own /%s: rename the route or set a base_path", name, name)
 		}
 		if t.Table == "" {
 			t.Table = "public." + name

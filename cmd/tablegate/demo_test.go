@@ -665,6 +665,15 @@ func TestDemoEndToEnd(t *testing.T) {
 		if !strings.Contains(p.out.String(), "curl -N $BASE_URL/api/todos/events") {
 			t.Errorf("no curl -N line for the events")
 		}
+		// The stream's path is its own: another method is 405, never the
+		// item route of a key "events".
+		for _, m := range []string{"PATCH", "DELETE", "POST"} {
+			r := do(t, user, m, base+"/api/todos/events", map[string]any{})
+			wantProblem(t, m+" /api/todos/events", r, 405, "")
+			if allow := r.header.Get("Allow"); allow != "GET" {
+				t.Errorf("%s /api/todos/events: Allow %q", m, allow)
+			}
+		}
 		open := func(c caller) (*http.Response, *bufio.Reader) {
 			t.Helper()
 			req, _ := http.NewRequest("GET", base+"/api/todos/events", nil)

@@ -357,7 +357,7 @@ func TestServeAuthFlowsBurstIsBounded(t *testing.T) {
 		{"bearer", func() (*http.Response, error) {
 			req, _ := http.NewRequest("GET", base+"/api/todos", nil)
 			req.Header.Set("Authorization", "Bearer "+bearer)
-			return http.DefaultClient.Do(req)
+			return (&http.Client{Timeout: 10 * time.Second}).Do(req)
 		}},
 		{"cookie refresh", func() (*http.Response, error) { return browser.Get(base + "/api/todos") }},
 	} {
