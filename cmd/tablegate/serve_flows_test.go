@@ -25,52 +25,17 @@ import (
 // user's rows through the cookie, and signs out.
 func TestServeAuthFlows(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.URL(t)
-	pool := pgtest.Pool(t, dbURL)
-	if _, err := pool.Exec(t.Context(), demoSchemaSQL); err != nil {
-		t.Fatal(err)
-	}
-	ks := testKeySet(t, algES256)
-	const publishable = "sb_publishable_serveflows"
-	project := httptest.NewUnstartedServer(nil)
-	issuer := "http://" + project.Listener.Addr().String() + "/auth/v1"
-	gotrue := newDemoAuthServer(ks, issuer, publishable)
-	password := newDemoPassword()
-	gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour, Issuer: issuer}, demoUserEmail, "15550001111", password)
-	project.Config.Handler = (&demoServer{jwks: ks.publicJWKS(), gotrue: gotrue}).handler()
-	project.Start()
-	defer project.Close()
-
-	vars := map[string]string{"DATABASE_URL": dbURL, "SUPABASE_PUBLISHABLE_KEY": publishable}
+	dbURL := flowsDatabase(t)
+	p := newFlowsProject(t, "sb_publishable_serveflows", time.Hour, nil)
+	project, gotrue, password := p.srv, p.gotrue, p.password
 	// serve starts serve with the flows at site (the listen address when
 	// ""); auth.refresh is left off: the flows turn it on.
 	serve := func(site string) (base string, cancel context.CancelFunc, exit chan result) {
-		addr := freeAddr(t)
-		base = "http://" + addr
-		if site == "" {
-			site = base
+		flows := map[string]any{}
+		if site != "" {
+			flows["site_url"] = site
 		}
-		cfg := map[string]any{
-			"auth": map[string]any{"url": project.URL, "flows": map[string]any{"site_url": site}},
-			"tables": map[string]any{"todos": map[string]any{
-				"table": "public.todos", "operations": []string{"list"}, "select": []string{"id", "title"}, "guard": []string{"user"},
-			}},
-		}
-		cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
-		b, _ := json.Marshal(cfg)
-		if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		sctx, cancel := context.WithCancel(t.Context())
-		exit = make(chan result, 1)
-		go func() {
-			var out, errb syncBuffer
-			e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
-			code := run(sctx, e, []string{"serve", "--config", cfgPath, "--addr", addr})
-			exit <- result{code, out.String(), errb.String()}
-		}()
-		waitLive(t, base, cancel, exit)
-		return base, cancel, exit
+		return p.serve(t, dbURL, flows)
 	}
 
 	// An https site: the session cookies are Secure.
@@ -244,60 +209,27 @@ func mustURL(t *testing.T, s string) *url.URL {
 // at once.
 func TestServeAuthFlowsBurstIsBounded(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.URL(t)
-	pool := pgtest.Pool(t, dbURL)
-	if _, err := pool.Exec(t.Context(), demoSchemaSQL); err != nil {
-		t.Fatal(err)
-	}
-	ks := testKeySet(t, algES256)
-	const publishable = "sb_publishable_burst"
-	project := httptest.NewUnstartedServer(nil)
-	issuer := "http://" + project.Listener.Addr().String() + "/auth/v1"
-	gotrue := newDemoAuthServer(ks, issuer, publishable)
-	password := newDemoPassword()
-	// Access tokens inside the refresh leeway: every cookie request refreshes.
-	gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: 30 * time.Second, Issuer: issuer}, demoUserEmail, "15550001111", password)
+	dbURL := flowsDatabase(t)
 	var stalled atomic.Bool
 	var held atomic.Int64
-	demo := (&demoServer{jwks: ks.publicJWKS(), gotrue: gotrue}).handler()
-	project.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if stalled.Load() && r.URL.Path == "/auth/v1/token" && r.URL.Query().Get("grant_type") == "password" {
-			_, _ = io.Copy(io.Discard, r.Body) // then the server notices the caller hanging up
-			held.Add(1)
-			select { // an auth server that never answers; the caller's bound ends it
-			case <-r.Context().Done():
-			case <-time.After(time.Minute):
+	// Access tokens inside the refresh leeway: every cookie request refreshes.
+	p := newFlowsProject(t, "sb_publishable_burst", 30*time.Second, func(demo http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if stalled.Load() && r.URL.Path == "/auth/v1/token" && r.URL.Query().Get("grant_type") == "password" {
+				_, _ = io.Copy(io.Discard, r.Body) // then the server notices the caller hanging up
+				held.Add(1)
+				select { // an auth server that never answers; the caller's bound ends it
+				case <-r.Context().Done():
+				case <-time.After(time.Minute):
+				}
+				return
 			}
-			return
-		}
-		demo.ServeHTTP(w, r)
+			demo.ServeHTTP(w, r)
+		})
 	})
-	project.Start()
-	defer project.Close()
-
-	addr := freeAddr(t)
-	base := "http://" + addr
-	cfg := map[string]any{
-		"auth": map[string]any{"url": project.URL, "flows": map[string]any{"site_url": base, "timeout": "1s"}},
-		"tables": map[string]any{"todos": map[string]any{
-			"table": "public.todos", "operations": []string{"list"}, "select": []string{"id", "title"}, "guard": []string{"user"},
-		}},
-	}
-	cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
-	b, _ := json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{"DATABASE_URL": dbURL, "SUPABASE_PUBLISHABLE_KEY": publishable}
-	sctx, cancel := context.WithCancel(t.Context())
+	ks, issuer, password := p.ks, p.issuer, p.password
+	base, cancel, exit := p.serve(t, dbURL, map[string]any{"timeout": "1s"})
 	defer cancel()
-	exit := make(chan result, 1)
-	go func() {
-		var out, errb syncBuffer
-		e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
-		exit <- result{run(sctx, e, []string{"serve", "--config", cfgPath, "--addr", addr}), out.String(), errb.String()}
-	}()
-	waitLive(t, base, cancel, exit)
 
 	signIn := func(c *http.Client) (*http.Response, error) {
 		req, _ := http.NewRequest("POST", base+"/auth/sign-in", strings.NewReader(url.Values{
@@ -386,4 +318,74 @@ func TestServeAuthFlowsBurstIsBounded(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+}
+
+// flowsDatabase is a fresh database with the demo's schema.
+func flowsDatabase(t *testing.T) string {
+	t.Helper()
+	dbURL := pgtest.URL(t)
+	if _, err := pgtest.Pool(t, dbURL).Exec(t.Context(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	return dbURL
+}
+
+// flowsProject is a Supabase project stand-in for serve's sign-in flows:
+// the demo's GoTrue (one account: the demo user, tokens of ttl) and JWKS.
+type flowsProject struct {
+	srv                           *httptest.Server
+	ks                            *keySet
+	gotrue                        *demoAuthServer
+	issuer, publishable, password string
+}
+
+// newFlowsProject starts the project; wrap, when set, wraps its handler.
+func newFlowsProject(t *testing.T, publishable string, ttl time.Duration, wrap func(http.Handler) http.Handler) *flowsProject {
+	t.Helper()
+	p := &flowsProject{ks: testKeySet(t, algES256), publishable: publishable, password: newDemoPassword()}
+	p.srv = httptest.NewUnstartedServer(nil)
+	p.issuer = "http://" + p.srv.Listener.Addr().String() + "/auth/v1"
+	p.gotrue = newDemoAuthServer(p.ks, p.issuer, publishable)
+	p.gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: ttl, Issuer: p.issuer}, demoUserEmail, "15550001111", p.password)
+	var h http.Handler = (&demoServer{jwks: p.ks.publicJWKS(), gotrue: p.gotrue}).handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	p.srv.Config.Handler = h
+	p.srv.Start()
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// serve runs tablegate serve against the project with auth.flows (its
+// site_url the listen address unless flows sets one) and a user-guarded
+// todos list, until cancel.
+func (p *flowsProject) serve(t *testing.T, dbURL string, flows map[string]any) (base string, cancel context.CancelFunc, exit chan result) {
+	t.Helper()
+	addr := freeAddr(t)
+	base = "http://" + addr
+	if _, ok := flows["site_url"]; !ok {
+		flows["site_url"] = base
+	}
+	cfg := map[string]any{
+		"auth": map[string]any{"url": p.srv.URL, "flows": flows},
+		"tables": map[string]any{"todos": map[string]any{
+			"table": "public.todos", "operations": []string{"list"}, "select": []string{"id", "title"}, "guard": []string{"user"},
+		}},
+	}
+	cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DATABASE_URL": dbURL, "SUPABASE_PUBLISHABLE_KEY": p.publishable}
+	sctx, cancel := context.WithCancel(t.Context())
+	exit = make(chan result, 1)
+	go func() {
+		var out, errb syncBuffer
+		e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}
+		exit <- result{run(sctx, e, []string{"serve", "--config", cfgPath, "--addr", addr}), out.String(), errb.String()}
+	}()
+	waitLive(t, base, cancel, exit)
+	return base, cancel, exit
 }
