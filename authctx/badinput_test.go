@@ -77,19 +77,11 @@ func TestBadInput(t *testing.T) {
 			kind: KindInvalid, reason: ReasonActor, status: 401, code: problem.CodeActorInvalid},
 		absent("empty Authorization header", hdr("")),
 		absent("publishable key as Bearer", hdr("Bearer sb_publishable_ACJWlzQHlZjBrEguHvfOxg_3BJgxAaH")),
-		absent("sb_ key as Bearer repeating the apikey header", func() *http.Request {
-			r := hdr("Bearer sb_temp_x")()
-			r.Header.Set("apikey", "sb_temp_x")
-			return r
-		}),
+		absent("sb_ key as Bearer repeating the apikey header", withAPIKey(hdr("Bearer sb_temp_x"), "sb_temp_x")),
 		// An sb_ Bearer that is no publishable key and no apikey did not verify.
 		invalid("secret key as Bearer without apikey", hdr("Bearer sb_secret_N7UND0UgjKTVK-Uodkm0Hg_xSvEMPvz")),
 		invalid("unknown sb_ key as Bearer", hdr("Bearer sb_garbage")),
-		invalid("sb_ Bearer differing from the apikey header", func() *http.Request {
-			r := hdr("Bearer sb_secret_a")()
-			r.Header.Set("apikey", "sb_secret_b")
-			return r
-		}),
+		invalid("sb_ Bearer differing from the apikey header", withAPIKey(hdr("Bearer sb_secret_a"), "sb_secret_b")),
 		absent("cookie: broken base64", cookie(name, "base64-!!!not*base64")),
 		absent("cookie: non-object JSON", cookie(name, "base64-"+b64([]byte(`["a","b",null,null]`)))),
 		absent("cookie: object without access_token", cookie(name, "base64-"+b64([]byte(`{"refresh_token":"x"}`)))),
@@ -340,5 +332,14 @@ func TestCookieNames(t *testing.T) {
 	}
 	if _, err := CookieNameFor("not a url"); err == nil {
 		t.Errorf("no error for a URL without host")
+	}
+}
+
+// withAPIKey adds an apikey header to the requests req builds.
+func withAPIKey(req func() *http.Request, key string) func() *http.Request {
+	return func() *http.Request {
+		r := req()
+		r.Header.Set("apikey", key)
+		return r
 	}
 }
