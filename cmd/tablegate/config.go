@@ -58,6 +58,9 @@ type serveConfig struct {
 	// idle; Go durations such as "30s"); unset ones take the defaults,
 	// and the --*-timeout flags win.
 	Timeouts httpTimeouts `json:"timeouts,omitempty"`
+	// CORS lets pages of other origins call the API (Bearer or apikey,
+	// never the cookie). Off without it.
+	CORS *corsConfig `json:"cors,omitempty"`
 }
 
 // authConfig locates the JWKS.
@@ -240,6 +243,11 @@ func (c *serveConfig) validate() error {
 	}
 	if err := c.Database.validate(); err != nil {
 		return err
+	}
+	if c.CORS != nil {
+		if err := c.CORS.validate(); err != nil {
+			return err
+		}
 	}
 	if c.Auth.Flows != nil {
 		if err := c.Auth.Flows.validate(c.base(), c.PublicURL, c.Tables); err != nil {

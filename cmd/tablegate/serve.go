@@ -87,6 +87,12 @@ browsers open, where OAuth and magic links return (https makes the cookies
 Secure); flows.redirect_urls further allowed next targets;
 flows.tokens_only the cookie encoding; flows.timeout each auth call's
 bound (10s, below the write timeout). See docs/auth-flows.md.
+
+"cors": {"allowed_origins": ["https://app.example.com"]} (or ["*"]) lets
+pages of those origins call every route with a Bearer token or apikey:
+preflights are answered before authentication, and credentials are never
+allowed across origins, so the session cookie stays same-site ("max_age"
+caches preflights, 10m by default).
 `
 
 func runServe(ctx context.Context, e *env, args []string) error {
@@ -222,7 +228,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if cfg.Auth.Flows != nil {
 		fmt.Fprintf(out, "  %s/auth/{sign-in,otp,verify,oauth,callback,sign-out} → sessions of %s (cookie %s)\n", base, acfg.ProjectURL, rv.CookieName())
 	}
-	return serveUntilDone(ctx, out, ln, obs.tel.Handler(problemFallback(mux)), timeouts, budget.shutdownTimeout)
+	var h http.Handler = problemFallback(mux)
+	if cfg.CORS != nil {
+		h = corsHandler(cfg.CORS, h)
+		fmt.Fprintf(out, "  cross-origin calls (Bearer or apikey, no cookies) from %s\n", strings.Join(cfg.CORS.AllowedOrigins, ", "))
+	}
+	return serveUntilDone(ctx, out, ln, obs.tel.Handler(h), timeouts, budget.shutdownTimeout)
 }
 
 // serveUntilDone serves until ctx ends, then shuts down within limit (see
