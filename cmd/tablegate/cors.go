@@ -4,9 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rs/cors"
+
+	"github.com/tablegate/tablegate/problem"
 )
 
 // corsConfig is serve's cross-origin resource sharing: which browser pages
@@ -27,7 +32,7 @@ type corsConfig struct {
 const defaultCORSMaxAge = 10 * time.Minute
 
 // validate checks the origins (each an origin, or "*" alone) and
-// normalizes them.
+// normalizes them, and bounds max_age.
 func (c *corsConfig) validate() error {
 	if len(c.AllowedOrigins) == 0 {
 		return errors.New(`cors.allowed_origins is empty: list the origins whose pages may call the API, e.g. ["https://app.example.com"], or ["*"]`)
@@ -39,13 +44,53 @@ func (c *corsConfig) validate() error {
 			}
 			continue
 		}
-		n, err := originOf(fmt.Sprintf("cors.allowed_origins[%d]", i), o)
+		n, err := corsOrigin(o)
 		if err != nil {
-			return err
+			return fmt.Errorf("cors.allowed_origins[%d]: %w", i, err)
 		}
 		c.AllowedOrigins[i] = n
 	}
+	if d := time.Duration(c.MaxAge); d > 0 && d < time.Second {
+		return fmt.Errorf("cors.max_age %s is below 1s, the unit browsers cache preflights in", d)
+	}
 	return nil
+}
+
+// corsOrigin returns v as browsers send it in the Origin header —
+// scheme://host[:port], host in lower case, no default port — or an error
+// for anything that is not one origin: a pattern ("*" matches only
+// alone), a path, query or fragment, user info, a trailing dot, an empty
+// port, or a host that is not ASCII (browsers send the punycode form).
+func corsOrigin(v string) (string, error) {
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("%q is not an origin such as https://app.example.com: %s", v, why)
+	}
+	if strings.ContainsAny(v, "*#?") {
+		return bad(`no patterns, query or fragment ("*" alone allows every origin)`)
+	}
+	u, err := url.Parse(strings.TrimSuffix(v, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" || u.Host == "" {
+		return bad("want http(s)://host[:port]")
+	}
+	if u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return bad("no user info or path")
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if host == "" || strings.HasSuffix(host, ".") || strings.HasSuffix(u.Host, ":") {
+		return bad("no trailing dot or empty port")
+	}
+	for _, r := range host {
+		if r > unicode.MaxASCII {
+			return bad("write the host in its ASCII (punycode) form, as browsers send it")
+		}
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port == "" || (u.Scheme == "https" && port == "443") || (u.Scheme == "http" && port == "80") {
+		return u.Scheme + "://" + host, nil
+	}
+	return u.Scheme + "://" + host + ":" + port, nil
 }
 
 // corsHandler answers preflight requests for the configured origins
@@ -56,6 +101,18 @@ func corsHandler(c *corsConfig, h http.Handler) http.Handler {
 	if maxAge == 0 {
 		maxAge = defaultCORSMaxAge
 	}
+	// A secret key on a cross-origin request was pasted into a browser
+	// page, where every visitor can read it and act as the service
+	// (row-level security bypassed): refused, whether it is valid or not.
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Origin") != "" && sendsSecretKey(r.Header) {
+			p := problem.New(problem.KindForbidden, "A secret key must not be sent from a browser page: call with the user's token or the publishable key.")
+			p.Code = problem.CodeCallerNotAllowed
+			problem.Write(w, p)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 	return cors.New(cors.Options{
 		AllowedOrigins: c.AllowedOrigins,
 		AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
@@ -68,5 +125,21 @@ func corsHandler(c *corsConfig, h http.Handler) http.Handler {
 			"Mcp-Session-Id", "Content-Disposition"},
 		MaxAge:           int(maxAge / time.Second),
 		AllowCredentials: false,
-	}).Handler(h)
+	}).Handler(inner)
+}
+
+// sendsSecretKey reports whether the request carries a secret key (sb_secret_…)
+// in the apikey header or as the Bearer.
+func sendsSecretKey(h http.Header) bool {
+	for _, v := range h.Values("Apikey") {
+		if strings.HasPrefix(strings.TrimSpace(v), "sb_secret_") {
+			return true
+		}
+	}
+	for _, v := range h.Values("Authorization") {
+		if _, tok, ok := strings.Cut(strings.TrimSpace(v), " "); ok && strings.HasPrefix(strings.TrimSpace(tok), "sb_secret_") {
+			return true
+		}
+	}
+	return false
 }

@@ -77,6 +77,14 @@ func TestServeCORS(t *testing.T) {
 		}
 	}
 
+	// A secret key from a browser page is refused, readable by the page.
+	for _, h := range []map[string]string{{"apikey": "sb_secret_anything"}, {"Authorization": "Bearer sb_secret_x", "apikey": "sb_secret_x"}} {
+		resp := do("GET", app.URL, h)
+		if resp.StatusCode != 403 || resp.Header.Get("Access-Control-Allow-Origin") != app.URL {
+			t.Errorf("secret key from %s: %d %v", app.URL, resp.StatusCode, resp.Header)
+		}
+	}
+
 	var res struct {
 		Results []struct {
 			Status    int    `json:"status"`
@@ -100,6 +108,36 @@ func TestServeCORS(t *testing.T) {
 	}
 }
 
+// TestCORSOrigin: an allowed origin is written as browsers send it, and
+// anything that is not exactly one origin — patterns rs/cors would treat
+// as wildcards above all — is refused.
+func TestCORSOrigin(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"https://App.Example.com":       "https://app.example.com",
+		"https://app.example.com/":      "https://app.example.com",
+		"https://app.example.com:443":   "https://app.example.com",
+		"http://localhost:80":           "http://localhost",
+		"http://localhost:3000":         "http://localhost:3000",
+		"https://xn--bcher-kva.example": "https://xn--bcher-kva.example",
+		"http://[::1]:8080":             "http://[::1]:8080",
+	} {
+		if got, err := corsOrigin(in); err != nil || got != want {
+			t.Errorf("corsOrigin(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{
+		"https://*", "https://*example.com", "https://app.example.com*", "http://localhost*", "https://*.example.com",
+		"https://app.example.com/?", "https://app.example.com#", "https://app.example.com.", "https://app.example.com:",
+		"https://bücher.example", "https://u@app.example.com", "https://app.example.com/x", "null", "file:///x", "",
+		"ftp://app.example.com", " https://app.example.com", "https://app.example.com ", "https://%2A.example.com",
+	} {
+		if got, err := corsOrigin(in); err == nil {
+			t.Errorf("corsOrigin(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
 // TestServeCORSConfigErrors: origins that are not origins are refused at
 // start.
 func TestServeCORSConfigErrors(t *testing.T) {
@@ -107,9 +145,10 @@ func TestServeCORSConfigErrors(t *testing.T) {
 	for name, c := range map[string]struct{ cors, msg string }{
 		"empty":         {`{"allowed_origins":[]}`, "cors.allowed_origins is empty"},
 		"star and more": {`{"allowed_origins":["*","https://a.example"]}`, `"*" allows every origin`},
-		"path":          {`{"allowed_origins":["https://a.example/app"]}`, "cors.allowed_origins[0] must be an origin"},
-		"no scheme":     {`{"allowed_origins":["a.example"]}`, "cors.allowed_origins[0] must be an origin"},
+		"path":          {`{"allowed_origins":["https://a.example/app"]}`, "cors.allowed_origins[0]"},
+		"no scheme":     {`{"allowed_origins":["a.example"]}`, "cors.allowed_origins[0]"},
 		"max age":       {`{"allowed_origins":["*"],"max_age":"soon"}`, "not a duration"},
+		"max age ms":    {`{"allowed_origins":["*"],"max_age":"500ms"}`, "below 1s"},
 	} {
 		cfg := filepath.Join(t.TempDir(), "tablegate.json")
 		if err := os.WriteFile(cfg, []byte(`{"tables":{"t":{}},"cors":`+c.cors+`}`), 0o600); err != nil {
