@@ -27,6 +27,18 @@ import (
 // config path and a user token for the demo's tenant A.
 func serveFixture(t *testing.T, extra map[string]any) (cfgPath, token string) {
 	t.Helper()
+	cfgPath, ks := serveFixtureKeys(t, extra)
+	token, err := mintToken(ks, tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath, token
+}
+
+// serveFixtureKeys is serveFixture returning the signing keys, to mint
+// other tokens.
+func serveFixtureKeys(t *testing.T, extra map[string]any) (cfgPath string, ks *keySet) {
+	t.Helper()
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys.json")
 	k, err := newSigningJWK()
@@ -36,7 +48,7 @@ func serveFixture(t *testing.T, extra map[string]any) (cfgPath, token string) {
 	if err := writeKeyFile(keys, []jwk{k}); err != nil {
 		t.Fatal(err)
 	}
-	ks, err := loadKeyFile(keys)
+	ks, err = loadKeyFile(keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +70,7 @@ func serveFixture(t *testing.T, extra map[string]any) (cfgPath, token string) {
 	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	token, err = mintToken(ks, tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfgPath, token
+	return cfgPath, ks
 }
 
 // startServe runs serve in-process until the test ends and waits until
@@ -86,11 +94,17 @@ func startServeOps(t *testing.T, dbURL string, args ...string) (out *syncBuffer)
 // it.
 func launchServe(t *testing.T, dbURL string, args ...string) (out *syncBuffer, cancel context.CancelFunc, done chan int) {
 	t.Helper()
+	return launchServeEnv(t, map[string]string{"DATABASE_URL": dbURL}, args...)
+}
+
+// launchServeEnv is launchServe with the environment vars.
+func launchServeEnv(t *testing.T, vars map[string]string, args ...string) (out *syncBuffer, cancel context.CancelFunc, done chan int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &syncBuffer{}
 	done = make(chan int, 1)
 	go func() {
-		e := &env{stdout: &syncBuffer{}, stderr: out, getenv: func(k string) string { return map[string]string{"DATABASE_URL": dbURL}[k] }}
+		e := &env{stdout: &syncBuffer{}, stderr: out, getenv: func(k string) string { return vars[k] }}
 		done <- run(ctx, e, append([]string{"serve"}, args...))
 	}()
 	deadline := time.Now().Add(20 * time.Second)

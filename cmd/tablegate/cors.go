@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/cors"
 
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
 )
 
@@ -59,14 +60,15 @@ func (c *corsConfig) validate() error {
 // corsOrigin returns v as browsers send it in the Origin header —
 // scheme://host[:port], host in lower case, no default port — or an error
 // for anything that is not one origin: a pattern ("*" matches only
-// alone), a path, query or fragment, user info, a trailing dot, an empty
-// port, or a host that is not ASCII (browsers send the punycode form).
+// alone), a percent-escape (an IPv6 zone would decode one into a pattern),
+// a path, query or fragment, user info, a trailing dot, an empty port, or
+// a host that is not ASCII (browsers send the punycode form).
 func corsOrigin(v string) (string, error) {
 	bad := func(why string) (string, error) {
 		return "", fmt.Errorf("%q is not an origin such as https://app.example.com: %s", v, why)
 	}
-	if strings.ContainsAny(v, "*#?") {
-		return bad(`no patterns, query or fragment ("*" alone allows every origin)`)
+	if strings.ContainsAny(v, "*#?%") {
+		return bad(`no patterns, escapes, query or fragment ("*" alone allows every origin)`)
 	}
 	u, err := url.Parse(strings.TrimSuffix(v, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" || u.Host == "" {
@@ -101,18 +103,6 @@ func corsHandler(c *corsConfig, h http.Handler) http.Handler {
 	if maxAge == 0 {
 		maxAge = defaultCORSMaxAge
 	}
-	// A secret key on a cross-origin request was pasted into a browser
-	// page, where every visitor can read it and act as the service
-	// (row-level security bypassed): refused, whether it is valid or not.
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Origin") != "" && sendsSecretKey(r.Header) {
-			p := problem.New(problem.KindForbidden, "A secret key must not be sent from a browser page: call with the user's token or the publishable key.")
-			p.Code = problem.CodeCallerNotAllowed
-			problem.Write(w, p)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 	return cors.New(cors.Options{
 		AllowedOrigins: c.AllowedOrigins,
 		AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
@@ -125,21 +115,22 @@ func corsHandler(c *corsConfig, h http.Handler) http.Handler {
 			"Mcp-Session-Id", "Content-Disposition"},
 		MaxAge:           int(maxAge / time.Second),
 		AllowCredentials: false,
-	}).Handler(inner)
+	}).Handler(h)
 }
 
-// sendsSecretKey reports whether the request carries a secret key (sb_secret_…)
-// in the apikey header or as the Bearer.
-func sendsSecretKey(h http.Header) bool {
-	for _, v := range h.Values("Apikey") {
-		if strings.HasPrefix(strings.TrimSpace(v), "sb_secret_") {
-			return true
+// refuseBrowserServices refuses service callers (a secret key, or a
+// service_role token) on requests from browser pages (with an Origin
+// header): a key in a page is readable by every visitor, who would act as
+// the service with row-level security bypassed. It runs after the
+// resolver, so it knows every form a service credential takes.
+func refuseBrowserServices(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Origin")) > 0 && authctx.AuthFrom(r.Context()).Kind == authctx.KindService {
+			p := problem.New(problem.KindForbidden, "A secret key or service token must not be sent from a browser page: call with the user's token or the publishable key.")
+			p.Code = problem.CodeCallerNotAllowed
+			problem.Write(w, p)
+			return
 		}
-	}
-	for _, v := range h.Values("Authorization") {
-		if _, tok, ok := strings.Cut(strings.TrimSpace(v), " "); ok && strings.HasPrefix(strings.TrimSpace(tok), "sb_secret_") {
-			return true
-		}
-	}
-	return false
+		h.ServeHTTP(w, r)
+	})
 }

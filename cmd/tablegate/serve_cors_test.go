@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/tablegate/tablegate/internal/nodetest"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -33,9 +35,31 @@ func TestServeCORS(t *testing.T) {
 	app, other := httptest.NewServer(blank), httptest.NewServer(blank)
 	defer app.Close()
 	defer other.Close()
-	cfgPath, token := serveFixture(t, map[string]any{"cors": map[string]any{"allowed_origins": []string{app.URL + "/"}}})
+	cfgPath, ks := serveFixtureKeys(t, map[string]any{
+		"cors": map[string]any{"allowed_origins": []string{app.URL + "/"}},
+		"tables": map[string]any{"todos": map[string]any{"table": "public.todos", "operations": []string{"list", "get"},
+			"select": []string{"id", "title", "done"}, "guard": []string{"user", "service"}}},
+	})
+	token, err := mintToken(ks, tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Supabase service_role API-key JWT (no sub), and secret keys of both forms.
+	k, err := ks.signer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := jwt.NewWithClaims(k.method(), jwt.MapClaims{"iss": defaultIssuer, "aud": "authenticated", "role": "service_role",
+		"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
+	st.Header["kid"] = k.kid
+	serviceJWT, err := st.SignedString(k.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	addr := freeAddr(t)
-	out := startServeOps(t, dbURL, "--config", cfgPath, "--addr", addr)
+	out, cancel, done := launchServeEnv(t, map[string]string{"DATABASE_URL": dbURL,
+		"SUPABASE_SECRET_KEYS": `{"default":"sb_secret_corstest","legacy":"legacy-service-key"}`}, "--config", cfgPath, "--addr", addr)
+	t.Cleanup(func() { cancel(); <-done })
 	base := "http://" + addr
 	if !strings.Contains(out.String(), "cross-origin calls (Bearer or apikey, no cookies) from "+app.URL) {
 		t.Errorf("serve does not say it allows %s:\n%s", app.URL, out)
@@ -44,7 +68,9 @@ func TestServeCORS(t *testing.T) {
 	do := func(method, origin string, h map[string]string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+"/v1/todos", nil)
-		req.Header.Set("Origin", origin)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
 		for k, v := range h {
 			req.Header.Set(k, v)
 		}
@@ -77,11 +103,19 @@ func TestServeCORS(t *testing.T) {
 		}
 	}
 
-	// A secret key from a browser page is refused, readable by the page.
-	for _, h := range []map[string]string{{"apikey": "sb_secret_anything"}, {"Authorization": "Bearer sb_secret_x", "apikey": "sb_secret_x"}} {
-		resp := do("GET", app.URL, h)
-		if resp.StatusCode != 403 || resp.Header.Get("Access-Control-Allow-Origin") != app.URL {
-			t.Errorf("secret key from %s: %d %v", app.URL, resp.StatusCode, resp.Header)
+	// A service caller — a secret key of either form, a service_role
+	// token — on a request from a browser page is refused (readable by the
+	// page); the same credentials without an Origin are served.
+	for name, h := range map[string]map[string]string{
+		"sb_secret_ key": {"apikey": "sb_secret_corstest"}, "key without prefix": {"apikey": "legacy-service-key"},
+		"key as Bearer too":  {"apikey": "sb_secret_corstest", "Authorization": "Bearer sb_secret_corstest"},
+		"service_role token": {"Authorization": "Bearer " + serviceJWT},
+	} {
+		if resp := do("GET", app.URL, h); resp.StatusCode != 403 || resp.Header.Get("Access-Control-Allow-Origin") != app.URL {
+			t.Errorf("%s from %s: %d %v", name, app.URL, resp.StatusCode, resp.Header)
+		}
+		if resp := do("GET", "", h); resp.StatusCode != 200 {
+			t.Errorf("%s without an Origin: %d", name, resp.StatusCode)
 		}
 	}
 
