@@ -91,10 +91,9 @@ bound (10s, below the write timeout). See docs/auth-flows.md.
 "cors": {"allowed_origins": ["https://app.example.com"]} (or ["*"]) lets
 pages of those origins call every route with the user's Bearer token or
 the publishable key (a secret key or service token from a page is
-refused): preflights are
-answered before authentication, and credentials are never allowed across
-origins, so the session cookie stays same-site ("max_age" caches
-preflights, 10m by default).
+refused): preflights are answered before authentication, and credentials
+are never allowed across origins, so the session cookie stays same-site
+("max_age" caches preflights, 10m by default).
 `
 
 func runServe(ctx context.Context, e *env, args []string) error {
