@@ -176,7 +176,7 @@ type Route struct {
 
 // validate checks the definition before the document is built.
 func (opts *Config) validate() error {
-	if _, err := cleanBase(opts.BasePath); err != nil {
+	if _, err := CleanBasePath(opts.BasePath); err != nil {
 		return err
 	}
 	if opts.Info.Title == "" || opts.Info.Version == "" {
@@ -242,7 +242,7 @@ func DefineAPI(opts *Config) (*API, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	base, _ := cleanBase(opts.BasePath) // validated
+	base, _ := CleanBasePath(opts.BasePath) // validated
 	b := newBuilder(opts, base)
 	typed, err := b.document()
 	if err != nil {
@@ -272,7 +272,11 @@ func DefineAPI(opts *Config) (*API, error) {
 	return a, nil
 }
 
-func cleanBase(p string) (string, error) {
+// CleanBasePath returns p, a [Config.BasePath], without its trailing
+// slash ("" for the root), or the error DefineAPI would give: p must start
+// with "/" and be its own path.Clean (no "//", "." or ".." segments), with
+// no ServeMux wildcard, query, fragment, escape or space.
+func CleanBasePath(p string) (string, error) {
 	p = strings.TrimSuffix(p, "/")
 	if p == "" {
 		return "", nil
@@ -280,7 +284,7 @@ func cleanBase(p string) (string, error) {
 	// Clean: a dot segment ("/v1/../api") would mount routes no request
 	// reaches, since ServeMux redirects such paths to their clean form.
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.ContainsAny(p, "{}?#% ") {
-		return "", fmt.Errorf("%w: BasePath %q must start with / and hold plain path segments", ErrDefine, p)
+		return "", fmt.Errorf("%w: BasePath %q must start with / and hold plain path segments (no //, . or .. segments, no {}?#%% or spaces)", ErrDefine, p)
 	}
 	return p, nil
 }

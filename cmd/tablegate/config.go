@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/tablegate/tablegate/spec"
 )
 
 // serveConfig is the JSON file of "tablegate serve" (and doctor/openapi
@@ -222,8 +223,8 @@ func (c *serveConfig) validate() error {
 	if !strings.HasPrefix(c.BasePath, "/") {
 		return fmt.Errorf("base_path must start with /, got %q", c.BasePath)
 	}
-	if b := c.base(); b != "" && (path.Clean(b) != b || strings.ContainsAny(b, "{}?#% ")) {
-		return fmt.Errorf("base_path %q must be a clean path such as /api (no //, . or .. segments, no {}?#%% or spaces)", c.BasePath)
+	if _, err := spec.CleanBasePath(c.BasePath); err != nil {
+		return fmt.Errorf("base_path: %w", err) // checked before connecting
 	}
 	if c.Title == "" {
 		c.Title = "tablegate API"
