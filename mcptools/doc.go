@@ -56,6 +56,15 @@
 // resource metadata). Each tool call runs as the caller of the HTTP request
 // that carried it.
 //
+// Sessions are bounded: one caller holds at most
+// [DefaultMaxSessionsPerCaller] at once ([HTTPConfig.MaxSessionsPerCaller];
+// past it an initialize gets 503 with Retry-After), a session idle for
+// [DefaultSessionTimeout] is closed (its next request gets 404, and the
+// client starts a new one), and a session's GET stream ends when its
+// caller's token expires. The transport's own refusals (a malformed
+// message, a wrong method or media type, an unknown session) are Problem
+// Details too; an unknown session and another caller's get the same 404.
+//
 // Over stdio ([ServeStdio]) and other transports ([Server.Connect]) the
 // session has one caller, fixed when it is connected — for the CLI, the
 // caller of a token or secret key read from the environment

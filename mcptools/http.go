@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -46,9 +47,28 @@ type HTTPConfig struct {
 	ResourceMetadataURL string
 
 	// Streamable passes options to the SDK's Streamable HTTP handler
-	// (stateless mode, JSON responses, session timeout, body limit).
+	// (stateless mode, JSON responses, session timeout, body limit). A
+	// zero SessionTimeout becomes [DefaultSessionTimeout]; a negative one
+	// keeps idle sessions open until the client deletes them.
 	Streamable *mcp.StreamableHTTPOptions
+
+	// MaxSessionsPerCaller bounds the sessions one caller (same kind and
+	// subject) may hold open at once (default
+	// [DefaultMaxSessionsPerCaller]; negative: no bound). An initialize
+	// beyond it is answered 503 with Retry-After until one of the
+	// caller's sessions is deleted or times out.
+	MaxSessionsPerCaller int
 }
+
+const (
+	// DefaultSessionTimeout closes an MCP session after this long without a
+	// request from its client; the client's next request gets 404 and, as
+	// the MCP specification asks, it starts a new session.
+	DefaultSessionTimeout = 30 * time.Minute
+	// DefaultMaxSessionsPerCaller is the default of
+	// [HTTPConfig.MaxSessionsPerCaller].
+	DefaultMaxSessionsPerCaller = 32
+)
 
 // ResolverCaller returns the caller function of a resolver: the Auth of
 // [authctx.Resolver.Resolve]. Use it with [CallerFromEnv].
@@ -104,22 +124,35 @@ func (s *Server) Handler(cfg *HTTPConfig) (http.Handler, error) {
 	if opts.Admit == nil {
 		opts.Admit = AllowList(opts.Allow...)
 	}
+	if opts.MaxSessionsPerCaller == 0 {
+		opts.MaxSessionsPerCaller = DefaultMaxSessionsPerCaller
+	}
 	so := &mcp.StreamableHTTPOptions{Logger: s.log}
 	if opts.Streamable != nil {
 		c := *opts.Streamable
 		so = &c
 	}
+	if so.SessionTimeout == 0 {
+		so.SessionTimeout = DefaultSessionTimeout
+	}
 	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, so)
-	return &httpHandler{s: s, opts: opts, inner: inner}, nil
+	return &httpHandler{s: s, opts: opts, inner: inner, stateless: so.Stateless,
+		owners: map[string]string{}, open: map[string]int{}}, nil
 }
 
 type httpHandler struct {
-	s     *Server
-	opts  HTTPConfig
-	inner http.Handler
+	s         *Server
+	opts      HTTPConfig
+	inner     http.Handler
+	stateless bool
+
+	mu sync.Mutex
 	// owners binds each session (Mcp-Session-Id) to the caller that
 	// opened it (ownerOf); requests of anyone else naming it get 404.
-	owners sync.Map // string → string
+	owners map[string]string
+	// open counts each caller's sessions, and the initializes in flight
+	// that may open one.
+	open map[string]int
 }
 
 // sessionHeader is the Streamable HTTP session id header.
@@ -158,11 +191,23 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	owner := ownerOf(a)
 	sid := rr.Header.Get(sessionHeader)
 	if sid != "" {
-		if o, ok := h.owners.Load(sid); ok && o.(string) != owner {
+		h.mu.Lock()
+		o, ok := h.owners[sid]
+		h.mu.Unlock()
+		if ok && o != owner {
 			// Another caller's session: as if it did not exist.
-			h.refuse(w, problem.New(problem.KindNotFound, "No such MCP session."))
+			h.refuse(w, errNoSession)
 			return
 		}
+	}
+	// A POST without a session id may open a session: hold a place for it
+	// among the caller's, given back below if none was opened.
+	reserved := sid == "" && r.Method == http.MethodPost && !h.stateless
+	if reserved && !h.reserve(owner) {
+		h.refuse(w, problem.New(problem.KindUnavailable,
+			"Too many open MCP sessions for this caller; delete one or wait for an idle one to time out.").
+			WithHeader("Retry-After", "30"))
+		return
 	}
 	id, err := h.s.calls.put(a)
 	if err != nil {
@@ -173,35 +218,110 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rr.Header.Set(callHeader, id)
 	if r.Method == http.MethodGet {
 		// The standalone SSE stream lives as long as its session: lift the
-		// server's read and write timeouts for this response only (the
-		// session ends it: Streamable.SessionTimeout, DELETE, shutdown).
+		// server's read and write timeouts for this response only. The
+		// session ends it (Streamable.SessionTimeout, DELETE, shutdown),
+		// and so does the expiry of the caller's token.
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
+		if a.User != nil && !a.User.ExpiresAt.IsZero() {
+			ctx, cancel := context.WithDeadline(rr.Context(), a.User.ExpiresAt)
+			defer cancel()
+			rr = rr.WithContext(ctx)
+		}
 	}
-	sw := &sessionWriter{ResponseWriter: w}
+	sw := &sessionWriter{ResponseWriter: w, pw: h.s.pw}
 	h.inner.ServeHTTP(sw, rr)
 	switch {
-	case sid == "" && sw.sid != "":
-		h.owners.Store(sw.sid, owner) // a session opened by this caller
-	case sid != "" && (sw.status == http.StatusNotFound ||
-		(r.Method == http.MethodDelete && sw.status < 300)):
-		h.owners.Delete(sid) // ended or unknown to the SDK
+	case reserved && sw.sid != "":
+		h.opened(sw.sid, owner) // a session opened by this caller
+	case reserved:
+		h.release(owner)
+	case sid != "" && sw.status == http.StatusNotFound:
+		h.forget(sid) // unknown to the SDK
+	}
+}
+
+// errNoSession answers a session id the SDK does not know, or that
+// belongs to another caller: the two look the same.
+var errNoSession = problem.New(problem.KindNotFound, "No such MCP session.")
+
+// reserve counts a session the owner may open, unless that would exceed
+// MaxSessionsPerCaller.
+func (h *httpHandler) reserve(owner string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if max := h.opts.MaxSessionsPerCaller; max > 0 && h.open[owner] >= max {
+		return false
+	}
+	h.open[owner]++
+	return true
+}
+
+// release gives back a reservation that opened no session.
+func (h *httpHandler) release(owner string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.open[owner]--; h.open[owner] <= 0 {
+		delete(h.open, owner)
+	}
+}
+
+// opened binds a new session to its owner (whose reservation it keeps)
+// and forgets it when the SDK closes it: on DELETE, after the idle
+// timeout, or at shutdown.
+func (h *httpHandler) opened(sid, owner string) {
+	h.mu.Lock()
+	h.owners[sid] = owner
+	h.mu.Unlock()
+	for ss := range h.s.mcp.Sessions() {
+		if ss.ID() == sid {
+			go func() {
+				_ = ss.Wait()
+				h.forget(sid)
+			}()
+			return
+		}
+	}
+	h.forget(sid) // closed already
+}
+
+// forget removes a session and gives back its owner's place; a session
+// forgotten already is a no-op.
+func (h *httpHandler) forget(sid string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	owner, ok := h.owners[sid]
+	if !ok {
+		return
+	}
+	delete(h.owners, sid)
+	if h.open[owner]--; h.open[owner] <= 0 {
+		delete(h.open, owner)
 	}
 }
 
 // sessionWriter records the status and the session id the SDK answers
-// with; it keeps flushing and http.ResponseController working.
+// with, and turns the SDK's plain-text errors into Problem Details; it
+// keeps flushing and http.ResponseController working.
 type sessionWriter struct {
 	http.ResponseWriter
-	status int
-	sid    string
+	pw      problem.Writer
+	status  int
+	sid     string
+	replace bool // the SDK's error body is dropped: a Problem was written
 }
 
 func (w *sessionWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-		w.sid = w.Header().Get(sessionHeader)
+	if w.status != 0 {
+		return
+	}
+	w.status = status
+	w.sid = w.Header().Get(sessionHeader)
+	if status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.replace = true
+		w.pw.Write(w.ResponseWriter, transportProblem(status, w.Header().Get("Allow")))
+		return
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
@@ -210,7 +330,37 @@ func (w *sessionWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
+	if w.replace {
+		return len(b), nil
+	}
 	return w.ResponseWriter.Write(b)
+}
+
+// transportProblem is the Problem for an error status of the SDK's
+// transport. Its text is not passed on: it may quote the request body,
+// and it would tell an unknown session from another caller's.
+func transportProblem(status int, allow string) *problem.Problem {
+	switch {
+	case status == http.StatusNotFound:
+		return errNoSession
+	case status == http.StatusMethodNotAllowed:
+		p := problem.New(problem.KindMethodNotAllowed, "This method is not served on the MCP endpoint.")
+		if allow != "" {
+			p = p.WithHeader("Allow", allow)
+		}
+		return p
+	case status == http.StatusUnsupportedMediaType:
+		return problem.New(problem.KindUnsupportedMediaType, "MCP messages are sent as application/json.")
+	case status == http.StatusRequestEntityTooLarge:
+		return problem.New(problem.KindPayloadTooLarge, "The MCP message is too large.")
+	case status == http.StatusForbidden:
+		return problem.New(problem.KindForbidden, "The MCP endpoint refused this request.")
+	case status >= 500:
+		return problem.New(problem.KindUnexpected, "The server could not complete the request.")
+	}
+	p := problem.New(problem.KindBadRequest, "The MCP request is malformed or not valid for this session.")
+	p.Status = status
+	return p
 }
 
 // Flush implements http.Flusher (SSE streams).

@@ -1,0 +1,231 @@
+package mcptools_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/mcptools"
+	"github.com/tablegate/tablegate/problem"
+)
+
+const rawInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+
+// rawMCP sends one raw Streamable HTTP request as the bearer of tok.
+func rawMCP(t *testing.T, url, method, tok, sid, contentType, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, b
+}
+
+// boundedApp serves MCP at /mcp with the given bounds.
+func boundedApp(t *testing.T, b *bundle, maxSessions int, timeout time.Duration) string {
+	t.Helper()
+	h, err := b.srv.Handler(&mcptools.HTTPConfig{
+		Caller:               b.keys.caller,
+		Allow:                []authctx.Allow{authctx.AllowUser},
+		MaxSessionsPerCaller: maxSessions,
+		Streamable:           &mcp.StreamableHTTPOptions{SessionTimeout: timeout},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
+// eventually retries f until it holds or 10 s pass.
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !f(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHTTPSessionsBounded: a caller holds at most MaxSessionsPerCaller
+// sessions; a place comes back when a session is deleted or idles out,
+// and other callers are not affected.
+func TestHTTPSessionsBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	url := boundedApp(t, b, 2, 400*time.Millisecond)
+	aliceTok, bobTok := b.keys.sign(alice), b.keys.sign(bob)
+	open := func(tok string) (int, string, *http.Response, []byte) {
+		res, body := rawMCP(t, url, http.MethodPost, tok, "", "application/json", rawInitialize)
+		return res.StatusCode, res.Header.Get("Mcp-Session-Id"), res, body
+	}
+
+	var sids []string
+	for range 2 {
+		status, sid, _, body := open(aliceTok)
+		if status != http.StatusOK || sid == "" {
+			t.Fatalf("initialize: %d %q %s", status, sid, body)
+		}
+		sids = append(sids, sid)
+	}
+	status, sid, res, body := open(aliceTok)
+	var p problem.Problem
+	mustJSON(t, string(body), &p)
+	if status != http.StatusServiceUnavailable || sid != "" || p.Kind != problem.KindUnavailable ||
+		res.Header.Get("Retry-After") == "" || res.Header.Get("Content-Type") != problem.MediaType {
+		t.Fatalf("third session: %d %q %v %s", status, sid, res.Header, body)
+	}
+	// Another caller has places of its own.
+	if status, sid, _, body := open(bobTok); status != http.StatusOK || sid == "" {
+		t.Fatalf("bob: %d %s", status, body)
+	}
+
+	// A deleted session gives its place back.
+	if res, body := rawMCP(t, url, http.MethodDelete, aliceTok, sids[0], "", ""); res.StatusCode >= 300 {
+		t.Fatalf("DELETE: %d %s", res.StatusCode, body)
+	}
+	eventually(t, "a place after DELETE", func() bool {
+		status, sid, _, _ := open(aliceTok)
+		if status == http.StatusOK {
+			sids[0] = sid
+		}
+		return status == http.StatusOK
+	})
+
+	// Idle sessions time out: both places come back, and a timed-out
+	// session answers 404 as a Problem.
+	eventually(t, "both places after the idle timeout", func() bool {
+		ok := 0
+		for range 2 {
+			if status, _, _, _ := open(aliceTok); status == http.StatusOK {
+				ok++
+			}
+		}
+		return ok == 2
+	})
+	res, body = rawMCP(t, url, http.MethodPost, aliceTok, sids[1], "application/json", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != problem.MediaType {
+		t.Fatalf("timed-out session: %d %s %s", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+}
+
+// TestHTTPTransportErrorsAreProblems: the SDK's own refusals reach the
+// client as Problem Details that quote nothing of the request, and an
+// unknown session looks exactly like another caller's.
+func TestHTTPTransportErrorsAreProblems(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	url := boundedApp(t, b, 0, 0)
+	aliceTok, bobTok := b.keys.sign(alice), b.keys.sign(bob)
+	res, _ := rawMCP(t, url, http.MethodPost, aliceTok, "", "application/json", rawInitialize)
+	aliceSID := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || aliceSID == "" {
+		t.Fatalf("initialize: %d", res.StatusCode)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+
+	var notFound []string
+	for _, c := range []struct {
+		name, method, sid, contentType, body string
+		status                               int
+		allow                                string
+	}{
+		{"GET without a session", http.MethodGet, "", "", "", http.StatusBadRequest, ""},
+		{"PUT", http.MethodPut, "", "", "", http.StatusMethodNotAllowed, "GET, POST, DELETE"},
+		{"text body", http.MethodPost, "", "text/plain", "secret-looking-input", http.StatusUnsupportedMediaType, ""},
+		{"malformed JSON", http.MethodPost, "", "application/json", `{secret-looking-input`, http.StatusBadRequest, ""},
+		{"unknown session", http.MethodPost, "no-such-session", "application/json", list, http.StatusNotFound, ""},
+		{"another caller's session", http.MethodPost, aliceSID, "application/json", list, http.StatusNotFound, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, body := rawMCP(t, url, c.method, bobTok, c.sid, c.contentType, c.body)
+			var p problem.Problem
+			if err := json.Unmarshal(body, &p); err != nil {
+				t.Fatalf("%d %s: %v", res.StatusCode, body, err)
+			}
+			if res.StatusCode != c.status || p.Status != c.status || res.Header.Get("Content-Type") != problem.MediaType {
+				t.Fatalf("%d %s %s", res.StatusCode, res.Header.Get("Content-Type"), body)
+			}
+			if strings.Contains(string(body), "secret-looking-input") {
+				t.Fatalf("the problem quotes the request: %s", body)
+			}
+			if got := res.Header.Values("Allow"); c.allow != "" && (len(got) != 1 || got[0] != c.allow) {
+				t.Fatalf("Allow %q", got)
+			}
+			if c.status == http.StatusNotFound {
+				notFound = append(notFound, string(body))
+			}
+		})
+	}
+	if len(notFound) != 2 || notFound[0] != notFound[1] {
+		t.Fatalf("an unknown session and another caller's answer differently: %q", notFound)
+	}
+}
+
+// TestHTTPStandaloneStreamEndsAtTokenExpiry: the session's GET stream,
+// free of the server's timeouts, still ends when its caller's token
+// expires.
+func TestHTTPStandaloneStreamEndsAtTokenExpiry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	url := boundedApp(t, b, 0, 0)
+	exp := time.Now().Add(3 * time.Second)
+	tok := b.keys.sign(alice, "exp", exp.Unix())
+	res, _ := rawMCP(t, url, http.MethodPost, tok, "", "application/json", rawInitialize)
+	sid := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d", res.StatusCode)
+	}
+	if res, body := rawMCP(t, url, http.MethodPost, tok, sid, "application/json", `{"jsonrpc":"2.0","method":"notifications/initialized"}`); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", res.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %d", stream.StatusCode)
+	}
+	ended := make(chan time.Time, 1)
+	go func() {
+		_, _ = io.Copy(io.Discard, stream.Body)
+		ended <- time.Now()
+	}()
+	select {
+	case at := <-ended:
+		// The token's exp has a resolution of one second.
+		if at.Before(exp.Truncate(time.Second)) {
+			t.Fatalf("the stream ended %v before the token expired", exp.Sub(at))
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stream outlived its caller's token by 12s")
+	}
+}
