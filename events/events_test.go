@@ -160,6 +160,17 @@ func TestRefusedCallers(t *testing.T) {
 	if c := b.subscribe("/api/todos/events", "Authorization", "Bearer garbage"); c.status != 401 {
 		t.Fatalf("bad token: %d %s", c.status, c.body)
 	}
+	// Expired 10 s ago, inside the verifier's 30 s clock-skew leeway: the
+	// REST routes serve it, the stream answers 401 so the client refreshes
+	// instead of reconnecting to a stream that ends as it opens.
+	skewTok := b.tokenWith(alice, map[string]any{"tenant_id": tenantA, "exp": time.Now().Add(-10 * time.Second).Unix()})
+	if st, body := b.call("GET", "/api/todos", skewTok, ""); st != 200 {
+		t.Fatalf("REST with a token inside the leeway: %d %s", st, body)
+	}
+	if c := b.subscribe("/api/todos/events", "Authorization", "Bearer "+skewTok); c.status != 401 ||
+		!strings.Contains(c.body, "TOKEN_INVALID") || !strings.Contains(c.body, "expired") {
+		t.Fatalf("stream with a token inside the leeway: %d %s", c.status, c.body)
+	}
 	if st, _ := b.call("POST", "/api/todos/events", b.token(alice, tenantA, false), ""); st != 405 && st != 404 {
 		t.Fatalf("POST to events: %d", st)
 	}

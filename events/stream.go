@@ -221,6 +221,12 @@ func badQuery(detail string) *problem.Problem { return problem.New(problem.KindB
 // <column>=<op>.<value> filters table events like a list does (eq, neq,
 // gt, gte, lt, lte, in.(a,b), is.null|true|false, not. prefix);
 // last_event_id=<id> resumes like the Last-Event-ID header (which wins).
+// errExpiredForStream answers a token that has expired but is still
+// inside the clock-skew leeway.
+var errExpiredForStream = problem.WithCode(problem.CodeTokenInvalid,
+	"The token has expired; refresh the session, then reconnect.").
+	WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
+
 func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
@@ -233,6 +239,13 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if p := authctx.Admit(res.Auth, st.allow...); p != nil {
 		st.problems.Write(w, p)
+		return
+	}
+	if u := res.Auth.User; u != nil && !u.ExpiresAt.IsZero() && !time.Now().Before(u.ExpiresAt) {
+		// Past exp, inside the verifier's clock-skew leeway: a request is
+		// served, but a stream would end as it opens and the client would
+		// reconnect with the same token. A 401 makes it refresh first.
+		st.problems.Write(w, errExpiredForStream)
 		return
 	}
 	if p := st.crossSite(r, res); p != nil {
