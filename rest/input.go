@@ -77,6 +77,9 @@ func (r *Resource) parseBody(op Operation, body []byte) (Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	if msg := badEscape(body, true); msg != "" {
+		return nil, badBody(msg)
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, badBody("The body must be a JSON object.")

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -98,6 +99,47 @@ func TestFilterValuesColumnsCannotHold(t *testing.T) {
 	// Valid UTF-8 beyond ASCII still filters.
 	if r := do(t, s, "GET", "/api/todos?title=eq.%C3%A9t%C3%A9", alice, ""); r.status != 200 {
 		t.Errorf("UTF-8 filter: %s", r)
+	}
+}
+
+// TestBodiesTextCannotHold: a body the JSON decoder would change
+// (invalid UTF-8 or half a surrogate pair, stored as U+FFFD) or that
+// Postgres cannot store (a NUL) answers 400 and writes nothing; escapes
+// that decode to real characters still work.
+func TestBodiesTextCannotHold(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := server(t, "todos", b.resource("todos", nil))
+	created := do(t, s, "POST", "/api/todos", alice, `{"title":"mine"}`)
+	var row map[string]any
+	if err := json.Unmarshal([]byte(created.body), &row); err != nil || created.status != 201 {
+		t.Fatalf("create: %s %v", created, err)
+	}
+	item := fmt.Sprintf("/api/todos/%v", row["id"])
+	for _, c := range []struct{ body, detail string }{
+		{"{\"title\":\"a\xff\xfeb\"}", "not valid UTF-8"},
+		{`{"title":"a\ud800b"}`, "surrogate"},
+		{`{"title":"a\uDC00b"}`, "surrogate"},
+		{`{"title":"a\ud800\u0041"}`, "surrogate"},
+		{`{"title":"\\\ud800"}`, "surrogate"},
+		{`{"title":"a\u0000b"}`, "NUL"},
+	} {
+		for _, op := range []struct{ method, path string }{{"POST", "/api/todos"}, {"PATCH", item}} {
+			p := isProblem(t, do(t, s, op.method, op.path, alice, c.body), 400, "bad_request")
+			if d, _ := p["detail"].(string); !strings.Contains(d, c.detail) {
+				t.Errorf("%s %q: detail %q", op.method, c.body, d)
+			}
+		}
+	}
+	var n int
+	if err := b.pool.QueryRow(context.Background(), `select count(*) from todos where title like '%' || chr(65533) || '%'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows with U+FFFD: %d %v", n, err)
+	}
+	// A pair, an escaped backslash before "u", and plain escapes decode.
+	for _, body := range []string{`{"title":"\ud83d\ude00"}`, `{"title":"\\ud800"}`, `{"title":"\u00e9\n\"x\""}`} {
+		if r := do(t, s, "POST", "/api/todos", alice, body); r.status != 201 {
+			t.Errorf("POST %s: %s", body, r)
+		}
 	}
 }
 
