@@ -381,6 +381,8 @@ func TestFilters(t *testing.T) {
 	for _, q := range []string{
 		"event=nope", "nosuch=eq.1", "title=zz.1", "id=in.(" + strings.Repeat("1,", 100) + "1)",
 		"title=eq." + strings.Repeat("x", 300), strings.Repeat("title=eq.a&", 20), "last_event_id=-1",
+		// Values the column's type cannot hold, refused as a list refuses them.
+		"id=eq.abc", "id=in.(1,x)", "id=gt.1e999999", "done=eq.maybe", "owner_id=eq.not-a-uuid",
 	} {
 		if c := b.subscribe("/api/todos/events?"+q, "Authorization", "Bearer "+tok); c.status != 400 {
 			t.Fatalf("%.60s: %d %s", q, c.status, c.body)

@@ -76,7 +76,7 @@ type Stream struct {
 	keyCol   string
 	keyType  string
 	cols     []string
-	colSet   map[string]bool
+	colSet   map[string]string // selected column → pg_type.typname
 	names    map[string]nameKind
 	allow    []authctx.Allow
 	cop      *http.CrossOriginProtection
@@ -102,7 +102,7 @@ func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) 
 	}
 	d := res.Describe()
 	st := &Stream{h: h, res: res, name: d.Table, keyCol: d.Key.Name, keyType: d.Key.Type,
-		names: map[string]nameKind{}, colSet: map[string]bool{}, allow: slices.Clone(o.Allow),
+		names: map[string]nameKind{}, colSet: map[string]string{}, allow: slices.Clone(o.Allow),
 		resolver: o.Resolver, payloads: o.Payloads, problems: o.Problems, cop: http.NewCrossOriginProtection()}
 	if len(st.allow) == 0 {
 		st.allow = []authctx.Allow{authctx.AllowUser}
@@ -137,7 +137,7 @@ func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) 
 	}
 	for _, c := range d.Columns {
 		st.cols = append(st.cols, c.Name)
-		st.colSet[c.Name] = true
+		st.colSet[c.Name] = c.TypeName
 	}
 	var trigKey *string
 	err := h.d.Read(ctx, service, func(q db.Querier) error {
@@ -323,6 +323,7 @@ func (st *Stream) parse(r *http.Request) (*subscriber, int64, *problem.Problem) 
 	sort.Strings(keys)
 	for _, k := range keys {
 		vs := q[k]
+		typ, isColumn := st.colSet[k]
 		switch {
 		case k == "event":
 			s.names = map[string]bool{}
@@ -340,12 +341,12 @@ func (st *Stream) parse(r *http.Request) (*subscriber, int64, *problem.Problem) 
 				return nil, 0, badQuery("Parameter last_event_id must be a non-negative integer.")
 			}
 			last = id
-		case st.colSet[k]:
+		case isColumn:
 			for _, v := range vs {
 				if len(s.filters) >= MaxFilters {
 					return nil, 0, badQuery(fmt.Sprintf("At most %d filters.", MaxFilters))
 				}
-				f, err := parseFilter(k, v)
+				f, err := parseFilter(k, typ, v)
 				if err != nil {
 					return nil, 0, badQuery(err.Error())
 				}
