@@ -215,18 +215,18 @@ func (st *Stream) EventPayload(name string) (schema *jsonschema.Schema, row bool
 
 func badQuery(detail string) *problem.Problem { return problem.New(problem.KindBadRequest, detail) }
 
-// ServeHTTP serves the stream: text/event-stream, one message per event
-// ("id", "event" and a JSON "data" line, see [Event]), comment lines as
-// heartbeats. Query: event=<name>[,<name>...] keeps only those events;
-// <column>=<op>.<value> filters table events like a list does (eq, neq,
-// gt, gte, lt, lte, in.(a,b), is.null|true|false, not. prefix);
-// last_event_id=<id> resumes like the Last-Event-ID header (which wins).
 // errExpiredForStream answers a token that has expired but is still
 // inside the clock-skew leeway.
 var errExpiredForStream = problem.WithCode(problem.CodeTokenInvalid,
 	"The token has expired; refresh the session, then reconnect.").
 	WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
 
+// ServeHTTP serves the stream: text/event-stream, one message per event
+// ("id", "event" and a JSON "data" line, see [Event]), comment lines as
+// heartbeats. Query: event=<name>[,<name>...] keeps only those events;
+// <column>=<op>.<value> filters table events like a list does (eq, neq,
+// gt, gte, lt, lte, in.(a,b), is.null|true|false, not. prefix);
+// last_event_id=<id> resumes like the Last-Event-ID header (which wins).
 func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
