@@ -17,9 +17,9 @@ import (
 
 const rawInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
 
-// rawMCP sends one raw Streamable HTTP request as the bearer of tok.
-func rawMCP(t *testing.T, url, method, tok, sid, contentType, body string) (*http.Response, []byte) {
-	t.Helper()
+// mcpRequest builds a raw Streamable HTTP request as the bearer of tok,
+// in session sid when not empty.
+func mcpRequest(url, method, tok, sid, contentType, body string) *http.Request {
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -32,7 +32,13 @@ func rawMCP(t *testing.T, url, method, tok, sid, contentType, body string) (*htt
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	}
-	res, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// rawMCP sends mcpRequest's request and reads the whole answer.
+func rawMCP(t *testing.T, url, method, tok, sid, contentType, body string) (*http.Response, []byte) {
+	t.Helper()
+	res, err := http.DefaultClient.Do(mcpRequest(url, method, tok, sid, contentType, body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,12 +207,7 @@ func TestHTTPStandaloneStreamEndsAtTokenExpiry(t *testing.T) {
 	if res, body := rawMCP(t, url, http.MethodPost, tok, sid, "application/json", `{"jsonrpc":"2.0","method":"notifications/initialized"}`); res.StatusCode != http.StatusAccepted {
 		t.Fatalf("initialized: %d %s", res.StatusCode, body)
 	}
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	stream, err := http.DefaultClient.Do(req)
+	stream, err := http.DefaultClient.Do(mcpRequest(url, http.MethodGet, tok, sid, "", ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -450,17 +450,11 @@ func TestHTTPStandaloneStreamOutlivesServerTimeouts(t *testing.T) {
 	tok := b.keys.sign(alice)
 	send := func(method, sid, body string) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest(method, a.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		contentType := ""
 		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
+			contentType = "application/json"
 		}
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := http.DefaultClient.Do(mcpRequest(a.URL+"/mcp", method, tok, sid, contentType, body))
 		if err != nil {
 			t.Fatal(err)
 		}
