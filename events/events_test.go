@@ -423,7 +423,8 @@ func TestSlowAndCapped(t *testing.T) {
 			t.Fatalf("the silent stream did not open within 20 s: %+v", b.hub.Stats())
 		}
 	}
-	if c := b.subscribe("/api/todos/events", "Authorization", "Bearer "+tok); c.status != 503 {
+	if c := b.subscribe("/api/todos/events", "Authorization", "Bearer "+tok); c.status != 429 ||
+		!strings.Contains(c.body, "too_many_requests") || c.resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("4th stream of one caller: %d %s", c.status, c.body)
 	}
 	third.close()

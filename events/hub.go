@@ -64,7 +64,8 @@ type Config struct {
 	// 10000); MaxPerCaller caps those of one caller (default 32): one user
 	// id whatever its sessions, one service key, or all callers without a
 	// session together.
-	// Beyond them a stream answers 503 with Retry-After.
+	// Beyond MaxSubscribers a stream answers 503 with Retry-After, beyond
+	// MaxPerCaller 429 with Retry-After (the caller's own excess).
 	MaxSubscribers, MaxPerCaller int
 	// MaxStream ends a stream after this long (default one hour); a user's
 	// stream also ends when its token expires. Clients reconnect with
@@ -408,8 +409,11 @@ func (h *Hub) register(s *subscriber) (int64, error) {
 	if h.ctx.Err() != nil {
 		return 0, errClosed
 	}
-	if len(h.subs) >= h.cfg.MaxSubscribers || h.perCaller[s.caller] >= h.cfg.MaxPerCaller {
+	if len(h.subs) >= h.cfg.MaxSubscribers {
 		return 0, errFull
+	}
+	if h.perCaller[s.caller] >= h.cfg.MaxPerCaller {
+		return 0, errCallerFull
 	}
 	h.subs[s] = struct{}{}
 	h.perCaller[s.caller]++
@@ -439,6 +443,8 @@ func (h *Hub) cut(s *subscriber) {
 var (
 	errClosed = errors.New("events: hub closed")
 	errFull   = errors.New("events: too many subscribers")
+	// errCallerFull: the caller has MaxPerCaller streams open.
+	errCallerFull = errors.New("events: too many streams of one caller")
 )
 
 // prune deletes events older than Retention (at most 10000 per call, one

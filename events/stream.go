@@ -274,11 +274,14 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	head, err := st.h.register(s)
 	if err != nil {
-		detail := "Too many open event streams; retry later."
-		if errors.Is(err, errClosed) {
-			detail = "The event stream is shutting down; reconnect with Last-Event-ID."
+		p := problem.New(problem.KindUnavailable, "Too many open event streams; retry later.")
+		switch {
+		case errors.Is(err, errClosed):
+			p = problem.New(problem.KindUnavailable, "The event stream is shutting down; reconnect with Last-Event-ID.")
+		case errors.Is(err, errCallerFull):
+			p = problem.New(problem.KindTooManyRequests, "This caller has too many open event streams; close one first.")
 		}
-		st.problems.Write(w, problem.New(problem.KindUnavailable, detail).WithHeader("Retry-After", "5"))
+		st.problems.Write(w, p.WithHeader("Retry-After", "5"))
 		return
 	}
 	defer st.h.unregister(s)

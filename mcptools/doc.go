@@ -58,7 +58,7 @@
 //
 // Sessions are bounded: one caller holds at most
 // [DefaultMaxSessionsPerCaller] at once ([HTTPConfig.MaxSessionsPerCaller];
-// past it an initialize gets 503 with Retry-After), a session idle for
+// past it an initialize gets 429 with Retry-After), a session idle for
 // [DefaultSessionTimeout] is closed (its next request gets 404, and the
 // client starts a new one), and a session's GET stream ends when its
 // caller's token expires. The transport's own refusals (a malformed

@@ -55,7 +55,7 @@ type HTTPConfig struct {
 	// MaxSessionsPerCaller bounds the sessions one caller (same kind and
 	// subject) may hold open at once (default
 	// [DefaultMaxSessionsPerCaller]; negative: no bound). An initialize
-	// beyond it is answered 503 with Retry-After until one of the
+	// beyond it is answered 429 with Retry-After until one of the
 	// caller's sessions is deleted or times out.
 	MaxSessionsPerCaller int
 }
@@ -204,7 +204,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// among the caller's, given back below if none was opened.
 	reserved := sid == "" && r.Method == http.MethodPost && !h.stateless
 	if reserved && !h.reserve(owner) {
-		h.refuse(w, problem.New(problem.KindUnavailable,
+		h.refuse(w, problem.New(problem.KindTooManyRequests,
 			"Too many open MCP sessions for this caller; delete one or wait for an idle one to time out.").
 			WithHeader("Retry-After", "30"))
 		return

@@ -99,7 +99,7 @@ func TestHTTPSessionsBounded(t *testing.T) {
 	status, sid, res, body := open(aliceTok)
 	var p problem.Problem
 	mustJSON(t, string(body), &p)
-	if status != http.StatusServiceUnavailable || sid != "" || p.Kind != problem.KindUnavailable ||
+	if status != http.StatusTooManyRequests || sid != "" || p.Kind != problem.KindTooManyRequests ||
 		res.Header.Get("Retry-After") == "" || res.Header.Get("Content-Type") != problem.MediaType {
 		t.Fatalf("third session: %d %q %v %s", status, sid, res.Header, body)
 	}

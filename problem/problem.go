@@ -38,6 +38,7 @@ const (
 	KindPayloadTooLarge      Kind = "payload_too_large"
 	KindUnsupportedMediaType Kind = "unsupported_media_type"
 	KindUnprocessable        Kind = "unprocessable"
+	KindTooManyRequests      Kind = "too_many_requests"
 	KindUnexpected           Kind = "unexpected"
 	KindUnavailable          Kind = "unavailable"
 )
@@ -56,6 +57,7 @@ var kindInfo = map[Kind]struct {
 	KindPayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},
 	KindUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	KindUnprocessable:        {http.StatusUnprocessableEntity, "Unprocessable content"},
+	KindTooManyRequests:      {http.StatusTooManyRequests, "Too many requests"},
 	KindUnexpected:           {http.StatusInternalServerError, "Unexpected error"},
 	KindUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
 }
@@ -64,7 +66,7 @@ var kindInfo = map[Kind]struct {
 func Kinds() []Kind {
 	return []Kind{KindBadRequest, KindUnauthorized, KindForbidden, KindNotFound,
 		KindMethodNotAllowed, KindConflict, KindPayloadTooLarge, KindUnsupportedMediaType,
-		KindUnprocessable, KindUnexpected, KindUnavailable}
+		KindUnprocessable, KindTooManyRequests, KindUnexpected, KindUnavailable}
 }
 
 // Status returns the HTTP status of a kind (500 for an unknown kind).
