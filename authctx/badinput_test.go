@@ -162,6 +162,21 @@ func TestServiceCallers(t *testing.T) {
 	if a := b.rv.Resolve(r).Auth; a.Kind != KindInvalid {
 		t.Errorf("wrong secret key: %s", a.Kind)
 	}
+	// A secret apikey beside a user's token: the token decides, as at
+	// Supabase's gateway; a bad token is invalid, never the key's service.
+	user := bearerReq(b.token(nil))
+	user.Header.Set("apikey", keys["cron"])
+	if res := b.rv.Resolve(user); res.Auth.Kind != KindUser || res.Source != SourceBearer {
+		t.Errorf("secret apikey + user Bearer: %s from %s", res.Auth.Kind, res.Source)
+	}
+	for _, authz := range []string{"Bearer not.a.jwt", "Basic dXNlcjpwdw==", "Bearer "} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("apikey", keys["cron"])
+		r.Header.Set("Authorization", authz)
+		if a := b.rv.Resolve(r).Auth; a.Kind == KindService || a.Kind == KindUser {
+			t.Errorf("secret apikey + %q: %s", authz, a.Kind)
+		}
+	}
 	// A publishable apikey is not a service credential: the Bearer decides.
 	r = bearerReq(b.token(nil))
 	r.Header.Set("apikey", "sb_publishable_x")

@@ -62,7 +62,11 @@ type Config struct {
 	Resolvers []CustomResolver
 	// Secret turns on the built-in service resolver: an apikey header equal
 	// (constant-time) to one of SecretKeys resolves to service with that
-	// key's name. A verified service_role JWT without sub is also service.
+	// key's name — unless an Authorization header carries a user's token
+	// (anything but a Bearer sb_ key): then, as at Supabase's gateway, the
+	// token decides (a user, or invalid), so a server may act for a user
+	// under the user's row-level security. A verified service_role JWT
+	// without sub is also service.
 	Secret bool
 	// SecretKeys maps key names to secret keys (SUPABASE_SECRET_KEYS).
 	SecretKeys map[string]string

@@ -111,10 +111,18 @@ func (rv *Resolver) resolve(ctx context.Context, r *http.Request) Result {
 		res.Auth = rv.normalize(a, cr.Name())
 		return res
 	}
+	var service *Auth
 	if rv.secret {
 		if a, ok := rv.apikey(r); ok {
-			res.Source, res.Auth = SourceAPIKey, a
-			return res
+			if a.Kind != KindService || !userBearer(r.Header["Authorization"]) {
+				res.Source, res.Auth = SourceAPIKey, a
+				return res
+			}
+			// A secret apikey beside a user's token: the token decides,
+			// as at Supabase's gateway (a server acting for a user under
+			// that user's row-level security). An invalid token stays
+			// invalid; it never falls back to the key.
+			service = &a
 		}
 	}
 	if vals := r.Header["Authorization"]; len(vals) > 0 {
@@ -122,6 +130,10 @@ func (rv *Resolver) resolve(ctx context.Context, r *http.Request) Result {
 			res.Source, res.Auth = SourceBearer, a
 			return res
 		}
+	}
+	if service != nil {
+		res.Source, res.Auth = SourceAPIKey, *service
+		return res
 	}
 	if rv.cookieName != "" && res.RequestCookies != nil {
 		return rv.resolveCookie(withContext(ctx, r), res)
@@ -181,6 +193,17 @@ func (rv *Resolver) normalize(a Auth, name string) Auth {
 		return a
 	}
 	return Invalid(ReasonToken, fmt.Errorf("authctx: resolver %q returned an unknown state kind", name))
+}
+
+// userBearer reports whether the Authorization header may carry a user's
+// token: present, and not a Bearer sb_ key (which supabase-js sends beside
+// the apikey header, and Supabase's gateway replaces with the key's role).
+func userBearer(vals []string) bool {
+	if len(vals) != 1 {
+		return len(vals) > 1 // several: the Bearer path refuses them
+	}
+	scheme, tok, _ := strings.Cut(strings.TrimSpace(vals[0]), " ")
+	return !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(strings.TrimSpace(tok), "sb_")
 }
 
 // apikey is the built-in service resolver: the apikey header compared in
