@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -39,10 +40,15 @@ type filter struct {
 type valueKind int
 
 const (
-	kindText      valueKind = iota
-	kindNumber              // int2, int4, int8, numeric, float4, float8, oid
-	kindTime                // timestamptz: an instant (no zone: UTC)
-	kindLocalTime           // timestamp, date: a wall-clock time
+	kindOther     valueKind = iota // unknown types, domains: numbers if both sides are, else text
+	kindText                       // text, varchar, char, name, citext: text
+	kindInt                        // int2, int4, int8, oid: exact integers
+	kindNumeric                    // numeric: exact decimals
+	kindFloat4                     // float4: as float32
+	kindFloat8                     // float8: as float64
+	kindTime                       // timestamptz: an instant (no zone: UTC)
+	kindLocalTime                  // timestamp: a wall-clock time
+	kindDate                       // date: a day (a time in a filter is dropped)
 	kindUUID
 	kindBool
 )
@@ -50,22 +56,33 @@ const (
 // kindOf is the valueKind of a column of type typname (pg_type.typname).
 func kindOf(typname string) valueKind {
 	switch typname {
-	case "int2", "int4", "int8", "numeric", "float4", "float8", "oid":
-		return kindNumber
+	case "text", "varchar", "bpchar", "char", "name", "citext":
+		return kindText
+	case "int2", "int4", "int8", "oid":
+		return kindInt
+	case "numeric":
+		return kindNumeric
+	case "float4":
+		return kindFloat4
+	case "float8":
+		return kindFloat8
 	case "timestamptz":
 		return kindTime
-	case "timestamp", "date":
+	case "timestamp":
 		return kindLocalTime
+	case "date":
+		return kindDate
 	case "uuid":
 		return kindUUID
 	case "bool":
 		return kindBool
 	}
-	return kindText
+	return kindOther
 }
 
 // kindNames names the kinds in refusals.
-var kindNames = map[valueKind]string{kindNumber: "number", kindTime: "timestamp", kindLocalTime: "timestamp",
+var kindNames = map[valueKind]string{kindInt: "integer", kindNumeric: "number", kindFloat4: "number",
+	kindFloat8: "number", kindTime: "timestamp", kindLocalTime: "timestamp", kindDate: "date",
 	kindUUID: "uuid", kindBool: "boolean"}
 
 // parseFilter parses "op.value" (optionally "not.op.value") for column col
@@ -114,7 +131,7 @@ func parseFilter(col, typname, v string) (filter, error) {
 	default:
 		return f, fmt.Errorf("filter %s: unknown operator %q (eq, neq, gt, gte, lt, lte, in, is)", col, op)
 	}
-	if f.op != "is" && f.kind != kindText {
+	if f.op != "is" && f.kind != kindText && f.kind != kindOther {
 		for _, x := range f.vals {
 			n, ok := normalize(f.kind, x)
 			if !ok {
@@ -128,7 +145,10 @@ func parseFilter(col, typname, v string) (filter, error) {
 
 func matchAll(fs []filter, row map[string]json.RawMessage) bool {
 	for _, f := range fs {
-		if f.match(row[f.col]) != !f.not {
+		m, known := f.match(row[f.col])
+		// As in SQL: NOT of an unknown comparison (a NULL, or a value that
+		// cannot be compared) is unknown, and unknown rows do not match.
+		if !known || m == f.not {
 			return false
 		}
 	}
@@ -136,67 +156,70 @@ func matchAll(fs []filter, row map[string]json.RawMessage) bool {
 }
 
 // match evaluates the filter on a JSON value (nil or null: SQL NULL, which
-// only is.null matches).
-func (f filter) match(raw json.RawMessage) bool {
+// only is.null matches); known is false where SQL's answer would be NULL.
+func (f filter) match(raw json.RawMessage) (m, known bool) {
 	var v any
 	if len(raw) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		if dec.Decode(&v) != nil {
-			return false
+			return false, false
 		}
 	}
 	if f.op == "is" {
 		switch f.vals[0] {
 		case "null":
-			return v == nil
+			return v == nil, true
 		case "true":
-			return v == true
+			return v == true, true
 		default:
-			return v == false
+			return v == false, true
 		}
 	}
 	if v == nil {
-		return false
+		return false, false
 	}
 	text := textOf(v)
 	var row any = text
-	if f.kind != kindText {
+	if f.kind != kindText && f.kind != kindOther {
 		var ok bool
 		if row, ok = normalize(f.kind, text); !ok {
-			return false // a row value its column's type would not print
+			return false, false // a value this comparison cannot read
 		}
 	}
 	cmp := func(i int) int {
-		if f.kind == kindText {
+		switch f.kind {
+		case kindText:
 			return strings.Compare(text, f.vals[i])
+		case kindOther:
+			return compareOther(text, f.vals[i])
 		}
 		return compare(f.kind, row, f.norm[i])
 	}
 	if f.op == "in" {
 		for i := range f.vals {
 			if cmp(i) == 0 {
-				return true
+				return true, true
 			}
 		}
-		return false
+		return false, true
 	}
 	c := cmp(0)
 	switch f.op {
 	case "eq":
-		return c == 0
+		return c == 0, true
 	case "neq":
-		return c != 0
+		return c != 0, true
 	case "gt":
-		return c > 0
+		return c > 0, true
 	case "gte":
-		return c >= 0
+		return c >= 0, true
 	case "lt":
-		return c < 0
+		return c < 0, true
 	case "lte":
-		return c <= 0
+		return c <= 0, true
 	}
-	return false
+	return false, false
 }
 
 func textOf(v any) string {
@@ -215,40 +238,141 @@ func textOf(v any) string {
 // compare compares x and y, values of kind as normalize returns them.
 func compare(kind valueKind, x, y any) int {
 	switch kind {
-	case kindNumber:
+	case kindInt, kindNumeric:
 		xr, xok := x.(*big.Rat)
 		yr, yok := y.(*big.Rat)
 		if xok && yok {
 			return xr.Cmp(yr)
 		}
 		return cmpFloat(toFloat(x), toFloat(y)) // NaN and ±Infinity, as Postgres orders them
-	case kindTime, kindLocalTime:
+	case kindFloat4, kindFloat8:
+		return cmpFloat(x.(float64), y.(float64))
+	case kindTime, kindLocalTime, kindDate:
 		return x.(time.Time).Compare(y.(time.Time))
 	}
 	return strings.Compare(x.(string), y.(string)) // uuid, bool: canonical text
 }
 
-// normalize parses s as a value of kind: a *big.Rat or float64 for
-// numbers, a time.Time for times, the canonical text of a uuid or boolean.
+// compareOther compares values of a type it does not know (a domain, an
+// enum, …): as numbers when both sides read as decimals, else as text.
+func compareOther(a, b string) int {
+	x, ok1 := decimal(a)
+	y, ok2 := decimal(b)
+	if ok1 && ok2 {
+		return x.Cmp(y)
+	}
+	return strings.Compare(a, b)
+}
+
+// maxDecimal bounds the text of a decimal read exactly: Postgres prints a
+// float8 in full (1e300 is 301 digits); longer numeric row values are
+// compared through float64.
+const maxDecimal = 1024
+
+// decimal reads s in Postgres's decimal syntax, [+-]digits[.digits] with
+// an optional e[+-]digits exponent within ±400, exactly: no hex, binary
+// exponents, fractions or spaces, which big.Rat would also read.
+func decimal(s string) (*big.Rat, bool) {
+	if len(s) == 0 || len(s) > maxDecimal {
+		return nil, false
+	}
+	i := 0
+	if s[0] == '+' || s[0] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i, n = i+1, n+1
+		}
+		return n
+	}
+	n := digits()
+	if i < len(s) && s[i] == '.' {
+		i++
+		n += digits()
+	}
+	if n == 0 {
+		return nil, false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		exp := s[i+1:]
+		j := 0
+		if j < len(exp) && (exp[j] == '+' || exp[j] == '-') {
+			j++
+		}
+		if j == len(exp) || len(exp)-j > 3 || strings.Trim(exp[j:], "0123456789") != "" {
+			return nil, false
+		}
+		if e, _ := strconv.Atoi(exp); e < -400 || e > 400 {
+			return nil, false
+		}
+		i = len(s)
+	}
+	if i != len(s) {
+		return nil, false
+	}
+	return new(big.Rat).SetString(s)
+}
+
+// special reads Postgres's spellings of NaN and the infinities.
+func special(s string) (float64, bool) {
+	switch strings.ToLower(s) {
+	case "nan":
+		return math.NaN(), true
+	case "infinity", "+infinity", "inf", "+inf":
+		return math.Inf(1), true
+	case "-infinity", "-inf":
+		return math.Inf(-1), true
+	}
+	return 0, false
+}
+
+// normalize parses s as a value of kind: a *big.Rat (a float64 for NaN and
+// the infinities) for integers and numerics, a float64 for floats, a
+// time.Time for times, the canonical text of a uuid or boolean.
 func normalize(kind valueKind, s string) (any, bool) {
 	switch kind {
-	case kindNumber:
-		if len(s) <= 64 && smallExponent(s) {
-			if r, ok := new(big.Rat).SetString(s); ok {
-				return r, true
-			}
-		}
-		switch strings.ToLower(s) {
-		case "nan":
-			return math.NaN(), true
-		case "infinity", "+infinity", "inf", "+inf":
-			return math.Inf(1), true
-		case "-infinity", "-inf":
-			return math.Inf(-1), true
+	case kindInt:
+		if r, ok := decimal(s); ok && !strings.ContainsAny(s, ".eE") {
+			return r, true
 		}
 		return nil, false
-	case kindTime, kindLocalTime:
-		return parseTime(s, kind == kindLocalTime)
+	case kindNumeric:
+		if r, ok := decimal(s); ok {
+			return r, true
+		}
+		if f, ok := special(s); ok {
+			return f, true
+		}
+		if len(s) > maxDecimal { // a very long numeric row value
+			if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+				return f, true
+			}
+		}
+		return nil, false
+	case kindFloat4, kindFloat8:
+		if f, ok := special(s); ok {
+			return f, true
+		}
+		if _, ok := decimal(s); !ok && len(s) <= maxDecimal {
+			return nil, false
+		}
+		bits := 64
+		if kind == kindFloat4 {
+			bits = 32 // both sides as float4, as Postgres compares them
+		}
+		f, err := strconv.ParseFloat(s, bits)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, false
+		}
+		return f, true
+	case kindTime, kindLocalTime, kindDate:
+		t, ok := parseTime(s, kind != kindTime)
+		if ok && kind == kindDate && !isInfinite(t) {
+			t = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		}
+		return t, ok
 	case kindUUID:
 		u := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}"))
 		u = strings.ReplaceAll(u, "-", "")
@@ -268,24 +392,22 @@ func normalize(kind valueKind, s string) (any, bool) {
 	return s, true
 }
 
-// smallExponent reports whether the exponent of a number's text, if it
-// has one, is within ±400 (past float8's range), so that big.Rat does not
-// build a huge power of ten.
-func smallExponent(s string) bool {
-	i := strings.IndexAny(s, "eE")
-	if i < 0 {
-		return true
-	}
-	e, err := strconv.Atoi(s[i+1:])
-	return err == nil && e >= -400 && e <= 400
-}
+// The times Postgres spells infinity and -infinity.
+var (
+	posInfinity = time.Unix(1<<62, 0).UTC()
+	negInfinity = time.Unix(-(1 << 62), 0).UTC()
+)
+
+func isInfinite(t time.Time) bool { return t.Equal(posInfinity) || t.Equal(negInfinity) }
 
 // timeLayouts are the spellings of a time a filter or a row may use: what
 // Postgres prints in JSON, RFC 3339, and its own text output.
 var timeLayouts = []string{
 	"2006-01-02T15:04:05.999999999Z07:00",
+	"2006-01-02T15:04:05.999999999Z0700",
 	"2006-01-02T15:04:05.999999999Z07",
 	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999Z0700",
 	"2006-01-02 15:04:05.999999999Z07",
 	"2006-01-02T15:04:05.999999999",
 	"2006-01-02 15:04:05.999999999",
@@ -297,7 +419,13 @@ var timeLayouts = []string{
 // parseTime parses s in one of timeLayouts; a time without a zone is UTC.
 // With local (timestamp without time zone, date) the zone is dropped and
 // the wall clock kept, as Postgres does.
-func parseTime(s string, local bool) (any, bool) {
+func parseTime(s string, local bool) (time.Time, bool) {
+	switch strings.ToLower(s) {
+	case "infinity", "+infinity":
+		return posInfinity, true
+	case "-infinity":
+		return negInfinity, true
+	}
 	for _, l := range timeLayouts {
 		t, err := time.Parse(l, s)
 		if err != nil {
@@ -308,7 +436,7 @@ func parseTime(s string, local bool) (any, bool) {
 		}
 		return t, true
 	}
-	return nil, false
+	return time.Time{}, false
 }
 
 func toFloat(v any) float64 {

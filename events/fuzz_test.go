@@ -15,7 +15,7 @@ func FuzzFilter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string, row []byte) {
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal(row, &m)
-		for _, typ := range []string{"text", "int8", "numeric", "float8", "timestamptz", "timestamp", "date", "uuid", "bool"} {
+		for _, typ := range []string{"text", "int8", "numeric", "float4", "float8", "timestamptz", "timestamp", "date", "uuid", "bool", "a_domain"} {
 			flt, err := parseFilter("c", typ, v)
 			if err != nil {
 				continue
