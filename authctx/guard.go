@@ -3,6 +3,7 @@ package authctx
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/tablegate/tablegate/problem"
 )
@@ -118,6 +119,19 @@ func invalidProblem(a Auth) *problem.Problem {
 		p = p.WithCause(a.Err)
 	}
 	return p.WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
+}
+
+// ExpiredForStream refuses a long-lived response (an event stream) to a
+// user whose token has expired by now though it was admitted inside the
+// verifier's clock-skew leeway: such a stream would end as it opens, and
+// the client would reconnect with the same token. It returns the 401 that
+// makes a client refresh first, or nil.
+func ExpiredForStream(a Auth, now time.Time) *problem.Problem {
+	if a.User == nil || a.User.ExpiresAt.IsZero() || now.Before(a.User.ExpiresAt) {
+		return nil
+	}
+	return problem.WithCode(problem.CodeTokenInvalid, "The token has expired; refresh it, then reconnect.").
+		WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
 }
 
 // KeysNotLoadedProblem is the answer to a token that could not be

@@ -215,12 +215,6 @@ func (st *Stream) EventPayload(name string) (schema *jsonschema.Schema, row bool
 
 func badQuery(detail string) *problem.Problem { return problem.New(problem.KindBadRequest, detail) }
 
-// errExpiredForStream answers a token that has expired but is still
-// inside the clock-skew leeway.
-var errExpiredForStream = problem.WithCode(problem.CodeTokenInvalid,
-	"The token has expired; refresh the session, then reconnect.").
-	WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
-
 // ServeHTTP serves the stream: text/event-stream, one message per event
 // ("id", "event" and a JSON "data" line, see [Event]), comment lines as
 // heartbeats. Query: event=<name>[,<name>...] keeps only those events;
@@ -241,11 +235,8 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.problems.Write(w, p)
 		return
 	}
-	if u := res.Auth.User; u != nil && !u.ExpiresAt.IsZero() && !time.Now().Before(u.ExpiresAt) {
-		// Past exp, inside the verifier's clock-skew leeway: a request is
-		// served, but a stream would end as it opens and the client would
-		// reconnect with the same token. A 401 makes it refresh first.
-		st.problems.Write(w, errExpiredForStream)
+	if p := authctx.ExpiredForStream(res.Auth, time.Now()); p != nil {
+		st.problems.Write(w, p)
 		return
 	}
 	if p := st.crossSite(r, res); p != nil {

@@ -56,12 +56,13 @@
 // resource metadata). Each tool call runs as the caller of the HTTP request
 // that carried it.
 //
-// Sessions are bounded: one caller holds at most
-// [DefaultMaxSessionsPerCaller] at once ([HTTPConfig.MaxSessionsPerCaller];
-// past it an initialize gets 429 with Retry-After), a session idle for
-// [DefaultSessionTimeout] is closed (its next request gets 404, and the
-// client starts a new one), and a session's GET stream ends when its
-// caller's token expires. The transport's own refusals (a malformed
+// Sessions are bounded: one caller (a user, a service key; callers without
+// a subject by client address) holds at most [DefaultMaxSessionsPerCaller]
+// at once ([HTTPConfig.MaxSessionsPerCaller]; past it an initialize gets
+// 429 with Retry-After), a session idle for [DefaultSessionTimeout] is
+// closed (its next request gets 404, and the client starts a new one), and
+// a session's GET stream ends when its caller's token expires (a token
+// already past exp, inside the clock-skew leeway, gets 401). The transport's own refusals (a malformed
 // message, a wrong method or media type, an unknown session) are Problem
 // Details too; an unknown session and another caller's get the same 404.
 //

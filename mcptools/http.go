@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -158,16 +159,22 @@ type httpHandler struct {
 // sessionHeader is the Streamable HTTP session id header.
 const sessionHeader = "Mcp-Session-Id"
 
-// ownerOf names a caller for session binding: its kind and subject (the
-// user id, or the service key's name).
-func ownerOf(a authctx.Auth) string {
+// ownerOf names a caller for session binding and the per-caller cap: its
+// kind and subject (the user id, or the service key's name). Callers
+// without a subject (anon, when admitted) are told apart by their client
+// address, so that one of them cannot fill every other's places.
+func ownerOf(a authctx.Auth, r *http.Request) string {
 	switch {
 	case a.Kind == authctx.KindUser && a.User != nil:
 		return "user:" + a.User.ID
 	case a.Kind == authctx.KindService:
 		return "service:" + a.KeyName
 	}
-	return string(a.Kind) + ":"
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return string(a.Kind) + ":" + host
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +195,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, p)
 		return
 	}
-	owner := ownerOf(a)
+	owner := ownerOf(a, r)
 	sid := rr.Header.Get(sessionHeader)
 	if sid != "" {
 		h.mu.Lock()
@@ -211,12 +218,19 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := h.s.calls.put(a)
 	if err != nil {
+		if reserved {
+			h.release(owner)
+		}
 		h.refuse(w, problem.New(problem.KindUnexpected, "The server could not complete the request.").WithCause(err))
 		return
 	}
 	defer h.s.calls.delete(id)
 	rr.Header.Set(callHeader, id)
 	if r.Method == http.MethodGet {
+		if p := authctx.ExpiredForStream(a, time.Now()); p != nil {
+			h.refuse(w, p)
+			return
+		}
 		// The standalone SSE stream lives as long as its session: lift the
 		// server's read and write timeouts for this response only. The
 		// session ends it (Streamable.SessionTimeout, DELETE, shutdown),
@@ -237,9 +251,10 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.opened(sw.sid, owner) // a session opened by this caller
 	case reserved:
 		h.release(owner)
-	case sid != "" && sw.status == http.StatusNotFound:
-		h.forget(sid) // unknown to the SDK
 	}
+	// A session's place is given back only when the SDK closes it (opened's
+	// watcher): the SDK also answers 404 inside a live session (an unknown
+	// method), which must not unbind it from its owner.
 }
 
 // errNoSession answers a session id the SDK does not know, or that

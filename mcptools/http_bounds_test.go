@@ -3,6 +3,7 @@ package mcptools_test
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,12 +48,17 @@ func rawMCP(t *testing.T, url, method, tok, sid, contentType, body string) (*htt
 	return res, b
 }
 
-// boundedApp serves MCP at /mcp with the given bounds.
-func boundedApp(t *testing.T, b *bundle, maxSessions int, timeout time.Duration) string {
+// boundedApp serves MCP at /mcp with the given bounds, to users and
+// (with anon) callers without a session.
+func boundedApp(t *testing.T, b *bundle, maxSessions int, timeout time.Duration, anon ...bool) string {
 	t.Helper()
+	allow := []authctx.Allow{authctx.AllowUser}
+	if len(anon) > 0 && anon[0] {
+		allow = append(allow, authctx.AllowAnon)
+	}
 	h, err := b.srv.Handler(&mcptools.HTTPConfig{
 		Caller:               b.keys.caller,
-		Allow:                []authctx.Allow{authctx.AllowUser},
+		Allow:                allow,
 		MaxSessionsPerCaller: maxSessions,
 		Streamable:           &mcp.StreamableHTTPOptions{SessionTimeout: timeout},
 	})
@@ -228,5 +234,91 @@ func TestHTTPStandaloneStreamEndsAtTokenExpiry(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("the stream outlived its caller's token by 12s")
+	}
+}
+
+// TestHTTPSessionBoundToOwnerThrough404: the SDK answers 404 inside a
+// live session too (an unknown method); that neither frees the session's
+// place nor unbinds it from its owner.
+func TestHTTPSessionBoundToOwnerThrough404(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	url := boundedApp(t, b, 1, 0)
+	aliceTok, bobTok := b.keys.sign(alice), b.keys.sign(bob)
+	res, _ := rawMCP(t, url, http.MethodPost, aliceTok, "", "application/json", rawInitialize)
+	sid := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d", res.StatusCode)
+	}
+	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
+		req := mcpRequest(url, http.MethodPost, aliceTok, sid, "application/json", `{"jsonrpc":"2.0","id":9,"method":"no/such/method"}`)
+		req.Header.Set("Mcp-Protocol-Version", version)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	if res, body := rawMCP(t, url, http.MethodPost, aliceTok, "", "application/json", rawInitialize); res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a second session past a cap of 1: %d %s", res.StatusCode, body)
+	}
+	if res, body := rawMCP(t, url, http.MethodPost, bobTok, sid, "application/json", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("bob in alice's session: %d %s", res.StatusCode, body)
+	}
+	if res, body := rawMCP(t, url, http.MethodPost, aliceTok, sid, "application/json", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); res.StatusCode != http.StatusOK {
+		t.Fatalf("alice in her session: %d %s", res.StatusCode, body)
+	}
+}
+
+// TestHTTPStreamRefusesTokenInLeeway: a GET stream with a token past exp,
+// inside the verifier's clock-skew leeway, gets 401 rather than a stream
+// that ends as it opens.
+func TestHTTPStreamRefusesTokenInLeeway(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	url := boundedApp(t, b, 0, 0)
+	tok := b.keys.sign(alice, "exp", time.Now().Add(-5*time.Second).Unix())
+	res, body := rawMCP(t, url, http.MethodPost, tok, "", "application/json", rawInitialize)
+	sid := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize inside the leeway: %d %s", res.StatusCode, body)
+	}
+	res, body = rawMCP(t, url, http.MethodGet, tok, sid, "", "")
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "TOKEN_INVALID") ||
+		!strings.Contains(res.Header.Get("WWW-Authenticate"), "invalid_token") {
+		t.Fatalf("GET stream inside the leeway: %d %v %s", res.StatusCode, res.Header, body)
+	}
+}
+
+// TestHTTPAnonSessionsByAddress: callers without a subject, when
+// admitted, are capped by client address: one cannot fill the places of
+// all the others.
+func TestHTTPAnonSessionsByAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	url := boundedApp(t, b, 1, 0, true)
+	from := func(ip string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	}
+	open := func(c *http.Client) int {
+		res, err := c.Do(mcpRequest(url, http.MethodPost, "", "", "application/json", rawInitialize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	one, two := from("127.0.0.1"), from("127.0.0.2")
+	if st := open(one); st != http.StatusOK {
+		t.Fatalf("first anonymous session: %d", st)
+	}
+	if st := open(one); st != http.StatusTooManyRequests {
+		t.Fatalf("second from the same address: %d", st)
+	}
+	if st := open(two); st != http.StatusOK {
+		t.Fatalf("first from another address: %d", st)
 	}
 }
