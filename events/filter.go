@@ -235,6 +235,19 @@ func textOf(v any) string {
 	return string(b)
 }
 
+// localize reads the filter's timestamptz values that name no zone in
+// loc, the database session's TimeZone, as Postgres reads them in a list.
+func (f *filter) localize(loc *time.Location) {
+	if f.kind != kindTime || f.op == "is" {
+		return
+	}
+	for i, v := range f.vals {
+		if t, ok := parseTimeIn(v, false, loc); ok {
+			f.norm[i] = t
+		}
+	}
+}
+
 // compare compares x and y, values of kind as normalize returns them.
 func compare(kind valueKind, x, y any) int {
 	switch kind {
@@ -411,6 +424,8 @@ var timeLayouts = []string{
 	"2006-01-02 15:04:05.999999999Z07",
 	"2006-01-02T15:04:05.999999999",
 	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04Z07:00",
+	"2006-01-02 15:04Z07:00",
 	"2006-01-02T15:04",
 	"2006-01-02 15:04",
 	"2006-01-02",
@@ -419,7 +434,10 @@ var timeLayouts = []string{
 // parseTime parses s in one of timeLayouts; a time without a zone is UTC.
 // With local (timestamp without time zone, date) the zone is dropped and
 // the wall clock kept, as Postgres does.
-func parseTime(s string, local bool) (time.Time, bool) {
+func parseTime(s string, local bool) (time.Time, bool) { return parseTimeIn(s, local, time.UTC) }
+
+// parseTimeIn is parseTime reading a time without a zone in loc.
+func parseTimeIn(s string, local bool, loc *time.Location) (time.Time, bool) {
 	switch strings.ToLower(s) {
 	case "infinity", "+infinity":
 		return posInfinity, true
@@ -427,7 +445,7 @@ func parseTime(s string, local bool) (time.Time, bool) {
 		return negInfinity, true
 	}
 	for _, l := range timeLayouts {
-		t, err := time.Parse(l, s)
+		t, err := time.ParseInLocation(l, s, loc)
 		if err != nil {
 			continue
 		}

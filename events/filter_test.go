@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+	_ "time/tzdata"
 )
 
 // TestFilterComparesByType: filters compare as the column's type does in
@@ -75,6 +77,30 @@ func TestFilterComparesByType(t *testing.T) {
 	} {
 		if _, err := parseFilter("c", c.typ, c.filter); err == nil {
 			t.Errorf("%s %s: accepted", c.typ, c.filter)
+		}
+	}
+}
+
+// TestFilterTimeZone: a timestamptz filter value without a zone is read in
+// the database session's TimeZone, as a list reads it.
+func TestFilterTimeZone(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin") // time/tzdata: found on any machine
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := map[string]json.RawMessage{"c": json.RawMessage(`"2024-01-01T12:00:00+01:00"`)}
+	for _, c := range []struct {
+		filter string
+		want   bool
+	}{{"eq.2024-01-01T12:00", true}, {"eq.2024-01-01T12:00Z", false}, {"eq.2024-01-01T11:00:00+00:00", true}} {
+		f, err := parseFilter("c", "timestamptz", c.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.localize(berlin)
+		if got := matchAll([]filter{f}, row); got != c.want {
+			t.Errorf("%s in Europe/Berlin: %v", c.filter, got)
 		}
 	}
 }

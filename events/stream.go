@@ -255,13 +255,19 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The caller's active tenant, read in Postgres exactly as the writer's
 	// (and checking the caller may run statements at all).
 	ctx, cancel := context.WithTimeout(r.Context(), st.h.cfg.CheckTimeout)
+	var zone string
 	err := st.h.d.Read(ctx, s.auth, func(q db.Querier) error {
-		return q.QueryRow(ctx, `select tablegate.current_tenant_id()::text`).Scan(&s.tenant)
+		return q.QueryRow(ctx, `select tablegate.current_tenant_id()::text, current_setting('TimeZone')`).Scan(&s.tenant, &zone)
 	})
 	cancel()
 	if err != nil {
 		st.problems.Write(w, problem.From(db.Problem(err)))
 		return
+	}
+	if loc, err := time.LoadLocation(zone); err == nil && loc != time.UTC {
+		for i := range s.filters {
+			s.filters[i].localize(loc)
+		}
 	}
 	head, err := st.h.register(s)
 	if err != nil {
