@@ -162,6 +162,17 @@ func TestServiceCallers(t *testing.T) {
 	if a := b.rv.Resolve(r).Auth; a.Kind != KindInvalid {
 		t.Errorf("wrong secret key: %s", a.Kind)
 	}
+	// A secret key that is a legacy service_role JWT, sent by supabase-js as
+	// apikey and Bearer both: still the key's service caller, whether or
+	// not the JWKS could verify it.
+	legacy := "eyJhbGciOiJIUzI1NiJ9.eyJyb2xlIjoic2VydmljZV9yb2xlIn0.c2lnbmF0dXJl"
+	bl := setup(t, func(c *Config) { c.Secret = true; c.SecretKeys = map[string]string{"legacy": legacy} })
+	lr := httptest.NewRequest("GET", "/", nil)
+	lr.Header.Set("apikey", legacy)
+	lr.Header.Set("Authorization", "Bearer "+legacy)
+	if res := bl.rv.Resolve(lr); res.Auth.Kind != KindService || res.Auth.KeyName != "legacy" {
+		t.Errorf("legacy service_role key as apikey and Bearer: %s %q", res.Auth.Kind, res.Auth.KeyName)
+	}
 	// A secret apikey beside a user's token: the token decides, as at
 	// Supabase's gateway; a bad token is invalid, never the key's service.
 	user := bearerReq(b.token(nil))

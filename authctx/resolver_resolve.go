@@ -114,7 +114,7 @@ func (rv *Resolver) resolve(ctx context.Context, r *http.Request) Result {
 	var service *Auth
 	if rv.secret {
 		if a, ok := rv.apikey(r); ok {
-			if a.Kind != KindService || !userBearer(r.Header["Authorization"]) {
+			if a.Kind != KindService || !userBearer(r.Header["Authorization"], r.Header.Get("apikey")) {
 				res.Source, res.Auth = SourceAPIKey, a
 				return res
 			}
@@ -196,14 +196,17 @@ func (rv *Resolver) normalize(a Auth, name string) Auth {
 }
 
 // userBearer reports whether the Authorization header may carry a user's
-// token: present, and not a Bearer sb_ key (which supabase-js sends beside
-// the apikey header, and Supabase's gateway replaces with the key's role).
-func userBearer(vals []string) bool {
+// token: present, and neither a Bearer sb_ key (which supabase-js sends
+// beside the apikey header, and Supabase's gateway replaces with the key's
+// role) nor the apikey itself (supabase-js created with a secret key
+// that is a legacy service_role JWT sends it in both).
+func userBearer(vals []string, apikey string) bool {
 	if len(vals) != 1 {
 		return len(vals) > 1 // several: the Bearer path refuses them
 	}
 	scheme, tok, _ := strings.Cut(strings.TrimSpace(vals[0]), " ")
-	return !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(strings.TrimSpace(tok), "sb_")
+	tok = strings.TrimSpace(tok)
+	return !strings.EqualFold(scheme, "Bearer") || !(strings.HasPrefix(tok, "sb_") || tok == apikey)
 }
 
 // apikey is the built-in service resolver: the apikey header compared in
