@@ -41,7 +41,9 @@ type valueKind int
 
 const (
 	kindOther     valueKind = iota // unknown types, domains: numbers if both sides are, else text
-	kindText                       // text, varchar, char, name, citext: text
+	kindText                       // text, varchar, char, name: text
+	kindBpchar                     // char(n): text without trailing spaces
+	kindCitext                     // citext: text of either case
 	kindInt                        // int2, int4, int8, oid: exact integers
 	kindNumeric                    // numeric: exact decimals
 	kindFloat4                     // float4: as float32
@@ -56,8 +58,12 @@ const (
 // kindOf is the valueKind of a column of type typname (pg_type.typname).
 func kindOf(typname string) valueKind {
 	switch typname {
-	case "text", "varchar", "bpchar", "char", "name", "citext":
+	case "text", "varchar", "char", "name":
 		return kindText
+	case "bpchar":
+		return kindBpchar
+	case "citext":
+		return kindCitext
 	case "int2", "int4", "int8", "oid":
 		return kindInt
 	case "numeric":
@@ -131,7 +137,7 @@ func parseFilter(col, typname, v string) (filter, error) {
 	default:
 		return f, fmt.Errorf("filter %s: unknown operator %q (eq, neq, gt, gte, lt, lte, in, is)", col, op)
 	}
-	if f.op != "is" && f.kind != kindText && f.kind != kindOther {
+	if f.op != "is" {
 		for _, x := range f.vals {
 			n, ok := normalize(f.kind, x)
 			if !ok {
@@ -179,23 +185,11 @@ func (f filter) match(raw json.RawMessage) (m, known bool) {
 	if v == nil {
 		return false, false
 	}
-	text := textOf(v)
-	var row any = text
-	if f.kind != kindText && f.kind != kindOther {
-		var ok bool
-		if row, ok = normalize(f.kind, text); !ok {
-			return false, false // a value this comparison cannot read
-		}
+	row, ok := normalize(f.kind, textOf(v)) // once per filter: the values were at parse
+	if !ok {
+		return false, false // a value this comparison cannot read
 	}
-	cmp := func(i int) int {
-		switch f.kind {
-		case kindText:
-			return strings.Compare(text, f.vals[i])
-		case kindOther:
-			return compareOther(text, f.vals[i])
-		}
-		return compare(f.kind, row, f.norm[i])
-	}
+	cmp := func(i int) int { return compare(f.kind, row, f.norm[i]) }
 	if f.op == "in" {
 		for i := range f.vals {
 			if cmp(i) == 0 {
@@ -248,16 +242,44 @@ func (f *filter) localize(loc *time.Location) {
 	}
 }
 
+// zoneless reports whether a timestamptz filter names a time without a
+// zone, which Postgres reads in the session's TimeZone.
+func (f *filter) zoneless() bool {
+	if f.kind != kindTime || f.op == "is" {
+		return false
+	}
+	plusOne := time.FixedZone("", 3600)
+	for _, v := range f.vals {
+		a, _ := parseTimeIn(v, false, time.UTC)
+		b, _ := parseTimeIn(v, false, plusOne)
+		if !a.Equal(b) {
+			return true
+		}
+	}
+	return false
+}
+
 // compare compares x and y, values of kind as normalize returns them.
 func compare(kind valueKind, x, y any) int {
 	switch kind {
 	case kindInt, kindNumeric:
 		xr, xok := x.(*big.Rat)
 		yr, yok := y.(*big.Rat)
-		if xok && yok {
+		switch {
+		case xok && yok:
 			return xr.Cmp(yr)
+		case xok: // finite against NaN or an infinity
+			return cmpFloat(0, y.(float64))
+		case yok:
+			return cmpFloat(x.(float64), 0)
 		}
-		return cmpFloat(toFloat(x), toFloat(y)) // NaN and ±Infinity, as Postgres orders them
+		return cmpFloat(x.(float64), y.(float64)) // NaN and ±Infinity, as Postgres orders them
+	case kindOther:
+		xo, yo := x.(other), y.(other)
+		if xo.num != nil && yo.num != nil {
+			return xo.num.Cmp(yo.num)
+		}
+		return strings.Compare(xo.text, yo.text)
 	case kindFloat4, kindFloat8:
 		return cmpFloat(x.(float64), y.(float64))
 	case kindTime, kindLocalTime, kindDate:
@@ -266,15 +288,12 @@ func compare(kind valueKind, x, y any) int {
 	return strings.Compare(x.(string), y.(string)) // uuid, bool: canonical text
 }
 
-// compareOther compares values of a type it does not know (a domain, an
-// enum, …): as numbers when both sides read as decimals, else as text.
-func compareOther(a, b string) int {
-	x, ok1 := decimal(a)
-	y, ok2 := decimal(b)
-	if ok1 && ok2 {
-		return x.Cmp(y)
-	}
-	return strings.Compare(a, b)
+// other is a value of a type the filter does not know (a domain, an
+// enum, …), compared as a number when both sides read as decimals, else as
+// text.
+type other struct {
+	text string
+	num  *big.Rat
 }
 
 // maxDecimal bounds the text of a decimal read exactly: Postgres prints a
@@ -376,8 +395,8 @@ func normalize(kind valueKind, s string) (any, bool) {
 			bits = 32 // both sides as float4, as Postgres compares them
 		}
 		f, err := strconv.ParseFloat(s, bits)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return nil, false
+		if err != nil && (!errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0)) {
+			return nil, false // out of the type's range, as Postgres says
 		}
 		return f, true
 	case kindTime, kindLocalTime, kindDate:
@@ -401,6 +420,16 @@ func normalize(kind valueKind, s string) (any, bool) {
 			return "false", true
 		}
 		return nil, false
+	case kindBpchar:
+		return strings.TrimRight(s, " "), true
+	case kindCitext:
+		return strings.ToLower(s), true
+	case kindOther:
+		o := other{text: s}
+		if r, ok := decimal(s); ok {
+			o.num = r
+		}
+		return o, true
 	}
 	return s, true
 }
@@ -455,14 +484,6 @@ func parseTimeIn(s string, local bool, loc *time.Location) (time.Time, bool) {
 		return t, true
 	}
 	return time.Time{}, false
-}
-
-func toFloat(v any) float64 {
-	if r, ok := v.(*big.Rat); ok {
-		f, _ := r.Float64()
-		return f
-	}
-	return v.(float64)
 }
 
 // cmpFloat orders floats as Postgres does: NaN above every other value

@@ -51,6 +51,13 @@ func TestFilterComparesByType(t *testing.T) {
 		{typ: "text", filter: "eq.1.0", value: `"1"`, want: false},
 		{typ: "my_int_domain", filter: "gt.9", value: `10`, want: true}, // a type it does not know: numbers as numbers
 		{typ: "my_enum", filter: "eq.open", value: `"open"`, want: true},
+		{typ: "my_enum", filter: "in.(open,closed)", value: `"closed"`, want: true},
+		{typ: "bpchar", filter: "eq.ab", value: `"ab   "`, want: true},
+		{typ: "citext", filter: "eq.ABC", value: `"abc"`, want: true},
+		{typ: "numeric", filter: "eq.Infinity", value: "1" + strings.Repeat("0", 400), want: false},
+		{typ: "numeric", filter: "lt.Infinity", value: "1" + strings.Repeat("0", 400), want: true},
+		{typ: "numeric", filter: "gt.-Infinity", value: `-5`, want: true},
+		{typ: "numeric", filter: "lt.NaN", value: `5`, want: true},
 		{typ: "int4", filter: "eq.1", value: `null`, unknown: true},
 		{typ: "int4", filter: "is.null", value: `null`, want: true},
 	} {
@@ -71,7 +78,7 @@ func TestFilterComparesByType(t *testing.T) {
 		{"int8", "eq.abc"}, {"int8", "gt.1e999999"}, {"numeric", "in.(1,two)"},
 		{"int8", "eq.0x1p9999999"}, {"numeric", "eq.0x1p9999999"}, {"float8", "eq.0x1p99"},
 		{"int8", "eq.1/2"}, {"int8", "eq.0b101"}, {"int8", "eq.1.5"}, {"int8", "eq.1e2"}, {"int8", "eq.NaN"},
-		{"numeric", "eq.1e401"}, {"numeric", "eq. 1"},
+		{"numeric", "eq.1e401"}, {"numeric", "eq. 1"}, {"float8", "eq.1e400"}, {"float4", "eq.1e39"},
 		{"timestamptz", "gt.notadate"}, {"date", "eq.24/11/2026"},
 		{"uuid", "eq.not-a-uuid"}, {"bool", "eq.maybe"},
 	} {
@@ -97,6 +104,9 @@ func TestFilterTimeZone(t *testing.T) {
 		f, err := parseFilter("c", "timestamptz", c.filter)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !f.zoneless() != strings.ContainsAny(c.filter[len("eq.2024-01-01T12:00"):], "Z+") {
+			t.Errorf("%s: zoneless %v", c.filter, f.zoneless())
 		}
 		f.localize(berlin)
 		if got := matchAll([]filter{f}, row); got != c.want {

@@ -264,8 +264,14 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.problems.Write(w, problem.From(db.Problem(err)))
 		return
 	}
-	if loc, err := time.LoadLocation(zone); err == nil && loc != time.UTC {
-		for i := range s.filters {
+	loc, err := time.LoadLocation(zone)
+	for i := range s.filters {
+		switch {
+		case err != nil && s.filters[i].zoneless():
+			st.problems.Write(w, badQuery(fmt.Sprintf("Filter %s: give the time a zone (Z, +01:00): "+
+				"the database's TimeZone %q is not one the stream can read.", s.filters[i].col, truncate(zone))))
+			return
+		case err == nil && loc != time.UTC:
 			s.filters[i].localize(loc)
 		}
 	}
