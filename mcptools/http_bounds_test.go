@@ -48,6 +48,17 @@ func rawMCP(t *testing.T, url, method, tok, sid, contentType, body string) (*htt
 	return res, b
 }
 
+// initSession opens a session as the bearer of tok and returns its id.
+func initSession(t *testing.T, url, tok string) string {
+	t.Helper()
+	res, body := rawMCP(t, url, http.MethodPost, tok, "", "application/json", rawInitialize)
+	sid := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", res.StatusCode, body)
+	}
+	return sid
+}
+
 // boundedApp serves MCP at /mcp with the given bounds, to users and
 // (with anon) callers without a session.
 func boundedApp(t *testing.T, b *bundle, maxSessions int, timeout time.Duration, anon ...bool) string {
@@ -151,11 +162,7 @@ func TestHTTPTransportErrorsAreProblems(t *testing.T) {
 	b := setup(t)
 	url := boundedApp(t, b, 0, 0)
 	aliceTok, bobTok := b.keys.sign(alice), b.keys.sign(bob)
-	res, _ := rawMCP(t, url, http.MethodPost, aliceTok, "", "application/json", rawInitialize)
-	aliceSID := res.Header.Get("Mcp-Session-Id")
-	if res.StatusCode != http.StatusOK || aliceSID == "" {
-		t.Fatalf("initialize: %d", res.StatusCode)
-	}
+	aliceSID := initSession(t, url, aliceTok)
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 
 	var notFound []string
@@ -205,11 +212,7 @@ func TestHTTPStandaloneStreamEndsAtTokenExpiry(t *testing.T) {
 	url := boundedApp(t, b, 0, 0)
 	exp := time.Now().Add(3 * time.Second)
 	tok := b.keys.sign(alice, "exp", exp.Unix())
-	res, _ := rawMCP(t, url, http.MethodPost, tok, "", "application/json", rawInitialize)
-	sid := res.Header.Get("Mcp-Session-Id")
-	if res.StatusCode != http.StatusOK || sid == "" {
-		t.Fatalf("initialize: %d", res.StatusCode)
-	}
+	sid := initSession(t, url, tok)
 	if res, body := rawMCP(t, url, http.MethodPost, tok, sid, "application/json", `{"jsonrpc":"2.0","method":"notifications/initialized"}`); res.StatusCode != http.StatusAccepted {
 		t.Fatalf("initialized: %d %s", res.StatusCode, body)
 	}
@@ -245,11 +248,7 @@ func TestHTTPSessionBoundToOwnerThrough404(t *testing.T) {
 	b := setup(t)
 	url := boundedApp(t, b, 1, 0)
 	aliceTok, bobTok := b.keys.sign(alice), b.keys.sign(bob)
-	res, _ := rawMCP(t, url, http.MethodPost, aliceTok, "", "application/json", rawInitialize)
-	sid := res.Header.Get("Mcp-Session-Id")
-	if res.StatusCode != http.StatusOK || sid == "" {
-		t.Fatalf("initialize: %d", res.StatusCode)
-	}
+	sid := initSession(t, url, aliceTok)
 	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		req := mcpRequest(url, http.MethodPost, aliceTok, sid, "application/json", `{"jsonrpc":"2.0","id":9,"method":"no/such/method"}`)
 		req.Header.Set("Mcp-Protocol-Version", version)
@@ -279,12 +278,8 @@ func TestHTTPStreamRefusesTokenInLeeway(t *testing.T) {
 	b := setup(t)
 	url := boundedApp(t, b, 0, 0)
 	tok := b.keys.sign(alice, "exp", time.Now().Add(-5*time.Second).Unix())
-	res, body := rawMCP(t, url, http.MethodPost, tok, "", "application/json", rawInitialize)
-	sid := res.Header.Get("Mcp-Session-Id")
-	if res.StatusCode != http.StatusOK || sid == "" {
-		t.Fatalf("initialize inside the leeway: %d %s", res.StatusCode, body)
-	}
-	res, body = rawMCP(t, url, http.MethodGet, tok, sid, "", "")
+	sid := initSession(t, url, tok)
+	res, body := rawMCP(t, url, http.MethodGet, tok, sid, "", "")
 	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "TOKEN_INVALID") ||
 		!strings.Contains(res.Header.Get("WWW-Authenticate"), "invalid_token") {
 		t.Fatalf("GET stream inside the leeway: %d %v %s", res.StatusCode, res.Header, body)
