@@ -28,12 +28,13 @@ const (
 // instants, uuids and booleans in any of their spellings, other types as
 // text.
 type filter struct {
-	col  string
-	kind valueKind
-	op   string // eq neq gt gte lt lte in is
-	not  bool
-	vals []string
-	norm []any // vals normalized for kind (not for text)
+	col    string
+	kind   valueKind
+	labels map[string]int // an enum's labels, in their declared order
+	op     string         // eq neq gt gte lt lte in is
+	not    bool
+	vals   []string
+	norm   []any // vals normalized for kind (not for text)
 }
 
 // valueKind is how a column's values compare.
@@ -53,7 +54,15 @@ const (
 	kindDate                       // date: a day (a time in a filter is dropped)
 	kindUUID
 	kindBool
+	kindEnum // by the labels' declared order
 )
+
+// colType is what a stream knows of a column's type: pg_type.typname (a
+// domain's base type's), and an enum's labels in their declared order.
+type colType struct {
+	name   string
+	labels []string
+}
 
 // kindOf is the valueKind of a column of type typname (pg_type.typname).
 func kindOf(typname string) valueKind {
@@ -89,13 +98,24 @@ func kindOf(typname string) valueKind {
 // kindNames names the kinds in refusals.
 var kindNames = map[valueKind]string{kindInt: "integer", kindNumeric: "number", kindFloat4: "number",
 	kindFloat8: "number", kindTime: "timestamp", kindLocalTime: "timestamp", kindDate: "date",
-	kindUUID: "uuid", kindBool: "boolean"}
+	kindUUID: "uuid", kindBool: "boolean", kindEnum: "label of the column's enum"}
 
 // parseFilter parses "op.value" (optionally "not.op.value") for column col
 // of type typname; a value the column's type cannot hold is refused, as a
 // list refuses it.
 func parseFilter(col, typname, v string) (filter, error) {
-	f := filter{col: col, kind: kindOf(typname)}
+	return parseTyped(col, colType{name: typname}, v)
+}
+
+// parseTyped is parseFilter for a column of type t.
+func parseTyped(col string, t colType, v string) (filter, error) {
+	f := filter{col: col, kind: kindOf(t.name)}
+	if t.labels != nil {
+		f.kind, f.labels = kindEnum, make(map[string]int, len(t.labels))
+		for i, l := range t.labels {
+			f.labels[l] = i
+		}
+	}
 	if len(v) > MaxFilterValue {
 		return f, fmt.Errorf("filter %s: value longer than %d bytes", col, MaxFilterValue)
 	}
@@ -139,7 +159,7 @@ func parseFilter(col, typname, v string) (filter, error) {
 	}
 	if f.op != "is" {
 		for _, x := range f.vals {
-			n, ok := normalize(f.kind, x)
+			n, ok := f.normalize(x)
 			if !ok {
 				return f, fmt.Errorf("filter %s: %q is not a %s", col, truncate(x), kindNames[f.kind])
 			}
@@ -185,7 +205,7 @@ func (f filter) match(raw json.RawMessage) (m, known bool) {
 	if v == nil {
 		return false, false
 	}
-	row, ok := normalize(f.kind, textOf(v)) // once per filter: the values were at parse
+	row, ok := f.normalize(textOf(v)) // once per filter: the values were at parse
 	if !ok {
 		return false, false // a value this comparison cannot read
 	}
@@ -259,6 +279,16 @@ func (f *filter) zoneless() bool {
 	return false
 }
 
+// normalize is normalize for the filter's column: an enum's label as its
+// position.
+func (f *filter) normalize(s string) (any, bool) {
+	if f.kind == kindEnum {
+		i, ok := f.labels[s]
+		return i, ok
+	}
+	return normalize(f.kind, s)
+}
+
 // compare compares x and y, values of kind as normalize returns them.
 func compare(kind valueKind, x, y any) int {
 	switch kind {
@@ -284,6 +314,8 @@ func compare(kind valueKind, x, y any) int {
 		return cmpFloat(x.(float64), y.(float64))
 	case kindTime, kindLocalTime, kindDate:
 		return x.(time.Time).Compare(y.(time.Time))
+	case kindEnum:
+		return x.(int) - y.(int)
 	}
 	return strings.Compare(x.(string), y.(string)) // uuid, bool: canonical text
 }

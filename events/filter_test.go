@@ -1,11 +1,14 @@
 package events
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 	_ "time/tzdata"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
 // TestFilterComparesByType: filters compare as the column's type does in
@@ -112,5 +115,54 @@ func TestFilterTimeZone(t *testing.T) {
 		if got := matchAll([]filter{f}, row); got != c.want {
 			t.Errorf("%s in Europe/Berlin: %v", c.filter, got)
 		}
+	}
+}
+
+// TestColumnTypesFollowDomainsAndEnums: filters on a domain compare as its
+// base type (a domain over text holding digits stays text; over int8, a
+// number), and on an enum by the labels' declared order.
+func TestColumnTypesFollowDomainsAndEnums(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `create domain zip as text;
+create domain qty as int8 check (value >= 0);
+create type stage as enum ('todo', 'doing', 'done');
+create table typed (id int primary key, z zip, q qty, s stage, note text)`); err != nil {
+		t.Fatal(err)
+	}
+	types, err := columnTypes(ctx, pool, `public.typed`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"id": "int4", "z": "text", "q": "int8", "s": "stage", "note": "text"}
+	for col, name := range want {
+		if types[col].name != name {
+			t.Errorf("%s: %q, want %q", col, types[col].name, name)
+		}
+	}
+	if got := strings.Join(types["s"].labels, ","); got != "todo,doing,done" {
+		t.Errorf("enum labels %q", got)
+	}
+	for _, c := range []struct {
+		col, filter, value string
+		want               bool
+	}{
+		{"z", "eq.01234", `"1234"`, false}, // text: no numeric equality
+		{"q", "gt.9", `10`, true},
+		{"s", "gt.todo", `"doing"`, true}, // declared order, not text order
+		{"s", "lt.doing", `"done"`, false},
+		{"s", "in.(todo,done)", `"done"`, true},
+	} {
+		f, err := parseTyped(c.col, types[c.col], c.filter)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.col, c.filter, err)
+		}
+		if got := matchAll([]filter{f}, map[string]json.RawMessage{c.col: json.RawMessage(c.value)}); got != c.want {
+			t.Errorf("%s=%s on %s: %v", c.col, c.filter, c.value, got)
+		}
+	}
+	if _, err := parseTyped("s", types["s"], "eq.nope"); err == nil {
+		t.Error("a label the enum does not have was accepted")
 	}
 }

@@ -76,7 +76,7 @@ type Stream struct {
 	keyCol   string
 	keyType  string
 	cols     []string
-	colSet   map[string]string // selected column → pg_type.typname
+	colSet   map[string]colType // selected column → its type
 	names    map[string]nameKind
 	allow    []authctx.Allow
 	cop      *http.CrossOriginProtection
@@ -102,7 +102,7 @@ func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) 
 	}
 	d := res.Describe()
 	st := &Stream{h: h, res: res, name: d.Table, keyCol: d.Key.Name, keyType: d.Key.Type,
-		names: map[string]nameKind{}, colSet: map[string]string{}, allow: slices.Clone(o.Allow),
+		names: map[string]nameKind{}, colSet: map[string]colType{}, allow: slices.Clone(o.Allow),
 		resolver: o.Resolver, payloads: o.Payloads, problems: o.Problems, cop: http.NewCrossOriginProtection()}
 	if len(st.allow) == 0 {
 		st.allow = []authctx.Allow{authctx.AllowUser}
@@ -137,14 +137,24 @@ func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) 
 	}
 	for _, c := range d.Columns {
 		st.cols = append(st.cols, c.Name)
-		st.colSet[c.Name] = c.TypeName
+		st.colSet[c.Name] = colType{name: c.TypeName}
 	}
 	var trigKey *string
 	err := h.d.Read(ctx, service, func(q db.Querier) error {
-		return q.QueryRow(ctx, `select quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relname,
+		err := q.QueryRow(ctx, `select quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relname,
   (select encode(t.tgargs, 'escape') from pg_catalog.pg_trigger t where t.tgrelid = c.oid and t.tgname = 'tablegate_events')
 from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
 where n.nspname = $1 and c.relname = $2`, d.Schema, strings.TrimPrefix(d.Table, d.Schema+".")).Scan(&st.table, &st.relname, &trigKey)
+		if err != nil {
+			return err
+		}
+		types, err := columnTypes(ctx, q, st.table)
+		for name, ct := range types {
+			if _, ok := st.colSet[name]; ok {
+				st.colSet[name] = ct
+			}
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("events: stream %s: %w", d.Table, err)
@@ -352,7 +362,7 @@ func (st *Stream) parse(r *http.Request) (*subscriber, int64, *problem.Problem) 
 				if len(s.filters) >= MaxFilters {
 					return nil, 0, badQuery(fmt.Sprintf("At most %d filters.", MaxFilters))
 				}
-				f, err := parseFilter(k, typ, v)
+				f, err := parseTyped(k, typ, v)
 				if err != nil {
 					return nil, 0, badQuery(err.Error())
 				}
@@ -500,4 +510,29 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 		}
 	}
 	return head, true
+}
+
+// columnTypes reads the types of table's columns as filters compare them:
+// a domain's base type (one level), an enum's labels in declared order.
+func columnTypes(ctx context.Context, q db.Querier, table string) (map[string]colType, error) {
+	rows, err := q.Query(ctx, `select a.attname, b.typname,
+  case when b.typtype = 'e' then array(select e.enumlabel::text from pg_catalog.pg_enum e
+    where e.enumtypid = b.oid order by e.enumsortorder) end
+from pg_catalog.pg_attribute a join pg_catalog.pg_type t on t.oid = a.atttypid
+join pg_catalog.pg_type b on b.oid = case when t.typtype = 'd' then t.typbasetype else t.oid end
+where a.attrelid = $1::regclass and a.attnum > 0 and not a.attisdropped`, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	types := map[string]colType{}
+	for rows.Next() {
+		var name string
+		var ct colType
+		if err := rows.Scan(&name, &ct.name, &ct.labels); err != nil {
+			return nil, err
+		}
+		types[name] = ct
+	}
+	return types, rows.Err()
 }
