@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +70,23 @@ func TestStatementTimeoutInTheSameRoundTrip(t *testing.T) {
 	if v := show(d.Tx); v != "1500ms" {
 		t.Fatalf("tx: statement_timeout %q, want 1500ms", v)
 	}
+	// A transaction Go holds open also bounds its pauses; a read, one
+	// implicit transaction, has none.
+	idle := func(scope func(context.Context, authctx.Caller, func(db.Querier) error) error) string {
+		var v string
+		if err := scope(ctx, alice, func(q db.Querier) error {
+			return q.QueryRow(ctx, "select current_setting('idle_in_transaction_session_timeout')").Scan(&v)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := idle(d.Tx); v != "1500ms" {
+		t.Fatalf("tx: idle_in_transaction_session_timeout %q, want 1500ms", v)
+	}
+	if v := idle(d.Read); v != "0" {
+		t.Fatalf("read: idle_in_transaction_session_timeout %q, want the server's 0", v)
+	}
 	// Per call.
 	opts := (&db.ScopeOpts{StatementTimeout: 250 * time.Millisecond}).Prepare()
 	if v := show(func(ctx context.Context, c authctx.Caller, fn func(db.Querier) error) error {
@@ -80,6 +98,9 @@ func TestStatementTimeoutInTheSameRoundTrip(t *testing.T) {
 	var v string
 	if err := pool.QueryRow(ctx, "select current_setting('statement_timeout')").Scan(&v); err != nil || v != "0" {
 		t.Fatalf("session statement_timeout after requests: %q %v (leaked out of the transaction)", v, err)
+	}
+	if err := pool.QueryRow(ctx, "select current_setting('idle_in_transaction_session_timeout')").Scan(&v); err != nil || v != "0" {
+		t.Fatalf("session idle_in_transaction_session_timeout after requests: %q %v (leaked out of the transaction)", v, err)
 	}
 	// Negative: no setting (the role's or server's value applies).
 	dn := db.New(pool, &db.Config{StatementTimeout: -1})
@@ -118,6 +139,56 @@ func TestStatementOverBudgetAnswers503(t *testing.T) {
 	}
 	if n := pool.Stat().TotalConns(); n < 1 {
 		t.Fatalf("the cancelled statement cost its connection (pool %d)", n)
+	}
+}
+
+// Go code that holds a transaction open past the budget (a hook waiting on
+// a neighbour that hangs) does not hold its locks past the budget: Postgres
+// ends the idle transaction, another writer gets the row while the hook
+// still waits, the late statement answers 503 and nothing is committed.
+func TestIdleTransactionOverBudget(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	admin := pgtest.Pool(t, u)
+	setupNotes(t, admin)
+	pool := budgetPool(t, u, 2, nil)
+	d := db.New(pool, &db.Config{StatementTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	alice := user(authctx.Claims{"sub": alice})
+
+	other := make(chan error, 1)
+	err := d.Tx(ctx, alice, func(q db.Querier) error {
+		if _, err := q.Exec(ctx, "update notes set body = 'hook' where id = 1"); err != nil {
+			return err
+		}
+		// The row is locked. Another writer that waits up to 8 s for it
+		// gets it only if the idle transaction is ended meanwhile.
+		go func() {
+			_, err := admin.Exec(ctx, "set lock_timeout = '8s'; update notes set body = 'other' where id = 1")
+			other <- err
+		}()
+		select {
+		case err := <-other:
+			if err != nil {
+				t.Errorf("the other writer: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("the other writer still waits: the idle transaction kept its lock")
+		}
+		_, err := q.Exec(ctx, "select 1")
+		return err
+	})
+	p, ok := problem.As(db.Problem(err))
+	if !ok || p.Status != 503 || p.Header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "time budget") {
+		t.Fatalf("statement after an idle pause over budget: %v → %+v, want 503 naming the time budget", err, p)
+	}
+	var body string
+	if err := admin.QueryRow(ctx, "select body from notes where id = 1").Scan(&body); err != nil || body != "other" {
+		t.Fatalf("row after the ended transaction: %q %v, want the other writer's (nothing of the hook committed)", body, err)
+	}
+	// The pool goes on: the ended connection is replaced.
+	if got := ids(t, d, alice); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("a request after the ended transaction: %v", got)
 	}
 }
 

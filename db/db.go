@@ -52,6 +52,13 @@ type Config struct {
 	// Retry-After by [Problem]). Zero means [DefaultStatementTimeout];
 	// negative sets none (the role's or server's setting applies).
 	// Override it per call with [ScopeOpts].
+	//
+	// In a [DB.Tx] it also bounds each pause between statements, while Go
+	// code (a hook, an action) holds the transaction open: it is set as
+	// idle_in_transaction_session_timeout beside the statement timeout. A
+	// transaction left idle longer is ended by Postgres, which releases its
+	// locks and closes its connection (SQLSTATE 25P03, answered 503); the
+	// work is never committed.
 	StatementTimeout time.Duration
 
 	// AcquireTimeout bounds the wait for a pooled connection when every
@@ -188,10 +195,13 @@ type Querier interface {
 }
 
 // settingsSQL sets the caller into the current transaction only;
-// settingsTimeoutSQL also sets the request's statement timeout.
+// settingsTimeoutSQL also sets the request's statement timeout, and
+// settingsTxTimeoutSQL, for a transaction that Go holds open between
+// statements, the same budget for each pause.
 const (
-	settingsSQL        = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)`
-	settingsTimeoutSQL = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true)`
+	settingsSQL          = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)`
+	settingsTimeoutSQL   = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true)`
+	settingsTxTimeoutSQL = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true), set_config('idle_in_transaction_session_timeout', $3, true)`
 )
 
 // Static claims of callers without a token.
@@ -301,9 +311,12 @@ func prefixBatch(begin bool, s settings, sql string, args []any) *pgx.Batch {
 	if begin {
 		b.Queue("begin")
 	}
-	if s.timeout != nil {
+	switch {
+	case s.timeout != nil && begin:
+		b.Queue(settingsTxTimeoutSQL, s.role, s.claims, s.timeout)
+	case s.timeout != nil:
 		b.Queue(settingsTimeoutSQL, s.role, s.claims, s.timeout)
-	} else {
+	default:
 		b.Queue(settingsSQL, s.role, s.claims)
 	}
 	b.Queue(sql, args...)

@@ -22,6 +22,7 @@ import (
 //	40001 serialization, 40P01 deadlock   → 409 conflict with Retry-After
 //	connection failures, 57P0x, 53xxx     → 503 unavailable with Retry-After
 //	57014 statement timeout or cancelled  → 503 unavailable with Retry-After
+//	25P03 transaction idle over budget    → 503 unavailable with Retry-After
 //	[ErrPoolBusy], [ErrPoolClosed]        → 503 unavailable with Retry-After
 //	a cancelled or expired context        → 503 unavailable with Retry-After
 //	anything else                         → 500 unexpected
@@ -90,7 +91,7 @@ func fromPgError(e *pgconn.PgError) *problem.Problem {
 	case e.Code == "40001" || e.Code == "40P01":
 		return problem.New(problem.KindConflict, "The request conflicted with a concurrent one; retry it.").
 			WithHeader("Retry-After", "1")
-	case e.Code == "57014":
+	case e.Code == "57014" || e.Code == "25P03":
 		return problem.New(problem.KindUnavailable, "The request took longer than its time budget and was cancelled.").
 			WithHeader("Retry-After", "1")
 	case len(e.Code) == 5 && (e.Code[:2] == "53" || e.Code[:2] == "08" || e.Code[:3] == "57P"):

@@ -24,8 +24,11 @@ import (
 // error) nor from several goroutines at once: a transaction is one
 // connection, and statements on it run one after the other.
 //
-// Every statement runs under the statement timeout of [Config]; the wait
-// for a pooled connection is bounded by Config.AcquireTimeout.
+// Every statement runs under the statement timeout of [Config], and so
+// does every pause between statements (while fn works in Go with the
+// transaction open: past it, Postgres ends the transaction and the next
+// statement or the commit fails with SQLSTATE 25P03). The wait for a pooled
+// connection is bounded by Config.AcquireTimeout.
 func (d *DB) Tx(ctx context.Context, c authctx.Caller, fn func(q Querier) error) (err error) {
 	return d.TxWith(ctx, c, nil, fn)
 }

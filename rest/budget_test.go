@@ -129,6 +129,32 @@ func TestStatementTimeoutPerResourceAndOperation(t *testing.T) {
 	}
 }
 
+// A hook that holds the request's transaction open past the budget (a
+// neighbour that hangs) gets no more than the budget: Postgres ends the idle
+// transaction, the request answers 503 and its write is never committed.
+func TestHookHoldingTransactionOverBudget(t *testing.T) {
+	t.Parallel()
+	b := budgetBundle(t, &db.Config{StatementTimeout: 250 * time.Millisecond})
+	if _, err := b.pool.Exec(context.Background(), `create table jobs (id int primary key, title text not null);
+grant select, insert on jobs to authenticated;`); err != nil {
+		t.Fatal(err)
+	}
+	res := b.resource("jobs", &Config{Hooks: Hooks{AfterCreateFunc: func(c *Ctx, row Row) (any, error) {
+		time.Sleep(time.Second) // the insert ran; COMMIT waits for the hook
+		return row, nil
+	}}})
+	s := server(t, "jobs", res)
+	r := do(t, s, "POST", "/api/jobs", alice, `{"id":1,"title":"late"}`)
+	isProblem(t, r, 503, "unavailable")
+	if r.header.Get("Retry-After") == "" || !strings.Contains(r.body, "time budget") {
+		t.Fatalf("hook over budget: %s %v, want Retry-After and the time budget named", r.body, r.header)
+	}
+	var n int
+	if err := b.pool.QueryRow(context.Background(), "select count(*) from jobs").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows after the ended transaction: %d %v, want 0", n, err)
+	}
+}
+
 // FilterColumns limits lists to the columns it names: an unindexed filter
 // (or order) answers 400 before any statement runs.
 func TestFilterColumnsRefuseUnindexedFilters(t *testing.T) {

@@ -111,11 +111,14 @@ type Config struct {
 	CacheControl string
 
 	// StatementTimeout is the time budget of each statement this
-	// resource's operations and actions run (hooks included), replacing
-	// db.Config.StatementTimeout. It is set inside the request's
-	// transaction in the same round trip as the caller's claims. A
-	// statement over budget is cancelled by Postgres and the request
-	// answers 503 with Retry-After. Zero uses the DB's; negative sets none.
+	// resource's operations and actions run (hooks included), and of each
+	// pause a hook or action takes between statements while it holds the
+	// request's transaction, replacing db.Config.StatementTimeout. It is
+	// set inside the request's transaction in the same round trip as the
+	// caller's claims. A statement over budget is cancelled by Postgres, a
+	// transaction idle over budget is ended (its locks released, nothing
+	// committed), and the request answers 503 with Retry-After. Zero uses
+	// the DB's; negative sets none.
 	StatementTimeout time.Duration
 
 	// StatementTimeouts overrides StatementTimeout for single CRUD

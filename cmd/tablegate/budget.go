@@ -68,7 +68,7 @@ const defaultShutdownTimeout = 10 * time.Second
 
 func (b *budgetFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.maxConns, "db-max-conns", 0, "database pool size `N` (default 4 per CPU, 8..64; or the URL's pool_max_conns)")
-	fs.DurationVar(&b.statementTimeout, "statement-timeout", 0, "time budget of each statement of a request (default 5s; negative: none)")
+	fs.DurationVar(&b.statementTimeout, "statement-timeout", 0, "time budget of each statement of a request, and of each pause a hook or action takes between them (default 5s; negative: none)")
 	fs.DurationVar(&b.acquireTimeout, "acquire-timeout", 0, "longest wait for a free pooled connection before answering 503 (default 2s)")
 	fs.DurationVar(&b.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGINT/SIGTERM, let running requests finish for this long, then cancel them")
 }
