@@ -1,36 +1,49 @@
 package migrations_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
 // TestDefinerSearchPathPinned: every SECURITY DEFINER function tablegate
-// installs runs with search_path = pg_catalog, pg_temp. An empty path is not
+// installs, and every other function of its schema that sets a search
+// path, runs with search_path = pg_catalog, pg_temp. An empty path is not
 // enough: Postgres then searches the session's temporary schema first for
-// types and tables, so a caller could shadow a type the body names.
+// types and tables, so a caller could shadow a type the body names. A
+// function that is not a definer still runs with the owner's rights when a
+// definer calls it, and its own path then replaces the definer's.
 func TestDefinerSearchPathPinned(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
 	rows, err := pool.Query(t.Context(), `
-		select p.oid::regprocedure::text, coalesce(array_to_string(p.proconfig, ' '), '')
+		select p.oid::regprocedure::text, p.prosecdef, coalesce(array_to_string(p.proconfig, ' '), '')
 		from pg_proc p join pg_namespace n on n.oid = p.pronamespace
-		where p.prosecdef and n.nspname not in ('pg_catalog', 'information_schema')
+		where n.nspname not in ('pg_catalog', 'information_schema')
+		  and (p.prosecdef or (n.nspname = 'tablegate' and exists (
+		    select from unnest(p.proconfig) c where c like 'search\_path=%')))
 		order by 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	n := 0
+	definers, others := 0, 0
 	for rows.Next() {
 		var fn, config string
-		if err := rows.Scan(&fn, &config); err != nil {
+		var definer bool
+		if err := rows.Scan(&fn, &definer, &config); err != nil {
 			t.Fatal(err)
 		}
-		n++
+		if definer {
+			definers++
+		} else {
+			others++
+		}
 		if config != `search_path=pg_catalog, pg_temp` {
 			t.Errorf("%s runs with %q, want search_path=pg_catalog, pg_temp", fn, config)
 		}
@@ -38,8 +51,57 @@ func TestDefinerSearchPathPinned(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n < 10 {
-		t.Fatalf("only %d SECURITY DEFINER functions found", n)
+	if definers < 10 || others < 10 {
+		t.Fatalf("only %d SECURITY DEFINER functions and %d others with a path found", definers, others)
+	}
+}
+
+// TestDefinerCalleesIgnoreCallerTempTypes: a signed-in caller who can run
+// SQL, and is no approver, shadows uuid and text with temporary domains
+// whose checks report the role they run as, then calls approval_decide, a
+// definer whose callee is_approver_of declares variables of both types.
+// The caller's check must never run (as the owner); the call is refused as
+// for any non-approver.
+func TestDefinerCalleesIgnoreCallerTempTypes(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	execScript(t, pool, equivalenceFixture)
+	claims := `{"sub": "` + userA1 + `", "role": "authenticated", "tenant_id": "` + tenantA + `", "is_anonymous": false}`
+	cfg := pool.Config().ConnConfig.Copy()
+	var ranAs []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if strings.HasPrefix(n.Message, "ran as ") {
+			ranAs = append(ranAs, n.Message)
+		}
+	}
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	for i, s := range []string{
+		`set role authenticated`,
+		`select pg_catalog.set_config('request.jwt.claims', $1, false)`,
+		`create function pg_temp.report_role(v pg_catalog.text) returns boolean language plpgsql as
+		   $$ begin raise notice 'ran as %', current_user; return true; end $$`,
+		`create domain pg_temp.uuid as pg_catalog.uuid check (pg_temp.report_role(value::pg_catalog.text))`,
+		`create domain pg_temp.text as pg_catalog.text check (pg_temp.report_role(value::pg_catalog.text))`,
+	} {
+		var args []any
+		if i == 1 {
+			args = []any{claims}
+		}
+		if _, err := conn.Exec(t.Context(), s, args...); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	_, err = conn.Exec(t.Context(), `select * from tablegate.approval_decide(null, true)`)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Hint != "not_approver" {
+		t.Errorf("approval_decide by a non-approver: %v, want the not_approver refusal", err)
+	}
+	if len(ranAs) > 0 {
+		t.Errorf("the caller's type checks ran inside approval_decide: %v", ranAs)
 	}
 }
 
