@@ -137,6 +137,7 @@ func equivalenceCallers() []caller {
 		{"sub without hyphens", withClaims(authctx.Claims{"sub": strings.ReplaceAll(userA1, "-", ""), "tenant_id": tenantA})},
 		{"upper-case sub", withClaims(authctx.Claims{"sub": strings.ToUpper(userA1), "tenant_id": tenantA})},
 		{"no sub", withClaims(authctx.Claims{"tenant_id": tenantA})},
+		{"sub of x's in a uuid's shape", withClaims(authctx.Claims{"sub": "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "tenant_id": tenantA})},
 	}
 }
 
@@ -242,6 +243,41 @@ func TestHelpersAnswerAsBefore(t *testing.T) {
 	compare(t, "renamed claim and approver role")
 	p.both(t, `delete from tablegate.settings where key in ('tenant_claim', 'approver_role')`)
 	compare(t, "settings deleted")
+}
+
+// TestTenantsReadAsBefore: every kind of caller reads the same tenants as
+// under the version before the fast helpers, where the read policy called
+// is_member for each row; now the member tenants are listed once per
+// statement (an init-plan, not a call in the row filter).
+func TestTenantsReadAsBefore(t *testing.T) {
+	t.Parallel()
+	p := newEquivalencePair(t, equivalenceFixture+`
+insert into tablegate.tenants (id, name) values ('cccccccc-0000-4000-8000-000000000003', 'C');
+insert into tablegate.memberships (user_id, scope, scope_id, roles) values
+  ('`+userA1+`', 'tenant', 'cccccccc-0000-4000-8000-000000000003', '{}');`)
+	const read = `select coalesce(string_agg(id::text, ' ' order by id), '') from tablegate.tenants`
+	seen := map[string]bool{}
+	for _, c := range equivalenceCallers() {
+		got, want := answer(t.Context(), p.curDB, c.ctx, read), answer(t.Context(), p.oldDB, c.ctx, read)
+		if got != want {
+			t.Errorf("%s: reads tenants %q, before %q", c.name, got, want)
+		}
+		seen[got] = true
+		for _, one := range []string{tenantA, tenantB} {
+			byID := `select count(*) from tablegate.tenants where id = '` + one + `'`
+			if got, want := answer(t.Context(), p.curDB, c.ctx, byID), answer(t.Context(), p.oldDB, c.ctx, byID); got != want {
+				t.Errorf("%s: reads tenant %s %s times, before %s", c.name, one, got, want)
+			}
+		}
+	}
+	// Callers with no tenant, one and several must all have been seen.
+	if !seen[""] || !seen[tenantA] || !seen[tenantA+" cccccccc-0000-4000-8000-000000000003"] {
+		t.Fatalf("the callers read only %v: the comparison proves too little", seen)
+	}
+	plan := answer(t.Context(), p.curDB, user(userA1, tenantA), `explain (costs off) select id from tablegate.tenants`)
+	if !strings.Contains(plan, "InitPlan") || strings.Contains(plan, "is_member") {
+		t.Errorf("tenants read plan checks membership per row:\n%s", plan)
+	}
 }
 
 // policyOutcome is what a caller may do under a table's policies: the ids
