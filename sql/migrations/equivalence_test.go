@@ -393,14 +393,15 @@ grant select, insert, update, delete on public.%[1]s to anon, authenticated, ser
 			}
 		}
 		// The demo's todos: ids are generated, compare what is seen and done.
-		// auth.uid() fails on a sub that is not a uuid (22P02); the demo's
-		// update and delete policies used to reach it for every caller, and
-		// now check the tenant first: such a caller is refused without the
-		// error (0 rows), the one outcome allowed to differ.
+		// auth.uid() fails on a sub that is not a uuid (22P02), x's in a
+		// uuid's shape included; the demo's update and delete policies used
+		// to reach it for every caller, and now check the tenant first: such
+		// a caller is refused without the error (0 rows), the one outcome
+		// allowed to differ.
 		demoInsert := "insert into public.todos (tenant_id, owner_id, title) values ('" + tenantA + "', '" + userA1 + "', 'new')"
 		got, want := policyOutcomeOf(t, demo.curDB, c.ctx, "public.todos", demoInsert, "title = 'a'"),
 			policyOutcomeOf(t, demo.oldDB, c.ctx, "public.todos", demoInsert, "title = 'a'")
-		if c.name == "sub not a uuid" {
+		if c.name == "sub not a uuid" || c.name == "sub of x's in a uuid's shape" {
 			want = strings.ReplaceAll(want, "error 22P02", "0")
 		}
 		if got != want {
