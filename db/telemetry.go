@@ -2,11 +2,14 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/multitracer"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -19,7 +22,9 @@ import (
 // prepare, connect) as a child of the request's span. A batch is one round
 // trip and one span ("batch start"; the statements inside it get none).
 // Spans never carry SQL text, parameters or connection details, only the
-// operation name ("SELECT", "batch"). The duration of a round trip is its
+// operation name ("SELECT", "batch"); a failed round trip's span records
+// the failure and its SQLSTATE (pgx.sql_state), not the error's message,
+// which may quote a refused value or name the database, user and host. The duration of a round trip is its
 // span's: pgx's per-operation duration histogram is not recorded (it would
 // cost every query a histogram measurement the spans already carry); pool
 // metrics come from [RecordPoolStats]. A tracer already set on
@@ -67,5 +72,62 @@ type roundTripTracer struct{ *otelpgx.Tracer }
 
 // TraceBatchQuery implements pgx.BatchTracer.
 func (roundTripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+// The end hooks hand otelpgx the error with its text withheld: otelpgx
+// records err.Error() as the span's status and exception message.
+
+// TraceQueryEnd implements pgx.QueryTracer.
+func (t roundTripTracer) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryEndData) {
+	d.Err = spanError(d.Err)
+	t.Tracer.TraceQueryEnd(ctx, c, d)
+}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (t roundTripTracer) TraceBatchEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchEndData) {
+	d.Err = spanError(d.Err)
+	t.Tracer.TraceBatchEnd(ctx, c, d)
+}
+
+// TraceCopyFromEnd implements pgx.CopyFromTracer.
+func (t roundTripTracer) TraceCopyFromEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceCopyFromEndData) {
+	d.Err = spanError(d.Err)
+	t.Tracer.TraceCopyFromEnd(ctx, c, d)
+}
+
+// TracePrepareEnd implements pgx.PrepareTracer.
+func (t roundTripTracer) TracePrepareEnd(ctx context.Context, c *pgx.Conn, d pgx.TracePrepareEndData) {
+	d.Err = spanError(d.Err)
+	t.Tracer.TracePrepareEnd(ctx, c, d)
+}
+
+// TraceConnectEnd implements pgx.ConnectTracer.
+func (t roundTripTracer) TraceConnectEnd(ctx context.Context, d pgx.TraceConnectEndData) {
+	d.Err = spanError(d.Err)
+	t.Tracer.TraceConnectEnd(ctx, d)
+}
+
+// errWithheld stands in a span for an error whose text may name the
+// database, its user or its host.
+var errWithheld = errors.New("database error (details withheld)")
+
+// spanError returns err as a span may show it: a Postgres error keeps its
+// severity and SQLSTATE, a cancellation stays one, anything else is
+// errWithheld. No rows (not a failure for otelpgx) is kept as it is.
+func spanError(err error) error {
+	if err == nil || errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return &pgconn.PgError{Severity: pgErr.Severity, SeverityUnlocalized: pgErr.SeverityUnlocalized,
+			Code: pgErr.Code, Message: "statement failed"}
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	}
+	return errWithheld
+}
 
 func noopMeterProvider() metric.MeterProvider { return metricnoop.NewMeterProvider() }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -47,6 +48,15 @@ type telBundle struct {
 	// refreshHeaders are the headers of the refresh calls the auth
 	// server received.
 	refreshHeaders []http.Header
+	// seen are the spans exported before the last reset.
+	seen []tracetest.SpanStub
+}
+
+// reset starts a new section: spans recorded so far move to seen, where
+// the final scan for secrets still finds them.
+func (b *telBundle) reset() {
+	b.seen = append(b.seen, b.spans.GetSpans()...)
+	b.spans.Reset()
 }
 
 func setupTelemetryStack(t *testing.T) *telBundle {
@@ -270,7 +280,7 @@ func TestTelemetrySpans(t *testing.T) {
 	} else {
 		wantAttrs(t, s, map[string]string{"tablegate.outcome": "ok", "http.response.status_code": "200"})
 	}
-	b.spans.Reset()
+	b.reset()
 
 	// list, continuing the caller's trace (traceparent in).
 	parent := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -315,7 +325,7 @@ func TestTelemetrySpans(t *testing.T) {
 		t.Fatalf("list returned no rows: %s", r.body)
 	}
 	id := fmt.Sprint(page.Items[0]["id"])
-	b.spans.Reset()
+	b.reset()
 
 	// get
 	r = b.send(t, "GET", "/api/todos/"+id, userH, nil)
@@ -344,7 +354,7 @@ func TestTelemetrySpans(t *testing.T) {
 	if direct != 1 {
 		t.Errorf("want 1 Postgres round trip under the get, got %d: %v", direct, names(spans))
 	}
-	b.spans.Reset()
+	b.reset()
 
 	// create, with hooks: each hook has a span, the hook's own query is
 	// a child of the hook's span.
@@ -371,7 +381,7 @@ func TestTelemetrySpans(t *testing.T) {
 	if inHook != 1 {
 		t.Errorf("want the hook's query as a child of its span, got %d", inHook)
 	}
-	b.spans.Reset()
+	b.reset()
 
 	// delete refused by the permission: 403, the authorizer's span says
 	// which permission.
@@ -386,7 +396,7 @@ func TestTelemetrySpans(t *testing.T) {
 		t.Fatalf("no authorizer span: %v", names(spans))
 	}
 	wantAttrs(t, az, map[string]string{"tablegate.permission": "todos.delete", "tablegate.operation": "delete"})
-	b.spans.Reset()
+	b.reset()
 
 	// invalid token
 	bad := user[:len(user)-4] + "AAAA"
@@ -398,7 +408,26 @@ func TestTelemetrySpans(t *testing.T) {
 	wantAttrs(t, server, map[string]string{"tablegate.caller.kind": "invalid", "tablegate.caller.reason": "token", "http.response.status_code": "401"})
 	resolve, _ = find(spans, "tablegate.resolve")
 	wantAttrs(t, resolve, map[string]string{"tablegate.caller.kind": "invalid", "tablegate.caller.reason": "token", "tablegate.caller.source": "bearer"})
-	b.spans.Reset()
+	b.reset()
+
+	// A value Postgres refuses: the round trip's span records the failure
+	// and its SQLSTATE, never the error's text, which quotes the value.
+	r = b.send(t, "GET", "/api/todos/?tenant_id=eq.SECRET-filter-value-77", userH, nil)
+	if r.status != 400 {
+		t.Fatalf("filter value Postgres refuses: %d %s", r.status, r.body)
+	}
+	_, spans = b.trace(t)
+	failed := 0
+	for _, s := range dbSpans(spans) {
+		if s.Status.Code == codes.Error {
+			failed++
+			wantAttrs(t, s, map[string]string{"pgx.sql_state": "22P02"})
+		}
+	}
+	if failed != 1 {
+		t.Errorf("want 1 failed Postgres span, got %d: %v", failed, names(spans))
+	}
+	b.reset()
 
 	// cookie session refresh: the token expires within the leeway, the
 	// refresh call is a child of the resolution and carries traceparent.
@@ -463,12 +492,12 @@ func TestTelemetrySpans(t *testing.T) {
 	// row title.
 	secrets := map[string]string{"access token": user, "bad token": bad, "cookie access token": access,
 		"refresh token": refresh, "user id (sub)": demoUserID, "tenant claim": demoTenantA, "email claim": "ada@example.com",
-		"row title": "secret-row-title-123"}
+		"row title": "secret-row-title-123", "filter value": "SECRET-filter-value-77"}
 	for _, c := range cookies {
 		secrets["cookie "+c.Name] = c.Value
 	}
 	var haystack []string
-	for _, s := range b.spans.GetSpans() {
+	for _, s := range append(b.seen, b.spans.GetSpans()...) {
 		haystack = append(haystack, s.Name, s.Status.Description)
 		for _, kv := range s.Attributes {
 			haystack = append(haystack, string(kv.Key)+"="+kv.Value.Emit())
