@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -112,8 +113,9 @@ var ErrNotReady = errors.New("db: the database does not answer")
 // NOT a database that is down, so Ready never queues behind requests.
 // With an idle connection (or room to open one) it pings through the pool;
 // when every connection is busy it opens one short-lived connection of its
-// own, and a server that answers "too many connections" (SQLSTATE 53300)
-// counts as answering. It waits at most ctx's deadline, or
+// own (one at a time per pool, its answer shared by every call within a
+// second), and a server that answers "too many connections" (SQLSTATE
+// 53300) counts as answering. It waits at most ctx's deadline, or
 // [DefaultReadyTimeout] without one. Safe for concurrent use.
 func Ready(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, ok := ctx.Deadline(); !ok {
@@ -141,7 +143,68 @@ func Ready(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("%w: %w", ErrNotReady, err)
 		}
 	}
-	// Saturated: ask the server directly.
+	// Saturated: ask the server directly, sharing the answer.
+	return directProbes.ask(ctx, pool)
+}
+
+// directProbeTTL is how long the answer of a direct probe stands for
+// every Ready call on the same pool.
+const directProbeTTL = time.Second
+
+// directProbes shares the connections Ready opens beside saturated pools:
+// at most one in flight per pool, its answer reused for directProbeTTL, so
+// that probes (a public /readyz among them) open at most about one
+// connection a second whatever their rate, never one each.
+var directProbes = probeTable{m: map[*pgxpool.Pool]*directProbe{}}
+
+type probeTable struct {
+	mu sync.Mutex
+	m  map[*pgxpool.Pool]*directProbe // only probes of the last directProbeTTL
+}
+
+// directProbe is one direct connection's answer; at is zero while it runs.
+type directProbe struct {
+	done chan struct{}
+	err  error
+	at   time.Time
+}
+
+func (t *probeTable) ask(ctx context.Context, pool *pgxpool.Pool) error {
+	now := time.Now()
+	t.mu.Lock()
+	for k, p := range t.m {
+		if !p.at.IsZero() && now.Sub(p.at) > directProbeTTL {
+			delete(t.m, k)
+		}
+	}
+	p := t.m[pool]
+	if p == nil {
+		p = &directProbe{done: make(chan struct{})}
+		t.m[pool] = p
+		// The probe outlives a caller that gives up, within the first
+		// caller's deadline, so that the others still get its answer.
+		deadline, _ := ctx.Deadline()
+		pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		go func() {
+			defer cancel()
+			err := probe(pctx, pool)
+			t.mu.Lock()
+			p.err, p.at = err, time.Now()
+			t.mu.Unlock()
+			close(p.done)
+		}()
+	}
+	t.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotReady, ctx.Err())
+	}
+}
+
+// probe opens one connection of its own and pings through it.
+func probe(ctx context.Context, pool *pgxpool.Pool) error {
 	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 	if err != nil {
 		var pe *pgconn.PgError

@@ -3,9 +3,12 @@ package db_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/db"
@@ -42,5 +45,63 @@ func TestReadyRedWhenPostgresStopped(t *testing.T) {
 	}
 	if d := time.Since(start); d > db.DefaultReadyTimeout+time.Second {
 		t.Fatalf("Ready took %v with Postgres stopped", d)
+	}
+}
+
+// connectCounter counts connections opened with its config.
+type connectCounter struct{ n atomic.Int64 }
+
+func (c *connectCounter) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *connectCounter) TraceConnectEnd(context.Context, pgx.TraceConnectEndData) {}
+func (c *connectCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (c *connectCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// With every pooled connection busy, a burst of readiness probes (a public
+// /readyz hammered) is answered green by one direct connection, not one
+// connection per probe.
+func TestReadyProbesShareOneConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.ConfigurePool(cfg)
+	cfg.MaxConns = 1
+	counter := &connectCounter{}
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	held, err := pool.Acquire(ctx) // the pool is saturated from here
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	before := counter.n.Load()
+	const probes = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, probes)
+	for range probes {
+		wg.Go(func() { errs <- db.Ready(ctx, pool) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Ready with a saturated pool: %v, want nil", err)
+		}
+	}
+	// One probe's connection, another at most if the burst outlasted the
+	// shared answer's second on a slow machine.
+	if n := counter.n.Load() - before; n < 1 || n > 2 {
+		t.Fatalf("%d probes opened %d connections, want 1 (2 at most)", probes, n)
 	}
 }

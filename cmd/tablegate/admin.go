@@ -64,14 +64,27 @@ func databaseReady(ctx context.Context, pool *pgxpool.Pool) error {
 // jwksReady reports whether the resolver holds keys to verify with.
 func jwksReady(rv *authctx.Resolver) error { return rv.Ready() }
 
+// migrationsRecheck is how often migrationsReady reads the version again
+// once it has seen the expected one.
+const migrationsRecheck = 30 * time.Second
+
 // migrationsReady compares the database's migration version with the
-// newest migration embedded in this build.
+// newest migration embedded in this build. Once it has seen that version,
+// it reads it again at most every migrationsRecheck, and a read that fails
+// (every pooled connection busy, the database down: the database check
+// reports that) keeps the last answer: a burst of slow requests must not
+// make a healthy instance unready. Only a version found below the build's
+// makes it fail again.
 func migrationsReady(pool *pgxpool.Pool) func(ctx context.Context) error {
 	var mu sync.Mutex
 	var p *goose.Provider
+	var okAt time.Time // when the expected version was last read
 	return func(ctx context.Context) error {
 		mu.Lock()
 		defer mu.Unlock()
+		if !okAt.IsZero() && time.Since(okAt) < migrationsRecheck {
+			return nil
+		}
 		if p == nil {
 			// The provider (and its database/sql handle on the pool) lives
 			// as long as the process.
@@ -87,15 +100,19 @@ func migrationsReady(pool *pgxpool.Pool) func(ctx context.Context) error {
 		}
 		got, err := p.GetDBVersion(ctx)
 		if err != nil {
-			if errors.Is(err, goose.ErrNoMigrations) {
-				got = 0
-			} else {
+			if !errors.Is(err, goose.ErrNoMigrations) {
+				if !okAt.IsZero() {
+					return nil
+				}
 				return fmt.Errorf("read the migration version: %w", err)
 			}
+			got = 0
 		}
 		if got < want {
+			okAt = time.Time{}
 			return fmt.Errorf("at version %d, this build expects %d (run: tablegate migrate up)", got, want)
 		}
+		okAt = time.Now()
 		return nil
 	}
 }

@@ -130,8 +130,19 @@ func TestServeSaturatedReadyAndShutdownWithinLimit(t *testing.T) {
 	cfg := map[string]any{"tables": map[string]any{"big": map[string]any{
 		"operations": []string{"list", "get"}, "guard": []string{"anon"}}}}
 	const limit = 2 * time.Second
-	base, sigterm, exit, _ := startServe(t, url, cfg, nil, "--db-max-conns", "2",
+	adminAddr := freeAddr(t)
+	base, sigterm, exit, _ := startServe(t, url, cfg, nil, "--db-max-conns", "2", "--admin-addr", adminAddr,
 		"--statement-timeout", "60s", "--acquire-timeout", "30s", "--shutdown-timeout", limit.String())
+	admin := "http://" + adminAddr
+	// An orchestrator probes from the start: the admin /readyz has seen the
+	// migrations at their version before the pool fills.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r := fetchOutcome(admin + "/readyz"); r.status == 200 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("admin /readyz before load: %d %s", r.status, r.body)
+		}
+	}
 
 	const n = 5 // 2 running, 3 queued for a connection
 	var wg sync.WaitGroup
@@ -174,6 +185,11 @@ where datname = current_database() and pid <> pg_backend_pid() and state = 'acti
 	}
 	if r.took > 2500*time.Millisecond {
 		t.Fatalf("/readyz took %v with a saturated pool", r.took)
+	}
+	// The admin listener's /readyz too: its migrations check must not
+	// queue behind the requests holding the pool.
+	if r := fetchOutcome(admin + "/readyz"); r.status != 200 || r.took > 2500*time.Millisecond {
+		t.Fatalf("admin /readyz with a saturated pool: %d in %v %s, want 200 (busy is not down)", r.status, r.took, r.body)
 	}
 
 	start := time.Now()
