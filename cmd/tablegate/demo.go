@@ -190,7 +190,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, func() { obs.close(context.Background()) })
+	cleanups = append(cleanups, obs.close)
 	pool, err := connectPool(ctx, dbURL, int32(o.budget.maxConns), obs.tel)
 	if err != nil {
 		return err

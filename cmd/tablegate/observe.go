@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -170,8 +171,17 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 	return obs, nil
 }
 
-// close flushes and stops the exporters (bounded by ctx).
-func (o *observability) close(ctx context.Context) {
+// telemetryFlushTimeout bounds flushing and stopping the exporters at
+// exit: a collector that hangs must not hold the process past its
+// shutdown limit for the exporters' own timeouts and retries (a minute
+// or more per signal).
+const telemetryFlushTimeout = 5 * time.Second
+
+// close flushes and stops the exporters, together within
+// telemetryFlushTimeout; what is not exported by then is dropped.
+func (o *observability) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+	defer cancel()
 	for _, fn := range o.shutdown {
 		_ = fn(ctx)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -80,35 +81,7 @@ func TestServeExportsOTLP(t *testing.T) {
 	rcv := &otlpReceiver{}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	cfgPath, token := serveFixture(t, nil)
-	addr := freeAddr(t)
-	cmd := exec.Command(buildCLI(t), "serve", "--config", cfgPath, "--addr", addr)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OTEL_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "DATABASE_URL="+url, "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), "✓ serving") {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %s", stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	base := "http://" + addr
+	base, token, sigterm := startServeBinary(t, url, srv.URL)
 	auth := map[string]string{"Authorization": "Bearer " + token}
 	code, _, body := getURL(t, base+"/v1/todos/", auth)
 	if code != 200 {
@@ -117,14 +90,8 @@ func TestServeExportsOTLP(t *testing.T) {
 	if code, _, body := getURL(t, base+"/v1/todos/1", auth); code != 200 && code != 404 {
 		t.Fatalf("get: %d %s", code, body)
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("serve: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
+	if _, err := sigterm(20 * time.Second); err != nil {
+		t.Fatal(err)
 	}
 
 	rcv.mu.Lock()
@@ -170,5 +137,94 @@ func TestServeExportsOTLP(t *testing.T) {
 		if !metrics[want] {
 			t.Errorf("no exported metric %q (got %v)", want, metrics)
 		}
+	}
+}
+
+// startServeBinary runs the built binary's serve on the demo fixture with
+// OTEL_EXPORTER_OTLP_ENDPOINT set to endpoint (no other OTEL_ variable)
+// and returns its base URL, a user's token, and a stop that sends SIGTERM
+// and waits up to limit for a clean exit, returning how long it took.
+func startServeBinary(t *testing.T, url, endpoint string, flags ...string) (string, string, func(limit time.Duration) (time.Duration, error)) {
+	t.Helper()
+	cfgPath, token := serveFixture(t, nil)
+	addr := freeAddr(t)
+	cmd := exec.Command(buildCLI(t), append([]string{"serve", "--config", cfgPath, "--addr", addr}, flags...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "DATABASE_URL="+url, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), "✓ serving") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop := func(limit time.Duration) (time.Duration, error) {
+		start := time.Now()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				return time.Since(start), fmt.Errorf("serve: %w\n%s", err, stderr.String())
+			}
+			return time.Since(start), nil
+		case <-time.After(limit):
+			return limit, fmt.Errorf("serve did not stop within %v of SIGTERM", limit)
+		}
+	}
+	return "http://" + addr, token, stop
+}
+
+// With a collector that accepts connections and never answers, SIGTERM
+// still ends serve within its shutdown limit plus the telemetry flush
+// bound: the exporters' own timeouts and retries (a minute or more) do not
+// hold the process.
+func TestServeStopsWithHangingCollector(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hang)
+	base, token, stop := startServeBinary(t, url, srv.URL, "--shutdown-timeout", "1s")
+	if code, _, body := getURL(t, base+"/v1/todos/", map[string]string{"Authorization": "Bearer " + token}); code != 200 {
+		t.Fatalf("list: %d %s", code, body)
+	}
+	took, err := stop(40 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 s of shutdown, telemetryFlushTimeout for the exporters, and slack
+	// for a loaded machine; without the bound it took over a minute.
+	if limit := time.Second + telemetryFlushTimeout + 4*time.Second; took > limit {
+		t.Fatalf("serve took %v to stop with a hanging collector, want < %v", took, limit)
 	}
 }

@@ -154,7 +154,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer obs.close(context.Background())
+	defer obs.close()
 	pool, err := connectPool(ctx, dbURL, int32(budget.maxConns), obs.tel)
 	if err != nil {
 		return err
