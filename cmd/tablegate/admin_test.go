@@ -272,10 +272,13 @@ func TestServeAdminMetrics(t *testing.T) {
 	}
 	// The access log line of a request: JSON with route, status, request
 	// id and trace fields, no token.
+	// The log is written from a queue of its own: wait for the line.
 	var line map[string]any
-	for _, l := range strings.Split(out.String(), "\n") {
-		if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, `"status":401`) {
-			_ = json.Unmarshal([]byte(l), &line)
+	for deadline := time.Now().Add(10 * time.Second); line == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, `"status":401`) {
+				_ = json.Unmarshal([]byte(l), &line)
+			}
 		}
 	}
 	for _, k := range []string{"time", "method", "route", "status", "duration_ms", "request_id", "caller_kind"} {

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -29,10 +30,11 @@ import (
 // registry behind the admin listener's /metrics, and the library's
 // Telemetry built on them.
 type observability struct {
-	tel      *telemetry.Telemetry
-	metrics  http.Handler
-	shutdown []func(context.Context) error
-	summary  []string
+	tel       *telemetry.Telemetry
+	metrics   http.Handler
+	shutdown  []func(context.Context) error
+	summary   []string
+	accessLog *lineWriter // nil: no access log
 }
 
 // observeOpts are the command-line choices that shape observability.
@@ -87,8 +89,11 @@ func otlpProtocol(getenv func(string) string, signal string) error {
 func setupObservability(ctx context.Context, getenv func(string) string, o observeOpts) (*observability, error) {
 	obs := &observability{}
 	tcfg := &telemetry.Config{}
+	var lw *lineWriter
 	if o.accessLog != nil {
-		tcfg.AccessLog = slog.New(slog.NewJSONHandler(o.accessLog, nil))
+		lw = newLineWriter(o.accessLog, accessLogQueue)
+		obs.accessLog = lw
+		tcfg.AccessLog = slog.New(slog.NewJSONHandler(lw, nil))
 		tcfg.LogSubject = o.logSubject
 	}
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
@@ -162,6 +167,17 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 	}
 	mp := sdkmetric.NewMeterProvider(mopts...)
 	obs.shutdown = append(obs.shutdown, mp.Shutdown)
+	if lw != nil {
+		if _, err := mp.Meter("github.com/tablegate/tablegate/cmd/tablegate").Int64ObservableCounter(
+			"tablegate.access_log.dropped", metric.WithUnit("{line}"),
+			metric.WithDescription("Access log lines dropped because stderr was not read fast enough."),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(lw.dropped.Load())
+				return nil
+			})); err != nil {
+			return nil, fmt.Errorf("access log metric: %w", err)
+		}
+	}
 	tcfg.MeterProvider = mp
 	obs.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	obs.tel, err = telemetry.New(tcfg)
@@ -184,5 +200,8 @@ func (o *observability) close() {
 	defer cancel()
 	for _, fn := range o.shutdown {
 		_ = fn(ctx)
+	}
+	if o.accessLog != nil {
+		_ = o.accessLog.close(ctx)
 	}
 }

@@ -162,8 +162,9 @@ func startServeBinary(t *testing.T, url, endpoint string, flags ...string) (stri
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	stopped := false
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		if !stopped {
 			_ = cmd.Process.Kill()
 			<-exited
 		}
@@ -180,6 +181,7 @@ func startServeBinary(t *testing.T, url, endpoint string, flags ...string) (stri
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-exited:
+			stopped = true
 			if err != nil {
 				return time.Since(start), fmt.Errorf("serve: %w\n%s", err, stderr.String())
 			}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// accessLogQueue is how many access log lines may wait for stderr.
+const accessLogQueue = 4096
+
+// lineWriter hands log lines to w from a goroutine of its own, through a
+// queue of at most n lines. A reader of stderr that stalls (a full pipe, a
+// stuck log shipper) then costs lines, counted in dropped, instead of
+// every request waiting on its log line's write. Each Write is one whole
+// line (slog's handlers write a record at once).
+type lineWriter struct {
+	w       io.Writer
+	mu      sync.RWMutex // held for writing only by close
+	closed  bool
+	lines   chan []byte
+	done    chan struct{}
+	dropped atomic.Int64
+}
+
+func newLineWriter(w io.Writer, n int) *lineWriter {
+	l := &lineWriter{w: w, lines: make(chan []byte, n), done: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+func (l *lineWriter) run() {
+	defer close(l.done)
+	for b := range l.lines {
+		_, _ = l.w.Write(b)
+	}
+}
+
+// Write queues a copy of p, or drops it when the queue is full or the
+// writer closed. It never blocks and never fails.
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		l.dropped.Add(1)
+		return len(p), nil
+	}
+	select {
+	case l.lines <- append([]byte(nil), p...):
+	default:
+		l.dropped.Add(1)
+	}
+	return len(p), nil
+}
+
+// close stops taking lines and waits, within ctx, for the queued ones to
+// be written, followed by a line counting the dropped ones, if any.
+func (l *lineWriter) close(ctx context.Context) error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.lines)
+	}
+	l.mu.Unlock()
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		<-l.done
+		if n := l.dropped.Load(); n > 0 {
+			_, _ = fmt.Fprintf(l.w, "! access log: %d lines dropped (stderr was not read fast enough)\n", n)
+		}
+	}()
+	select {
+	case <-wrote:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
