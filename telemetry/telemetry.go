@@ -47,7 +47,9 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 	// Propagator reads the caller's trace context from incoming requests
 	// and writes it on outgoing calls (session refresh, JWKS fetch); nil
-	// means W3C traceparent/tracestate plus baggage.
+	// means W3C traceparent/tracestate only. Baggage is not read by
+	// default: it would carry whatever any caller sends on to the auth
+	// server; add propagation.Baggage when the callers are trusted.
 	Propagator propagation.TextMapPropagator
 	// AccessLog receives one line per request served by [Telemetry.Handler]
 	// (method, route, status, duration, request id, caller kind, trace
@@ -249,7 +251,7 @@ func New(cfg *Config) (*Telemetry, error) {
 	t := &Telemetry{tp: cfg.TracerProvider, mp: cfg.MeterProvider, prop: cfg.Propagator, log: cfg.AccessLog, subject: cfg.LogSubject,
 		requests: map[requestKey]*requestAttrs{}, resolutions: map[resolutionKey]*resolutionAttrs{}, routes: map[[2]string]string{}}
 	if t.prop == nil {
-		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+		t.prop = propagation.TraceContext{}
 	}
 	if t.tp != nil {
 		t.tracer = t.tp.Tracer(ScopeName)

@@ -441,7 +441,7 @@ func TestTelemetrySpans(t *testing.T) {
 		cookieParts = append(cookieParts, c.Name+"="+c.Value)
 	}
 	cookieHeader := strings.Join(cookieParts, "; ")
-	r = b.send(t, "GET", "/api/todos/", map[string]string{"Cookie": cookieHeader}, nil)
+	r = b.send(t, "GET", "/api/todos/", map[string]string{"Cookie": cookieHeader, "Baggage": "caller=SECRET-baggage-9"}, nil)
 	if r.status != 200 || len(r.header["Set-Cookie"]) == 0 {
 		t.Fatalf("cookie refresh: %d %v %s", r.status, r.header["Set-Cookie"], r.body)
 	}
@@ -460,6 +460,9 @@ func TestTelemetrySpans(t *testing.T) {
 	b.hooksMu.Unlock()
 	if len(hdrs) != 1 {
 		t.Fatalf("want 1 refresh call, got %d", len(hdrs))
+	}
+	if v := hdrs[0].Get("Baggage"); v != "" {
+		t.Errorf("a caller's baggage reached the auth server: %q", v)
 	}
 	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.HeaderCarrier(hdrs[0])))
 	if sc.TraceID() != server.SpanContext.TraceID() || sc.SpanID() != call.SpanContext.SpanID() {
