@@ -73,15 +73,10 @@ func TestServeExportsOTLP(t *testing.T) {
 		t.Skip("builds and runs the CLI")
 	}
 	t.Parallel()
-	url := pgtest.URL(t)
-	pool := pgtest.Pool(t, url)
-	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
-		t.Fatal(err)
-	}
 	rcv := &otlpReceiver{}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	base, token, sigterm := startServeBinary(t, url, srv.URL)
+	base, token, sigterm := startServeBinary(t, srv.URL)
 	auth := map[string]string{"Authorization": "Bearer " + token}
 	code, _, body := getURL(t, base+"/v1/todos/", auth)
 	if code != 200 {
@@ -140,12 +135,18 @@ func TestServeExportsOTLP(t *testing.T) {
 	}
 }
 
-// startServeBinary runs the built binary's serve on the demo fixture with
-// OTEL_EXPORTER_OTLP_ENDPOINT set to endpoint (no other OTEL_ variable)
-// and returns its base URL, a user's token, and a stop that sends SIGTERM
-// and waits up to limit for a clean exit, returning how long it took.
-func startServeBinary(t *testing.T, url, endpoint string, flags ...string) (string, string, func(limit time.Duration) (time.Duration, error)) {
+// startServeBinary runs the built binary's serve on the demo schema in a
+// database of its own, with OTEL_EXPORTER_OTLP_ENDPOINT set to endpoint
+// (no other OTEL_ variable), and returns its base URL, a user's token, and
+// a stop that sends SIGTERM and waits up to limit for a clean exit,
+// returning how long it took.
+func startServeBinary(t *testing.T, endpoint string, flags ...string) (string, string, func(limit time.Duration) (time.Duration, error)) {
 	t.Helper()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
 	cfgPath, token := serveFixture(t, nil)
 	addr := freeAddr(t)
 	cmd := exec.Command(buildCLI(t), append([]string{"serve", "--config", cfgPath, "--addr", addr}, flags...)...)
@@ -202,11 +203,6 @@ func TestServeStopsWithHangingCollector(t *testing.T) {
 		t.Skip("builds and runs the CLI")
 	}
 	t.Parallel()
-	url := pgtest.URL(t)
-	pool := pgtest.Pool(t, url)
-	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
-		t.Fatal(err)
-	}
 	hang := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -216,7 +212,7 @@ func TestServeStopsWithHangingCollector(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(hang)
-	base, token, stop := startServeBinary(t, url, srv.URL, "--shutdown-timeout", "1s")
+	base, token, stop := startServeBinary(t, srv.URL, "--shutdown-timeout", "1s")
 	if code, _, body := getURL(t, base+"/v1/todos/", map[string]string{"Authorization": "Bearer " + token}); code != 200 {
 		t.Fatalf("list: %d %s", code, body)
 	}
