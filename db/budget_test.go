@@ -87,6 +87,14 @@ func TestStatementTimeoutInTheSameRoundTrip(t *testing.T) {
 	if v := idle(d.Read); v != "0" {
 		t.Fatalf("read: idle_in_transaction_session_timeout %q, want the server's 0", v)
 	}
+	// Never below a second: a tight statement budget does not end
+	// transactions for a hook's ordinary work.
+	tight := (&db.ScopeOpts{StatementTimeout: 100 * time.Millisecond}).Prepare()
+	if v := idle(func(ctx context.Context, c authctx.Caller, fn func(db.Querier) error) error {
+		return d.TxWith(ctx, c, tight, fn)
+	}); v != "1s" {
+		t.Fatalf("tx with a 100ms budget: idle_in_transaction_session_timeout %q, want 1s", v)
+	}
 	// Per call.
 	opts := (&db.ScopeOpts{StatementTimeout: 250 * time.Millisecond}).Prepare()
 	if v := show(func(ctx context.Context, c authctx.Caller, fn func(db.Querier) error) error {

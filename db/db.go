@@ -54,8 +54,9 @@ type Config struct {
 	// Override it per call with [ScopeOpts].
 	//
 	// In a [DB.Tx] it also bounds each pause between statements, while Go
-	// code (a hook, an action) holds the transaction open: it is set as
-	// idle_in_transaction_session_timeout beside the statement timeout. A
+	// code (a hook, an action) holds the transaction open: it is set, but
+	// never below one second, as idle_in_transaction_session_timeout
+	// beside the statement timeout (replacing a role's or the server's). A
 	// transaction left idle longer is ended by Postgres, which releases its
 	// locks and closes its connection (SQLSTATE 25P03, answered 503); the
 	// work is never committed.
@@ -194,6 +195,11 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// minIdleMillis is the least bound of a pause inside a transaction (ms):
+// a tight statement budget (a 100 ms list) must not end transactions for a
+// hook's ordinary work or a scheduling delay under load.
+const minIdleMillis = "1000"
+
 // settingsSQL sets the caller into the current transaction only;
 // settingsTimeoutSQL also sets the request's statement timeout, and
 // settingsTxTimeoutSQL, for a transaction that Go holds open between
@@ -201,7 +207,7 @@ type Querier interface {
 const (
 	settingsSQL          = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)`
 	settingsTimeoutSQL   = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true)`
-	settingsTxTimeoutSQL = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true), set_config('idle_in_transaction_session_timeout', $3, true)`
+	settingsTxTimeoutSQL = `select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true), set_config('idle_in_transaction_session_timeout', greatest($3::text::int, ` + minIdleMillis + `)::text, true)`
 )
 
 // Static claims of callers without a token.

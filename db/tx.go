@@ -25,10 +25,11 @@ import (
 // connection, and statements on it run one after the other.
 //
 // Every statement runs under the statement timeout of [Config], and so
-// does every pause between statements (while fn works in Go with the
-// transaction open: past it, Postgres ends the transaction and the next
-// statement or the commit fails with SQLSTATE 25P03). The wait for a pooled
-// connection is bounded by Config.AcquireTimeout.
+// does every pause between statements, with at least one second (while fn
+// works in Go with the transaction open: past it, Postgres ends the
+// transaction and the next statement or the commit fails with SQLSTATE
+// 25P03). The wait for a pooled connection is bounded by
+// Config.AcquireTimeout.
 func (d *DB) Tx(ctx context.Context, c authctx.Caller, fn func(q Querier) error) (err error) {
 	return d.TxWith(ctx, c, nil, fn)
 }

@@ -113,7 +113,8 @@ type Config struct {
 	// StatementTimeout is the time budget of each statement this
 	// resource's operations and actions run (hooks included), and of each
 	// pause a hook or action takes between statements while it holds the
-	// request's transaction, replacing db.Config.StatementTimeout. It is
+	// request's transaction (at least one second), replacing
+	// db.Config.StatementTimeout. It is
 	// set inside the request's transaction in the same round trip as the
 	// caller's claims. A statement over budget is cancelled by Postgres, a
 	// transaction idle over budget is ended (its locks released, nothing
