@@ -159,39 +159,37 @@ var directProbes = probeTable{m: map[*pgxpool.Pool]*directProbe{}}
 
 type probeTable struct {
 	mu sync.Mutex
-	m  map[*pgxpool.Pool]*directProbe // only probes of the last directProbeTTL
+	m  map[*pgxpool.Pool]*directProbe // running probes and answers of the last directProbeTTL
 }
 
-// directProbe is one direct connection's answer; at is zero while it runs.
+// directProbe is one direct connection's answer, err set before done
+// closes.
 type directProbe struct {
 	done chan struct{}
 	err  error
-	at   time.Time
 }
 
 func (t *probeTable) ask(ctx context.Context, pool *pgxpool.Pool) error {
-	now := time.Now()
 	t.mu.Lock()
-	for k, p := range t.m {
-		if !p.at.IsZero() && now.Sub(p.at) > directProbeTTL {
-			delete(t.m, k)
-		}
-	}
 	p := t.m[pool]
 	if p == nil {
 		p = &directProbe{done: make(chan struct{})}
 		t.m[pool] = p
-		// The probe outlives a caller that gives up, within the first
-		// caller's deadline, so that the others still get its answer.
-		deadline, _ := ctx.Deadline()
-		pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		// The probe has its own bound, not the first caller's (which may
+		// be short), and outlives a caller that gives up, so that every
+		// caller of the next second gets a fair answer.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultReadyTimeout)
 		go func() {
 			defer cancel()
-			err := probe(pctx, pool)
-			t.mu.Lock()
-			p.err, p.at = err, time.Now()
-			t.mu.Unlock()
+			p.err = probe(pctx, pool)
 			close(p.done)
+			time.AfterFunc(directProbeTTL, func() {
+				t.mu.Lock()
+				if t.m[pool] == p {
+					delete(t.m, pool)
+				}
+				t.mu.Unlock()
+			})
 		}()
 	}
 	t.mu.Unlock()

@@ -105,3 +105,34 @@ func TestReadyProbesShareOneConnection(t *testing.T) {
 		t.Fatalf("%d probes opened %d connections, want 1 (2 at most)", probes, n)
 	}
 }
+
+// A first probe with a very short deadline (it gives up) does not hand its
+// failure to the probes that follow: the shared probe has its own bound.
+func TestReadyShortFirstCallerDoesNotSpoil(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.ConfigurePool(cfg)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	held, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	short, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	if err := db.Ready(short, pool); !errors.Is(err, db.ErrNotReady) {
+		t.Fatalf("Ready within 1ms with a saturated pool: %v, want ErrNotReady", err)
+	}
+	if err := db.Ready(ctx, pool); err != nil {
+		t.Fatalf("Ready with time to spare right after: %v, want nil", err)
+	}
+}
