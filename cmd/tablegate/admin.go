@@ -69,52 +69,100 @@ func jwksReady(rv *authctx.Resolver) error { return rv.Ready() }
 const migrationsRecheck = 30 * time.Second
 
 // migrationsReady compares the database's migration version with the
-// newest migration embedded in this build. Once it has seen that version,
-// it reads it again at most every migrationsRecheck, and a read that fails
-// (every pooled connection busy, the database down: the database check
-// reports that) keeps the last answer: a burst of slow requests must not
-// make a healthy instance unready. Only a version found below the build's
-// makes it fail again.
+// newest migration embedded in this build; see migrationsCheck.
 func migrationsReady(pool *pgxpool.Pool) func(ctx context.Context) error {
-	var mu sync.Mutex
-	var p *goose.Provider
-	var okAt time.Time // when the expected version was last read
-	return func(ctx context.Context) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if !okAt.IsZero() && time.Since(okAt) < migrationsRecheck {
-			return nil
+	m := &migrationsCheck{pool: pool, recheck: migrationsRecheck, turn: make(chan struct{}, 1)}
+	return m.check
+}
+
+// migrationsCheck reads the migration version through the pool (goose's
+// database/sql handle), so a read may queue behind requests. Until it has
+// seen the expected version, a probe reads it, one at a time, within the
+// probe's deadline. Once seen, a probe never waits: it answers at once and,
+// every recheck, starts a read in the background, which makes the check
+// fail again only if it finds a version below the build's (a read that
+// fails — every connection busy, the database down, which the database
+// check reports — keeps the answer until the next recheck).
+type migrationsCheck struct {
+	pool    *pgxpool.Pool
+	recheck time.Duration
+	turn    chan struct{} // one read at a time
+
+	mu   sync.Mutex
+	okAt time.Time // when the expected version was last confirmed; zero: not yet
+	p    *goose.Provider
+}
+
+func (m *migrationsCheck) check(ctx context.Context) error {
+	m.mu.Lock()
+	okAt := m.okAt
+	m.mu.Unlock()
+	if !okAt.IsZero() {
+		if time.Since(okAt) >= m.recheck {
+			go m.refresh()
 		}
-		if p == nil {
-			// The provider (and its database/sql handle on the pool) lives
-			// as long as the process.
-			np, err := db.NewMigrator(pool)
-			if err != nil {
-				return err
-			}
-			p = np
-		}
-		var want int64
-		for _, s := range p.ListSources() {
-			want = max(want, s.Version)
-		}
-		got, err := p.GetDBVersion(ctx)
-		if err != nil {
-			if !errors.Is(err, goose.ErrNoMigrations) {
-				if !okAt.IsZero() {
-					return nil
-				}
-				return fmt.Errorf("read the migration version: %w", err)
-			}
-			got = 0
-		}
-		if got < want {
-			okAt = time.Time{}
-			return fmt.Errorf("at version %d, this build expects %d (run: tablegate migrate up)", got, want)
-		}
-		okAt = time.Now()
 		return nil
 	}
+	select {
+	case m.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("read the migration version: %w", ctx.Err())
+	}
+	defer func() { <-m.turn }()
+	_, err := m.read(ctx)
+	return err
+}
+
+// refresh reads the version in the background, unless a read runs.
+func (m *migrationsCheck) refresh() {
+	select {
+	case m.turn <- struct{}{}:
+	default:
+		return
+	}
+	defer func() { <-m.turn }()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	if behind, err := m.read(ctx); err != nil && !behind {
+		m.mu.Lock()
+		if !m.okAt.IsZero() {
+			m.okAt = time.Now() // keep the answer; try again after recheck
+		}
+		m.mu.Unlock()
+	}
+}
+
+// read reads the version (the caller holds a turn) and records the answer:
+// behind reports a version below the build's.
+func (m *migrationsCheck) read(ctx context.Context) (behind bool, err error) {
+	if m.p == nil {
+		// The provider (and its database/sql handle on the pool) lives as
+		// long as the process.
+		p, err := db.NewMigrator(m.pool)
+		if err != nil {
+			return false, err
+		}
+		m.p = p
+	}
+	var want int64
+	for _, s := range m.p.ListSources() {
+		want = max(want, s.Version)
+	}
+	got, err := m.p.GetDBVersion(ctx)
+	if err != nil {
+		if !errors.Is(err, goose.ErrNoMigrations) {
+			return false, fmt.Errorf("read the migration version: %w", err)
+		}
+		got = 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if got < want {
+		m.okAt = time.Time{}
+		return true, fmt.Errorf("at version %d, this build expects %d (run: tablegate migrate up)", got, want)
+	}
+	m.okAt = time.Now()
+	return false, nil
 }
 
 // adminHandler serves /livez (the process answers), /readyz (every check

@@ -17,16 +17,18 @@ const accessLogQueue = 4096
 // every request waiting on its log line's write. Each Write is one whole
 // line (slog's handlers write a record at once).
 type lineWriter struct {
-	w       io.Writer
-	mu      sync.RWMutex // held for writing only by close
-	closed  bool
-	lines   chan []byte
-	done    chan struct{}
-	dropped atomic.Int64
+	w         io.Writer
+	mu        sync.RWMutex // held for writing only by close
+	closed    bool
+	lines     chan []byte
+	done      chan struct{} // the queue is written out
+	wrote     chan struct{} // and the count of dropped lines after it
+	closeOnce sync.Once
+	dropped   atomic.Int64
 }
 
 func newLineWriter(w io.Writer, n int) *lineWriter {
-	l := &lineWriter{w: w, lines: make(chan []byte, n), done: make(chan struct{})}
+	l := &lineWriter{w: w, lines: make(chan []byte, n), done: make(chan struct{}), wrote: make(chan struct{})}
 	go l.run()
 	return l
 }
@@ -56,24 +58,24 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 }
 
 // close stops taking lines and waits, within ctx, for the queued ones to
-// be written, followed by a line counting the dropped ones, if any.
+// be written, followed by a line counting the dropped ones, if any. It may
+// be called again (to wait longer); the count is written once.
 func (l *lineWriter) close(ctx context.Context) error {
-	l.mu.Lock()
-	if !l.closed {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
 		l.closed = true
 		close(l.lines)
-	}
-	l.mu.Unlock()
-	wrote := make(chan struct{})
-	go func() {
-		defer close(wrote)
-		<-l.done
-		if n := l.dropped.Load(); n > 0 {
-			_, _ = fmt.Fprintf(l.w, "! access log: %d lines dropped (stderr was not read fast enough)\n", n)
-		}
-	}()
+		l.mu.Unlock()
+		go func() {
+			defer close(l.wrote)
+			<-l.done
+			if n := l.dropped.Load(); n > 0 {
+				_, _ = fmt.Fprintf(l.w, "! access log: %d lines dropped (stderr was not read fast enough)\n", n)
+			}
+		}()
+	})
 	select {
-	case <-wrote:
+	case <-l.wrote:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

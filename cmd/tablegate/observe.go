@@ -86,8 +86,13 @@ func otlpProtocol(getenv func(string) string, signal string) error {
 //     endpoint is set) also pushes them over OTLP/HTTP.
 //   - Resource: service.name tablegate unless OTEL_SERVICE_NAME or
 //     OTEL_RESOURCE_ATTRIBUTES say otherwise.
-func setupObservability(ctx context.Context, getenv func(string) string, o observeOpts) (*observability, error) {
+func setupObservability(ctx context.Context, getenv func(string) string, o observeOpts) (_ *observability, err error) {
 	obs := &observability{}
+	defer func() {
+		if err != nil {
+			obs.close() // what was started before the error
+		}
+	}()
 	tcfg := &telemetry.Config{}
 	var lw *lineWriter
 	if o.accessLog != nil {
@@ -193,15 +198,21 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 // or more per signal).
 const telemetryFlushTimeout = 5 * time.Second
 
-// close flushes and stops the exporters, together within
-// telemetryFlushTimeout; what is not exported by then is dropped.
+// accessLogFlushTimeout bounds writing out the access log's queue at exit.
+const accessLogFlushTimeout = 2 * time.Second
+
+// close writes out the access log (within accessLogFlushTimeout), then
+// flushes and stops the exporters, together within telemetryFlushTimeout;
+// what is not written or exported by then is dropped.
 func (o *observability) close() {
+	if o.accessLog != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), accessLogFlushTimeout)
+		_ = o.accessLog.close(ctx)
+		cancel()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
 	defer cancel()
 	for _, fn := range o.shutdown {
 		_ = fn(ctx)
-	}
-	if o.accessLog != nil {
-		_ = o.accessLog.close(ctx)
 	}
 }

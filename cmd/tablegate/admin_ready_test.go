@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// Once the migrations check has seen the expected version, a probe never
+// waits for the pool, also past the recheck interval with every connection
+// busy (a probe must answer inside an orchestrator's one-second timeout);
+// a version found behind still fails it.
+func TestMigrationsCheckNeverQueuesOnceSeen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.ConfigurePool(cfg)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	m := &migrationsCheck{pool: pool, recheck: 100 * time.Millisecond, turn: make(chan struct{}, 1)}
+	probe := func() (time.Duration, error) {
+		pctx, cancel := context.WithTimeout(ctx, readyTimeout)
+		defer cancel()
+		start := time.Now()
+		err := m.check(pctx)
+		return time.Since(start), err
+	}
+	if _, err := probe(); err != nil {
+		t.Fatalf("first probe, pool idle: %v", err)
+	}
+	held, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past the recheck, a background read waits for the pool meanwhile.
+	for round := range 3 {
+		time.Sleep(150 * time.Millisecond)
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				took, err := probe()
+				if err != nil || took > 500*time.Millisecond {
+					t.Errorf("round %d, pool saturated: %v in %v, want nil at once", round, err, took)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	held.Release()
+
+	// A version behind the build's fails the check again.
+	mig, err := db.NewMigrator(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mig.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = mig.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := probe(); err != nil {
+			if !strings.Contains(err.Error(), "this build expects") {
+				t.Fatalf("behind: %v", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the check still passes 10 s after the database went one migration back")
+		}
+	}
+}
