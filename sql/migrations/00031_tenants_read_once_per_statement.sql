@@ -49,8 +49,7 @@ $$;
 -- +goose StatementEnd
 comment on function tablegate.member_tenant_ids() is
   'The tenants the caller is a member of (memberships claim, then memberships table). Call it in a sub-select, once per statement.';
-revoke execute on function tablegate.member_tenant_ids() from public;
-grant execute on function tablegate.member_tenant_ids() to authenticated, service_role;
+grant execute on function tablegate.member_tenant_ids() to anon, authenticated, service_role;
 
 drop policy tenants_member_read on tablegate.tenants;
 create policy tenants_member_read on tablegate.tenants for select to authenticated

@@ -274,6 +274,11 @@ insert into tablegate.memberships (user_id, scope, scope_id, roles) values
 	if !seen[""] || !seen[tenantA] || !seen[tenantA+" cccccccc-0000-4000-8000-000000000003"] {
 		t.Fatalf("the callers read only %v: the comparison proves too little", seen)
 	}
+	// Any caller may call it, as is_member (a policy without "to" runs it
+	// for anon too): it answers only the caller's own memberships.
+	if got := answer(t.Context(), p.curDB, noSession, `select tablegate.member_tenant_ids()::text`); got != "{}" {
+		t.Errorf("member_tenant_ids() without a session = %q, want {}", got)
+	}
 	plan := answer(t.Context(), p.curDB, user(userA1, tenantA), `explain (costs off) select id from tablegate.tenants`)
 	if !strings.Contains(plan, "InitPlan") || strings.Contains(plan, "is_member") {
 		t.Errorf("tenants read plan checks membership per row:\n%s", plan)
