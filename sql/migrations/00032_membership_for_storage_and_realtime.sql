@@ -154,6 +154,15 @@ revoke all on function tablegate.enable_realtime_policies(boolean) from public, 
 -- +goose Down
 -- The definitions of 00013, 00018 and 00030 (pinned search path), and the
 -- policies they install, restored.
+-- +goose StatementBegin
+do $$
+begin
+  if exists (select from tablegate.settings where key = 'realtime_require_membership' and value = 'true') then
+    raise notice 'realtime topics no longer require a membership (the tenant claim decides)';
+  end if;
+end
+$$;
+-- +goose StatementEnd
 drop function tablegate.enable_realtime_policies(boolean);
 delete from tablegate.settings where key = 'realtime_require_membership';
 
@@ -266,14 +275,32 @@ revoke all on function tablegate.install_storage_policies(text, boolean, boolean
   tablegate.enable_storage_policies(text, boolean, boolean)
   from public, anon, authenticated, service_role;
 
--- Buckets and topics that required a membership get the claim-only policies.
-update tablegate.settings set value = (value::jsonb - 'require_membership')::text
-where starts_with(key, 'storage_bucket:');
+-- Buckets and topics that required a membership get the claim-only
+-- policies; nothing is installed where tablegate's policies were not.
 -- +goose StatementBegin
 do $$
+declare
+  r record;
 begin
-  perform tablegate.apply_storage_policies();
-  perform tablegate.enable_realtime_policies();
+  if to_regclass('storage.objects') is not null then
+    for r in select substr(s.key, length('storage_bucket:') + 1) as bucket, s.value::jsonb as v
+             from tablegate.settings s
+             where starts_with(s.key, 'storage_bucket:') and (s.value::jsonb ->> 'require_membership')::boolean loop
+      if exists (select from pg_catalog.pg_policy p where p.polrelid = to_regclass('storage.objects')
+                 and p.polname = tablegate.storage_policy_name(r.bucket, 'select')) then
+        raise notice 'bucket % no longer requires a membership (its tenant claim decides)', quote_literal(r.bucket);
+        perform tablegate.install_storage_policies(r.bucket, coalesce((r.v ->> 'per_user')::boolean, false),
+          coalesce((r.v ->> 'anon_read')::boolean, false));
+      end if;
+    end loop;
+  end if;
+  if to_regclass('realtime.messages') is not null
+     and exists (select from pg_catalog.pg_policy p where p.polrelid = to_regclass('realtime.messages')
+                 and p.polname = 'tablegate_tenant_topics_receive') then
+    perform tablegate.enable_realtime_policies();
+  end if;
 end
 $$;
 -- +goose StatementEnd
+update tablegate.settings set value = (value::jsonb - 'require_membership')::text
+where starts_with(key, 'storage_bucket:');

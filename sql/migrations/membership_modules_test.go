@@ -151,3 +151,41 @@ func TestRealtimeRequireMembership(t *testing.T) {
 	admin(t, pool, `select tablegate.enable_realtime_policies(false)`)
 	check("claim only again", claims)
 }
+
+// TestMembershipModulesDown: migrating 00032 down turns a bucket that
+// required a membership into a claim-only one, and installs no realtime
+// policies where the operator had none.
+func TestMembershipModulesDown(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t, pgtest.EmptyURL(t))
+	fixture(t, pool, "supabase_storage.sql")
+	fixture(t, pool, "supabase_realtime.sql")
+	if err := db.Migrate(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
+	execScript(t, pool, equivalenceFixture)
+	admin(t, pool, `drop policy tablegate_tenant_topics_receive on realtime.messages`)
+	admin(t, pool, `drop policy tablegate_tenant_topics_send on realtime.messages`)
+	admin(t, pool, `select tablegate.enable_storage_policies('files', require_membership => true)`)
+	admin(t, pool, `insert into storage.objects (bucket_id, name) values ('files', $1)`, tenantA+"/doc.txt")
+	d := db.New(pool, nil)
+	removed := user(removedA, tenantA)
+	count := `select count(*) from storage.objects where bucket_id = 'files'`
+	if n := scalar[int](t, d, removed, count); n != 0 {
+		t.Fatalf("before down, a claim without membership reads %d files, want 0", n)
+	}
+	m, err := db.NewMigrator(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.DownTo(t.Context(), 31); err != nil {
+		t.Fatal(err)
+	}
+	if n := scalar[int](t, d, removed, count); n != 1 {
+		t.Errorf("after down, a claim without membership reads %d files, want 1 (claim only)", n)
+	}
+	if n := adminScalar[int](t, pool, `select count(*) from pg_policy where polrelid = 'realtime.messages'::regclass and polname like 'tablegate_%'`); n != 0 {
+		t.Errorf("down installed %d realtime policies where there were none", n)
+	}
+}
