@@ -100,7 +100,8 @@ func SetRoute(ctx context.Context, localPath, pattern, operation, table string) 
 
 // SetPattern records a route pattern of a ServeMux-style handler (such as
 // r.Pattern without its method) for the request served by
-// [Telemetry.Handler], unless a more precise route was set already.
+// [Telemetry.Handler], unless a more precise route was set already. The
+// Handler does this itself for a ServeMux directly below it.
 func SetPattern(ctx context.Context, pattern string) {
 	rec := recordFrom(ctx)
 	if rec == nil || pattern == "" {
@@ -214,17 +215,22 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		}
 		ctx = context.WithValue(ctx, recordKey{}, rec)
 		sw := &rec.w
+		inner := r.WithContext(ctx)
 		defer func() {
 			p := recover()
 			if p != nil && sw.status == 0 {
 				sw.status = http.StatusInternalServerError
 			}
+			// A ServeMux right below records the pattern it matched on
+			// the request it was given: the route of handlers that do
+			// not report one (a health check, an event stream).
+			SetPattern(ctx, inner.Pattern)
 			t.finish(ctx, rec, method, sw.code(), time.Since(start))
 			if p != nil {
 				panic(p)
 			}
 		}()
-		next.ServeHTTP(sw, r.WithContext(ctx))
+		next.ServeHTTP(sw, inner)
 	})
 }
 

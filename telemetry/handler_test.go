@@ -148,6 +148,24 @@ func TestAccessLog(t *testing.T) {
 	if _, err := New(&Config{LogSubject: true}); err == nil {
 		t.Error("LogSubject without AccessLog accepted")
 	}
+
+	// A ServeMux right below the Handler names the route of handlers that
+	// report none; what it does not match stays "other".
+	var buf bytes.Buffer
+	tel, err := New(&Config{AccessLog: newTestLogger(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /whoami/{who}", func(w http.ResponseWriter, r *http.Request) {})
+	h := tel.Handler(mux)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/whoami/secret-name", nil))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/nowhere", nil))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"route":"/whoami/{who}"`) || !strings.Contains(lines[1], `"route":"other"`) ||
+		strings.Contains(buf.String(), "secret-name") {
+		t.Errorf("mux routes in the access log:\n%s", buf.String())
+	}
 }
 
 func FuzzRequestID(f *testing.F) {
