@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/authctx"
@@ -17,8 +18,8 @@ import (
 )
 
 // budgetPool opens a pool of n connections on u, with tablegate's pool
-// defaults and an optional round-trip counter.
-func budgetPool(t *testing.T, u string, n int32, tr *pgtest.RoundTrips) *pgxpool.Pool {
+// defaults and an optional tracer (a round-trip counter).
+func budgetPool(t *testing.T, u string, n int32, tr pgx.QueryTracer) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(u)
 	if err != nil {
@@ -50,15 +51,18 @@ func TestStatementTimeoutInTheSameRoundTrip(t *testing.T) {
 	alice := user(authctx.Claims{"sub": alice})
 
 	d := db.New(pool, &db.Config{StatementTimeout: 1500 * time.Millisecond})
-	show := func(scope func(context.Context, authctx.Caller, func(db.Querier) error) error) string {
+	type scopeFunc = func(context.Context, authctx.Caller, func(db.Querier) error) error
+	setting := func(name string, scope scopeFunc) string {
 		var v string
 		if err := scope(ctx, alice, func(q db.Querier) error {
-			return q.QueryRow(ctx, "select current_setting('statement_timeout')").Scan(&v)
+			return q.QueryRow(ctx, "select current_setting($1)", name).Scan(&v)
 		}); err != nil {
 			t.Fatal(err)
 		}
 		return v
 	}
+	show := func(scope scopeFunc) string { return setting("statement_timeout", scope) }
+	idle := func(scope scopeFunc) string { return setting("idle_in_transaction_session_timeout", scope) }
 	show(d.Read) // warm the statement cache
 	tr.Reset()
 	if v := show(d.Read); v != "1500ms" {
@@ -72,15 +76,6 @@ func TestStatementTimeoutInTheSameRoundTrip(t *testing.T) {
 	}
 	// A transaction Go holds open also bounds its pauses; a read, one
 	// implicit transaction, has none.
-	idle := func(scope func(context.Context, authctx.Caller, func(db.Querier) error) error) string {
-		var v string
-		if err := scope(ctx, alice, func(q db.Querier) error {
-			return q.QueryRow(ctx, "select current_setting('idle_in_transaction_session_timeout')").Scan(&v)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	if v := idle(d.Tx); v != "1500ms" {
 		t.Fatalf("tx: idle_in_transaction_session_timeout %q, want 1500ms", v)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
@@ -21,17 +20,7 @@ func TestReadyRedWhenPostgresStopped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url, stop := pgtest.Cluster(t)
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.ConfigurePool(cfg)
-	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := budgetPool(t, url, 2, nil)
 	if err := db.Ready(ctx, pool); err != nil {
 		t.Fatalf("Ready with Postgres up: %v", err)
 	}
@@ -39,7 +28,7 @@ func TestReadyRedWhenPostgresStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = db.Ready(ctx, pool)
+	err := db.Ready(ctx, pool)
 	if !errors.Is(err, db.ErrNotReady) {
 		t.Fatalf("Ready with Postgres stopped: %v, want ErrNotReady", err)
 	}
@@ -67,19 +56,8 @@ func (c *connectCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuer
 func TestReadyProbesShareOneConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.ConfigurePool(cfg)
-	cfg.MaxConns = 1
 	counter := &connectCounter{}
-	cfg.ConnConfig.Tracer = counter
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := budgetPool(t, pgtest.URL(t), 1, counter)
 	held, err := pool.Acquire(ctx) // the pool is saturated from here
 	if err != nil {
 		t.Fatal(err)
@@ -111,17 +89,7 @@ func TestReadyProbesShareOneConnection(t *testing.T) {
 func TestReadyShortFirstCallerDoesNotSpoil(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.ConfigurePool(cfg)
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := budgetPool(t, pgtest.URL(t), 1, nil)
 	held, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

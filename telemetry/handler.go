@@ -103,8 +103,14 @@ func SetRoute(ctx context.Context, localPath, pattern, operation, table string) 
 // [Telemetry.Handler], unless a more precise route was set already. The
 // Handler does this itself for a ServeMux directly below it.
 func SetPattern(ctx context.Context, pattern string) {
-	rec := recordFrom(ctx)
-	if rec == nil || pattern == "" {
+	if rec := recordFrom(ctx); rec != nil {
+		rec.setPattern(pattern)
+	}
+}
+
+// setPattern is SetPattern on the request's record.
+func (rec *record) setPattern(pattern string) {
+	if pattern == "" {
 		return
 	}
 	if _, p, ok := strings.Cut(pattern, " "); ok {
@@ -224,7 +230,7 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			// A ServeMux right below records the pattern it matched on
 			// the request it was given: the route of handlers that do
 			// not report one (a health check, an event stream).
-			SetPattern(ctx, inner.Pattern)
+			rec.setPattern(inner.Pattern)
 			t.finish(ctx, rec, method, sw.code(), time.Since(start))
 			if p != nil {
 				panic(p)

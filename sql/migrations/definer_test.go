@@ -79,22 +79,13 @@ func TestDefinerCalleesIgnoreCallerTempTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(t.Context())
-	for i, s := range []string{
+	execWithClaims(t, conn, claims,
 		`set role authenticated`,
 		`select pg_catalog.set_config('request.jwt.claims', $1, false)`,
 		`create function pg_temp.report_role(v pg_catalog.text) returns boolean language plpgsql as
 		   $$ begin raise notice 'ran as %', current_user; return true; end $$`,
 		`create domain pg_temp.uuid as pg_catalog.uuid check (pg_temp.report_role(value::pg_catalog.text))`,
-		`create domain pg_temp.text as pg_catalog.text check (pg_temp.report_role(value::pg_catalog.text))`,
-	} {
-		var args []any
-		if i == 1 {
-			args = []any{claims}
-		}
-		if _, err := conn.Exec(t.Context(), s, args...); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+		`create domain pg_temp.text as pg_catalog.text check (pg_temp.report_role(value::pg_catalog.text))`)
 	_, err = conn.Exec(t.Context(), `select * from tablegate.approval_decide(null, true)`)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Hint != "not_approver" {
@@ -127,23 +118,14 @@ func TestDefinerIgnoresCallerTempTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got, ranAs string
-		for i, s := range []string{
+		execWithClaims(t, conn, claims,
 			`begin`,
 			`set local role authenticated`,
 			`select pg_catalog.set_config('request.jwt.claims', $1, true)`,
 			`create function pg_temp.record_role(v pg_catalog.text) returns boolean language sql as
 			   $$ select pg_catalog.set_config('tg.test.ran_as', current_user, true) is not null $$`,
 			`create domain pg_temp.jsonb as pg_catalog.jsonb check (pg_temp.record_role(value::pg_catalog.text))`,
-			`create domain pg_temp.uuid as pg_catalog.uuid check (pg_temp.record_role(value::pg_catalog.text))`,
-		} {
-			var args []any
-			if i == 2 {
-				args = []any{claims}
-			}
-			if _, err := conn.Exec(t.Context(), s, args...); err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-		}
+			`create domain pg_temp.uuid as pg_catalog.uuid check (pg_temp.record_role(value::pg_catalog.text))`)
 		if err := conn.QueryRow(t.Context(), call).Scan(&got); err != nil {
 			t.Errorf("%s: %v", call, err)
 		}
@@ -156,6 +138,21 @@ func TestDefinerIgnoresCallerTempTypes(t *testing.T) {
 		}
 		if got != tenantA && got != "true" {
 			t.Errorf("%s = %q, want the caller's tenant", call, got)
+		}
+	}
+}
+
+// execWithClaims runs stmts on conn in order, as the admin set up a
+// caller's session: the statement naming $1 gets claims.
+func execWithClaims(t *testing.T, conn *pgx.Conn, claims string, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		var args []any
+		if strings.Contains(s, "$1") {
+			args = []any{claims}
+		}
+		if _, err := conn.Exec(t.Context(), s, args...); err != nil {
+			t.Fatalf("%s: %v", s, err)
 		}
 	}
 }
