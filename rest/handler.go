@@ -36,9 +36,9 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if method == http.MethodHead {
 		method = http.MethodGet
 	}
-	call := &Call{Request: req, RequestID: req.Header.Get("X-Request-Id")}
-	if len(call.RequestID) > 64 {
-		call.RequestID = ""
+	call := &Call{Request: req}
+	if id := req.Header.Get(telemetry.RequestIDHeader); telemetry.ValidRequestID(id) {
+		call.RequestID = id
 	}
 	r.cacheHeaders(w, req)
 	// Do recovers the pipeline's panics; this covers what runs before it

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // Regression: a panic in Config.Caller escaped ServeHTTP (net/http then
@@ -30,6 +31,39 @@ func TestCallerPanicIsUnexpected(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "caller secret boom") {
 		t.Errorf("panic not logged: %s", logs.String())
+	}
+}
+
+// Regression: without telemetry.Handler in front, rest took any
+// X-Request-Id of up to 64 bytes (quotes, spaces, escapes) into
+// unexpected-error bodies and error logs. It now keeps only ids
+// telemetry.Handler would accept and draws one for any other.
+func TestRequestIDFromHeaderIsValidated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.resource("items", &Config{
+		Caller: func(*http.Request) (authctx.Auth, error) { panic("boom") },
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	s := server(t, "items", res)
+	for _, tc := range []struct{ sent, want string }{
+		{"req-42:a/b+c=d_e.f", "req-42:a/b+c=d_e.f"},
+		{`forged" id`, ""},
+		{"tab\there", ""},
+		{"é", ""},
+	} {
+		r := do(t, s, "GET", "/api/items", "", "", "X-Request-Id", tc.sent)
+		m := decode(t, r.body)
+		got, _ := m["request_id"].(string)
+		if r.status != 500 || got == "" {
+			t.Fatalf("%q: got %s", tc.sent, r)
+		}
+		if tc.want != "" && got != tc.want {
+			t.Errorf("%q: request_id %q, want it kept", tc.sent, got)
+		}
+		if tc.want == "" && (got == tc.sent || !telemetry.ValidRequestID(got)) {
+			t.Errorf("%q: request_id %q, want a generated one", tc.sent, got)
+		}
 	}
 }
 

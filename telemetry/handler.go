@@ -155,9 +155,10 @@ func knownMethod(m string) string {
 	return "_OTHER"
 }
 
-// validRequestID accepts 1..MaxRequestIDLen characters from
-// [A-Za-z0-9._:+/=-].
-func validRequestID(s string) bool {
+// ValidRequestID reports whether s is an X-Request-Id tablegate accepts:
+// 1..MaxRequestIDLen characters from [A-Za-z0-9._:+/=-]. Handler replaces
+// any other with a generated id; rest, used without Handler, ignores it.
+func ValidRequestID(s string) bool {
 	if s == "" || len(s) > MaxRequestIDLen {
 		return false
 	}
@@ -205,7 +206,7 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		rec := &record{t: t, path: r.URL.EscapedPath()}
 		rec.w.ResponseWriter = w
 		id := r.Header.Get(RequestIDHeader)
-		if !validRequestID(id) || len(r.Header[RequestIDHeader]) > 1 {
+		if !ValidRequestID(id) || len(r.Header[RequestIDHeader]) > 1 {
 			id = NewRequestID()
 			rec.idv[0] = id
 			r.Header[RequestIDHeader] = rec.idv[:]

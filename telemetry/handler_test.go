@@ -173,7 +173,7 @@ func FuzzRequestID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ok := validRequestID(s)
+		ok := ValidRequestID(s)
 		if ok && (len(s) == 0 || len(s) > MaxRequestIDLen) {
 			t.Fatalf("accepted %q", s)
 		}
@@ -186,7 +186,7 @@ func FuzzRequestID(f *testing.F) {
 		req.Header[RequestIDHeader] = []string{s}
 		rec := httptest.NewRecorder()
 		tel.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, req)
-		if got := rec.Header().Get(RequestIDHeader); !validRequestID(got) {
+		if got := rec.Header().Get(RequestIDHeader); !ValidRequestID(got) {
 			t.Fatalf("echoed %q for %q", got, s)
 		}
 	})
