@@ -4,12 +4,41 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // accessLogQueue is how many access log lines may wait for stderr.
 const accessLogQueue = 4096
+
+// defaultLogQueue is how many lines of the process's default logger
+// (slog.Default and the log package: warnings, errors) may wait for
+// stderr.
+const defaultLogQueue = 1024
+
+// logFlushTimeout bounds writing out a queue of log lines at exit.
+const logFlushTimeout = 2 * time.Second
+
+// installDefaultLogger points slog.Default, and with it the log package
+// (net/http's server errors, the OpenTelemetry SDK's), at a lineWriter
+// over w: the library's warnings (JWKS fetches, the events hub) and
+// unexpected errors then never wait on a stalled stderr, in a request or
+// in the events hub's delivery loop. The returned function restores the
+// previous default and writes out what is queued, within
+// logFlushTimeout.
+func installDefaultLogger(w io.Writer) (restore func()) {
+	prev := slog.Default()
+	lw := newLineWriter("log", w, defaultLogQueue)
+	slog.SetDefault(slog.New(slog.NewTextHandler(lw, nil)))
+	return func() {
+		slog.SetDefault(prev)
+		ctx, cancel := context.WithTimeout(context.Background(), logFlushTimeout)
+		defer cancel()
+		_ = lw.close(ctx)
+	}
+}
 
 // lineWriter hands log lines to w from a goroutine of its own, through a
 // queue of at most n lines. A reader of stderr that stalls (a full pipe, a
@@ -17,6 +46,7 @@ const accessLogQueue = 4096
 // every request waiting on its log line's write. Each Write is one whole
 // line (slog's handlers write a record at once).
 type lineWriter struct {
+	what      string // names the lines in the count of dropped ones
 	w         io.Writer
 	mu        sync.RWMutex // held for writing only by close
 	closed    bool
@@ -27,8 +57,8 @@ type lineWriter struct {
 	dropped   atomic.Int64
 }
 
-func newLineWriter(w io.Writer, n int) *lineWriter {
-	l := &lineWriter{w: w, lines: make(chan []byte, n), done: make(chan struct{}), wrote: make(chan struct{})}
+func newLineWriter(what string, w io.Writer, n int) *lineWriter {
+	l := &lineWriter{what: what, w: w, lines: make(chan []byte, n), done: make(chan struct{}), wrote: make(chan struct{})}
 	go l.run()
 	return l
 }
@@ -70,7 +100,7 @@ func (l *lineWriter) close(ctx context.Context) error {
 			defer close(l.wrote)
 			<-l.done
 			if n := l.dropped.Load(); n > 0 {
-				_, _ = fmt.Fprintf(l.w, "! access log: %d lines dropped (stderr was not read fast enough)\n", n)
+				_, _ = fmt.Fprintf(l.w, "! %s: %d lines dropped (stderr was not read fast enough)\n", l.what, n)
 			}
 		}()
 	})

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,7 +38,7 @@ func (b *blockedWriter) Write(p []byte) (int, error) {
 func TestLineWriterNeverBlocks(t *testing.T) {
 	t.Parallel()
 	bw := &blockedWriter{release: make(chan struct{})}
-	lw := newLineWriter(bw, 4)
+	lw := newLineWriter("test", bw, 4)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -72,6 +74,48 @@ func TestLineWriterNeverBlocks(t *testing.T) {
 	}
 	if _, err := lw.Write([]byte("late\n")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The process's default logger (slog.Default, and the log package through
+// it) writes through a queue too: a warning of the events hub or an
+// unexpected error's log line never waits on a stalled stderr. Not
+// parallel: it replaces the process's default logger while it runs.
+func TestDefaultLoggerNeverBlocks(t *testing.T) {
+	bw := &blockedWriter{release: make(chan struct{})}
+	restore := installDefaultLogger(bw)
+	restored := false
+	defer func() {
+		if !restored {
+			close(bw.release)
+			restore()
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 3 * defaultLogQueue {
+			slog.Warn("events: visibility check failed", "n", i)
+		}
+		log.Print("http: TLS handshake error")
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("slog.Default blocked behind a stalled stderr")
+	}
+	close(bw.release)
+	restore()
+	restored = true
+	bw.mu.Lock()
+	out := bw.buf.String()
+	bw.mu.Unlock()
+	if !strings.Contains(out, "level=WARN msg=\"events: visibility check failed\" n=0\n") ||
+		!strings.Contains(out, "! log: ") || !strings.Contains(out, "lines dropped") {
+		t.Fatalf("written after release (want the first warning and a count of dropped lines):\n%.600s", out)
+	}
+	if slog.Default().Handler() == nil {
+		t.Fatal("no default logger after restore")
 	}
 }
 

@@ -100,8 +100,10 @@ Exit codes: 0 ok, 1 failure, 2 usage error.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	restoreLog := installDefaultLogger(os.Stderr)
 	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
 	stop()
+	restoreLog()
 	os.Exit(code)
 }
 

@@ -96,7 +96,7 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 	tcfg := &telemetry.Config{}
 	var lw *lineWriter
 	if o.accessLog != nil {
-		lw = newLineWriter(o.accessLog, accessLogQueue)
+		lw = newLineWriter("access log", o.accessLog, accessLogQueue)
 		obs.accessLog = lw
 		tcfg.AccessLog = slog.New(slog.NewJSONHandler(lw, nil))
 		tcfg.LogSubject = o.logSubject
@@ -198,15 +198,12 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 // or more per signal).
 const telemetryFlushTimeout = 5 * time.Second
 
-// accessLogFlushTimeout bounds writing out the access log's queue at exit.
-const accessLogFlushTimeout = 2 * time.Second
-
-// close writes out the access log (within accessLogFlushTimeout), then
+// close writes out the access log (within logFlushTimeout), then
 // flushes and stops the exporters, together within telemetryFlushTimeout;
 // what is not written or exported by then is dropped.
 func (o *observability) close() {
 	if o.accessLog != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), accessLogFlushTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), logFlushTimeout)
 		_ = o.accessLog.close(ctx)
 		cancel()
 	}
