@@ -3,10 +3,13 @@ package events_test
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -14,7 +17,26 @@ import (
 	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/spec"
+	"github.com/tablegate/tablegate/telemetry"
 )
+
+// lockedBuffer is a bytes.Buffer safe for a log handler and a reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // TestDescribedAndServedBySpec: spec.Config.Streams documents the stream
 // (text/event-stream, one schema per event, the action payload schema) and
@@ -62,10 +84,31 @@ func TestDescribedAndServedBySpec(t *testing.T) {
 		t.Errorf("x-service-emits: %s", cop)
 	}
 	// Served: a Bearer caller gets the stream, no session gets 401.
-	srv := httptest.NewServer(b.rv.Middleware(b.rv.CrossSite(api.Handler())))
+	var logs lockedBuffer
+	tel, err := telemetry.New(&telemetry.Config{AccessLog: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := http.NewServeMux()
+	outer.Handle("/api/", b.rv.Middleware(b.rv.CrossSite(api.Handler())))
+	srv := httptest.NewServer(tel.Handler(outer))
 	t.Cleanup(srv.Close)
 	if c := subscribeTo(t, srv.URL+"/api/todos/events"); c.status != 401 {
 		t.Fatalf("no session: %d %s", c.status, c.body)
+	}
+	// Reported under the stream's own route, not the API's mount point.
+	if resp, err := http.Get(srv.URL + "/api/openapi.json"); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		l := logs.String()
+		if strings.Contains(l, `"route":"/api/todos/events","status":401`) && strings.Contains(l, `"route":"/api/openapi.json"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("access log routes of the stream and the document:\n%s", l)
+		}
 	}
 	c := subscribeTo(t, srv.URL+"/api/todos/events", "Authorization", "Bearer "+b.token(alice, tenantA, false))
 	if c.status != 200 {

@@ -13,6 +13,7 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // OpenAPIVersion is the OpenAPI version of every document DefineAPI builds.
@@ -342,7 +343,7 @@ func (a *API) newHandler(opts *Config) http.Handler {
 			// The stream admits callers itself (its own allow list) and
 			// answers other methods 405: every method of this path is its
 			// own, never the item routes of a key "events".
-			mux.Handle(a.base+"/"+n+PathEvents, es)
+			mux.Handle(a.base+"/"+n+PathEvents, reportPattern(es))
 		}
 	}
 	for name, dh := range opts.Handlers {
@@ -353,19 +354,30 @@ func (a *API) newHandler(opts *Config) http.Handler {
 		mux.Handle(a.base+"/"+name, h)
 		mux.Handle(a.base+"/"+name+"/", h)
 	}
-	mux.Handle(a.base+PathJSON, a.meta("application/json", a.jsonDoc))
-	mux.Handle(a.base+PathYAML, a.meta("application/yaml", a.yamlDoc))
+	mux.Handle(a.base+PathJSON, reportPattern(a.meta("application/json", a.jsonDoc)))
+	mux.Handle(a.base+PathYAML, reportPattern(a.meta("application/yaml", a.yamlDoc)))
 	if opts.Docs != nil {
-		docs := opts.Docs(DocsPage{Path: a.base + PathDocs, DocumentURL: a.base + PathJSON, Title: opts.Info.Title})
+		docs := reportPattern(opts.Docs(DocsPage{Path: a.base + PathDocs, DocumentURL: a.base + PathJSON, Title: opts.Info.Title}))
 		mux.Handle(a.base+PathDocs, docs)
 		mux.Handle(a.base+PathDocs+"/", docs)
 	} else {
-		mux.Handle(a.base+PathDocs, a.meta("text/html; charset=utf-8", a.html))
+		mux.Handle(a.base+PathDocs, reportPattern(a.meta("text/html; charset=utf-8", a.html)))
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.problems.Write(w, problem.New(problem.KindNotFound, "No such route."))
 	}))
 	return mux
+}
+
+// reportPattern tells telemetry.Handler the route of h, the pattern the
+// API's mux matched (h reports none itself, unlike a resource), so that an
+// event stream or the document is not reported under the mount point of
+// the whole API, or as "other", when the mux sits below middleware.
+func reportPattern(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		telemetry.SetPattern(r.Context(), r.Pattern)
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (a *API) meta(contentType string, body []byte) http.Handler {
