@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -85,7 +85,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "doctor", doctorUsage)
 	o := doctorOptions{getenv: e.getenv}
 	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres `URL` (default $DATABASE_URL)")
-	fs.StringVar(&o.signingKeys, "signing-keys", defaultSigningKeysPath, "signing keys `file`")
+	fs.StringVar(&o.signingKeys, "signing-keys", "", "signing keys `file` (default: [auth] signing_keys_path of --supabase-config when it sets one, else "+defaultSigningKeysPath+")")
 	fs.StringVar(&o.authURL, "auth-url", "", "Supabase project `URL` (default $SUPABASE_URL)")
 	fs.StringVar(&o.jwksURL, "jwks-url", "", "JWKS `URL` (overrides --auth-url)")
 	fs.StringVar(&o.configPath, "config", "", "serve config `file` whose tables to check")
@@ -96,13 +96,16 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		o.tables = append(o.tables, s)
 		return nil
 	})
-	fs.StringVar(&o.supabaseConfig, "supabase-config", "supabase/config.toml", "Supabase CLI config `file` read for the refresh-token settings")
+	fs.StringVar(&o.supabaseConfig, "supabase-config", defaultSupabaseConfig, "Supabase CLI config `file` read for signing_keys_path and the refresh-token settings")
 	fs.BoolVar(&o.strict, "strict", false, "fail on warnings too")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if o.signingKeys == "" {
+		o.signingKeys = signingKeysDefault(o.supabaseConfig)
 	}
 	checks := doctor(ctx, o)
 	failed := printChecks(e.stdout, checks, o.strict)
@@ -195,12 +198,21 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 	return out
 }
 
+// checkSigningKeys checks the signing keys file and, when the Supabase
+// CLI's config.toml exists, that its [auth] signing_keys_path names it:
+// without that setting the local auth server signs HS256 tokens, which
+// tablegate cannot verify with a JWKS.
 func checkSigningKeys(o doctorOptions) (*keySet, check) {
 	const name = "signing keys"
+	sa, _ := readSupabaseConfig(o.supabaseConfig) // an unreadable file is reported by checkReuseInterval
+	configured, set := sa.signingKeysPath(o.supabaseConfig)
 	if _, err := os.Stat(o.signingKeys); errors.Is(err, os.ErrNotExist) {
-		c := check{statusWarn, name, "no signing keys file at " + o.signingKeys,
-			"create one with \"tablegate keys new --path " + o.signingKeys + "\" and set [auth] signing_keys_path in supabase/config.toml; without it local tokens are HS256 and cannot be verified with a JWKS"}
-		return nil, c
+		if set && configured == o.signingKeys {
+			return nil, check{statusWarn, name, "no signing keys file at " + o.signingKeys + " ([auth] signing_keys_path of " + o.supabaseConfig + ")",
+				"create it with \"tablegate keys new\" (it writes there); until then the local auth server cannot sign tokens"}
+		}
+		return nil, check{statusWarn, name, "no signing keys file at " + o.signingKeys,
+			"create one with \"tablegate keys new --path " + o.signingKeys + "\" and set [auth] signing_keys_path in " + o.supabaseConfig + "; without it local tokens are HS256 and cannot be verified with a JWKS"}
 	}
 	ks, err := loadKeyFile(o.signingKeys)
 	if err != nil {
@@ -210,7 +222,30 @@ func checkSigningKeys(o doctorOptions) (*keySet, check) {
 	if err != nil {
 		return ks, check{statusFail, name, err.Error(), "one key needs key_ops [\"sign\",\"verify\"]"}
 	}
-	return ks, check{statusOK, name, fmt.Sprintf("%s: %d key(s), signing kid %s (%s)", o.signingKeys, len(ks.keys), s.kid, s.alg), ""}
+	detail := fmt.Sprintf("%s: %d key(s), signing kid %s (%s)", o.signingKeys, len(ks.keys), s.kid, s.alg)
+	switch {
+	case sa == nil: // no Supabase CLI project: nothing to compare with
+	case !set:
+		return ks, check{statusWarn, name, detail + "; but " + o.supabaseConfig + " sets no [auth] signing_keys_path, so the local auth server signs HS256 tokens tablegate cannot verify",
+			"add signing_keys_path = \"" + relativeToConfig(o.supabaseConfig, o.signingKeys) + "\" under [auth] in " + o.supabaseConfig + " and restart it (supabase stop && supabase start)"}
+	case filepath.Clean(configured) != filepath.Clean(o.signingKeys):
+		return ks, check{statusWarn, name, detail + "; but the local auth server signs with " + configured + " ([auth] signing_keys_path of " + o.supabaseConfig + ")",
+			"use --signing-keys " + configured + ", or point signing_keys_path at this file"}
+	}
+	return ks, check{statusOK, name, detail, ""}
+}
+
+// relativeToConfig spells path as a signing_keys_path relative to the
+// directory of the config.toml at configPath ("./signing_keys.json").
+func relativeToConfig(configPath, path string) string {
+	rel, err := filepath.Rel(filepath.Dir(configPath), path)
+	if err != nil {
+		return path
+	}
+	if !strings.HasPrefix(rel, "..") {
+		rel = "./" + filepath.ToSlash(rel)
+	}
+	return rel
 }
 
 func checkJWKS(ctx context.Context, o doctorOptions, cfg *serveConfig, ks *keySet) check {
@@ -564,36 +599,18 @@ func checkReuseInterval(o doctorOptions) check {
 		}
 		return check{statusOK, name, "GOTRUE_SECURITY_REFRESH_TOKEN_REUSE_INTERVAL=" + v, ""}
 	}
-	f, err := os.Open(o.supabaseConfig)
-	if err != nil {
+	sa, err := readSupabaseConfig(o.supabaseConfig)
+	switch {
+	case err != nil:
+		return check{statusWarn, name, "cannot read " + o.supabaseConfig + ": " + err.Error(), "fix the file, or point --supabase-config at the Supabase CLI's config.toml"}
+	case sa == nil:
 		return check{statusInfo, name, "not found in the environment or " + o.supabaseConfig + "; " + advice, ""}
+	case sa.EnableRefreshTokenRotation != nil && !*sa.EnableRefreshTokenRotation:
+		return check{statusWarn, name, o.supabaseConfig + ": enable_refresh_token_rotation = false", "enable rotation; a leaked refresh token then works only once"}
+	case sa.RefreshTokenReuseInterval == nil:
+		return check{statusInfo, name, o.supabaseConfig + " does not set refresh_token_reuse_interval (default 10 s); " + advice, ""}
+	case *sa.RefreshTokenReuseInterval < 10:
+		return check{statusWarn, name, fmt.Sprintf("%s: refresh_token_reuse_interval = %d", o.supabaseConfig, *sa.RefreshTokenReuseInterval), advice}
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	section := ""
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "[") {
-			section = strings.Trim(line, "[] ")
-			continue
-		}
-		key, val, ok := strings.Cut(line, "=")
-		if !ok || section != "auth" {
-			continue
-		}
-		key, val = strings.TrimSpace(key), strings.TrimSpace(strings.SplitN(val, "#", 2)[0])
-		switch key {
-		case "enable_refresh_token_rotation":
-			if val == "false" {
-				return check{statusWarn, name, o.supabaseConfig + ": enable_refresh_token_rotation = false", "enable rotation; a leaked refresh token then works only once"}
-			}
-		case "refresh_token_reuse_interval":
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 10 {
-				return check{statusWarn, name, o.supabaseConfig + ": refresh_token_reuse_interval = " + val, advice}
-			}
-			return check{statusOK, name, fmt.Sprintf("%s: %d s", o.supabaseConfig, n), ""}
-		}
-	}
-	return check{statusInfo, name, o.supabaseConfig + " does not set refresh_token_reuse_interval (default 10 s); " + advice, ""}
+	return check{statusOK, name, fmt.Sprintf("%s: %d s", o.supabaseConfig, *sa.RefreshTokenReuseInterval), ""}
 }

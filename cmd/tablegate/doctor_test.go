@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -135,7 +136,7 @@ func TestDoctorJWKSAndKeys(t *testing.T) {
 	}))
 	defer hsOnly.Close()
 	cfg := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfg, []byte("[api]\nport = 54321\n[auth]\nrefresh_token_reuse_interval = 0 # testing\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("[api]\nport = 54321\n[auth]\nrefresh_token_reuse_interval = 0 # testing\nsigning_keys_path = \"./keys.json\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The database is unreachable here: the checklist still runs and fails.
@@ -178,5 +179,85 @@ func TestDoctorJWKSAndKeys(t *testing.T) {
 	r = runCLI(t, nil, "doctor", "--database-url", bad, "--signing-keys", other, "--jwks-url", asym.URL+"/auth/v1/.well-known/jwks.json")
 	if l := lineOf(r.stdout, "! JWKS"); !strings.Contains(l, "does not list the local signing kid") {
 		t.Errorf("kid mismatch: %q\n%s", l, r.stdout)
+	}
+}
+
+// The Supabase CLI's [auth] signing_keys_path (relative to supabase/) is
+// where keys new writes and where token, keys jwks, doctor and init look
+// when no path is given; doctor warns when config.toml does not set it
+// (the local auth server then signs HS256 tokens) or names another file.
+// Not parallel: it runs the commands in a project directory of its own.
+func TestSigningKeysPathFromSupabaseConfig(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.MkdirAll("supabase", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeConfig := func(auth string) {
+		t.Helper()
+		if err := os.WriteFile("supabase/config.toml", []byte("project_id = \"p\"\n\n[auth]\nenabled = true\n"+auth), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeConfig("signing_keys_path = \"./keys/local.json\" # beside config.toml\n")
+	configured := filepath.Join("supabase", "keys", "local.json")
+	if err := os.MkdirAll(filepath.Dir(configured), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"
+
+	r := runCLI(t, nil, "doctor", "--database-url", bad)
+	if l := lineOf(r.stdout, "! signing keys"); !strings.Contains(l, "no signing keys file at "+configured+" ([auth] signing_keys_path of supabase/config.toml)") {
+		t.Errorf("configured file missing: %q\n%s", l, r.stdout)
+	}
+	if r := runCLI(t, nil, "keys", "new"); r.code != 0 || !strings.Contains(r.stderr, "to "+configured) {
+		t.Fatalf("keys new: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat("supabase/signing_keys.json"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("keys new wrote the conventional path too: %v", err)
+	}
+	ks, err := loadKeyFile(configured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, nil, "keys", "jwks"); r.code != 0 || !strings.Contains(r.stdout, ks.keys[0].kid) {
+		t.Errorf("keys jwks: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, nil, "token", "--sub", demoUserID); r.code != 0 || strings.Count(strings.TrimSpace(r.stdout), ".") != 2 {
+		t.Errorf("token: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, nil, "doctor", "--database-url", bad)
+	if l := lineOf(r.stdout, "✓ signing keys"); !strings.Contains(l, configured+": 1 key(s)") {
+		t.Errorf("configured file present: %q\n%s", lineOf(r.stdout, "signing keys"), r.stdout)
+	}
+	// init in that project keeps the configured key.
+	if r := runCLI(t, nil, "init", "--dir", ".", "--database-url", bad); !strings.Contains(r.stderr, "kept "+configured) {
+		t.Errorf("init: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// A flag naming another file: doctor says which one the auth server uses.
+	other := filepath.Join(dir, "other.json")
+	runCLI(t, nil, "keys", "new", "--path", other)
+	r = runCLI(t, nil, "doctor", "--database-url", bad, "--signing-keys", other)
+	if l := lineOf(r.stdout, "! signing keys"); !strings.Contains(l, "the local auth server signs with "+configured) {
+		t.Errorf("another file: %q\n%s", lineOf(r.stdout, "signing keys"), r.stdout)
+	}
+	// No signing_keys_path: HS256 locally, a warning with the line to add.
+	writeConfig("")
+	if err := os.Rename(configured, "supabase/signing_keys.json"); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, nil, "doctor", "--database-url", bad)
+	if l := lineOf(r.stdout, "! signing keys"); !strings.Contains(l, "sets no [auth] signing_keys_path") ||
+		!strings.Contains(r.stdout, `add signing_keys_path = "./signing_keys.json" under [auth]`) {
+		t.Errorf("no signing_keys_path: %q\n%s", lineOf(r.stdout, "signing keys"), r.stdout)
+	}
+	// A config.toml that is not TOML is reported, not ignored.
+	if err := os.WriteFile("supabase/config.toml", []byte("[auth\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, nil, "doctor", "--database-url", bad)
+	if l := lineOf(r.stdout, "! refresh-token reuse interval"); !strings.Contains(l, "is not valid TOML") {
+		t.Errorf("broken config.toml: %q\n%s", lineOf(r.stdout, "refresh-token"), r.stdout)
 	}
 }

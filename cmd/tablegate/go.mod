@@ -3,6 +3,7 @@ module github.com/tablegate/tablegate/cmd/tablegate
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/MicahParks/keyfunc/v3 v3.9.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/jsonschema-go v0.4.3

@@ -80,7 +80,7 @@ func runInit(_ context.Context, e *env, args []string) error {
 		}
 	}
 	out := e.stderr
-	keysPath := path(defaultSigningKeysPath)
+	keysPath := signingKeysDefault(path(defaultSupabaseConfig))
 	var ks *keySet
 	_, err := os.Stat(keysPath)
 	switch {

@@ -22,9 +22,10 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// DefaultSigningKeysPath is where keys new writes and where token and doctor
-// look when --signing-keys is not given (the Supabase CLI's conventional
-// signing_keys_path, relative to the project directory).
+// defaultSigningKeysPath is where keys new writes and where token and
+// doctor look when --signing-keys is not given and supabase/config.toml sets
+// no [auth] signing_keys_path (the Supabase CLI's conventional path,
+// relative to the project directory); see signingKeysDefault.
 const defaultSigningKeysPath = "supabase/signing_keys.json"
 
 // jwk is one JSON Web Key in the shape the Supabase CLI writes to
@@ -467,7 +468,7 @@ func runKeys(ctx context.Context, e *env, args []string) error {
 
 func runKeysNew(e *env, args []string) error {
 	fs := newFlagSet(e, "keys new", keysUsage)
-	path := fs.String("path", defaultSigningKeysPath, "signing keys `file` to write")
+	path := fs.String("path", signingKeysDefault(defaultSupabaseConfig), "signing keys `file` to write ([auth] signing_keys_path of "+defaultSupabaseConfig+" when it sets one)")
 	appendKey := fs.Bool("append", false, "add a key to an existing file; the new key signs, older keys only verify")
 	force := fs.Bool("force", false, "overwrite an existing file")
 	alg := fs.String("alg", algES256, "signing `algorithm`: ES256, RS256 or EdDSA (Ed25519)")
@@ -519,7 +520,7 @@ func runKeysNew(e *env, args []string) error {
 
 func runKeysJWKS(e *env, args []string) error {
 	fs := newFlagSet(e, "keys jwks", keysUsage)
-	path := fs.String("signing-keys", defaultSigningKeysPath, "signing keys `file` to read")
+	path := fs.String("signing-keys", signingKeysDefault(defaultSupabaseConfig), "signing keys `file` to read ([auth] signing_keys_path of "+defaultSupabaseConfig+" when it sets one)")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}

@@ -121,7 +121,7 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&s.TTL, "ttl", time.Hour, "lifetime")
 	fs.StringVar(&s.Issuer, "iss", "", "issuer `URL` (iss claim); default $SUPABASE_JWT_ISSUER, else $SUPABASE_URL/auth/v1, else "+defaultIssuer)
 	fs.StringVar(&s.Email, "email", "", "email claim")
-	path := fs.String("signing-keys", defaultSigningKeysPath, "signing keys `file` (create with \"tablegate keys new\")")
+	path := fs.String("signing-keys", signingKeysDefault(defaultSupabaseConfig), "signing keys `file` (create with \"tablegate keys new\"; [auth] signing_keys_path of "+defaultSupabaseConfig+" when it sets one)")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
