@@ -65,6 +65,10 @@
 // already past exp, inside the clock-skew leeway, gets 401). The transport's own refusals (a malformed
 // message, a wrong method or media type, an unknown session) are Problem
 // Details too; an unknown session and another caller's get the same 404.
+// A JSON-RPC batch (a body that is a JSON array) is refused with 400 before
+// any of it runs: MCP 2025-06-18 removed batching, and one HTTP request
+// carries one message, so that it costs at most one pooled connection at a
+// time.
 //
 // Over stdio ([ServeStdio]) and other transports ([Server.Connect]) the
 // session has one caller, fixed when it is connected — for the CLI, the

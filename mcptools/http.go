@@ -1,11 +1,13 @@
 package mcptools
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -195,6 +197,12 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, p)
 		return
 	}
+	if r.Method == http.MethodPost {
+		if p := refuseBatch(rr); p != nil {
+			h.refuse(w, p)
+			return
+		}
+	}
 	owner := ownerOf(a, r)
 	sid := rr.Header.Get(sessionHeader)
 	if sid != "" {
@@ -256,6 +264,59 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// watcher): the SDK also answers 404 inside a live session (an unknown
 	// method), which must not unbind it from its owner.
 }
+
+// errBatch refuses a JSON-RPC batch. MCP 2025-06-18 removed batching; the
+// SDK still runs a batch whose request names no later protocol version,
+// which let one HTTP request carry thousands of tool calls (memory, and
+// every pooled connection) where a single message costs one.
+var errBatch = problem.New(problem.KindBadRequest,
+	"JSON-RPC batches are not served: send one message per request (MCP 2025-06-18 removed batching).")
+
+// refuseBatch reads the POST body up to its first JSON token and refuses a
+// batch (a JSON array); any other body goes on to the SDK unchanged but
+// for leading whitespace. A body that ends or fails before a token is left
+// to the SDK, which answers it.
+func refuseBatch(r *http.Request) *problem.Problem {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	br := bufio.NewReader(r.Body)
+	for n := 0; ; n++ {
+		if n == maxLeadingSpace {
+			return problem.New(problem.KindBadRequest, "The body is not a JSON-RPC message.")
+		}
+		c, err := br.ReadByte()
+		if err != nil {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(br, errReader{err}), r.Body}
+			return nil
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '[':
+			return errBatch
+		}
+		_ = br.UnreadByte()
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{br, r.Body}
+		return nil
+	}
+}
+
+// maxLeadingSpace bounds the whitespace read before a message's first
+// token.
+const maxLeadingSpace = 4096
+
+// errReader returns err once the bytes before it are read, so that the
+// SDK sees a body that failed as it failed (a size limit, a reset).
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // errNoSession answers a session id the SDK does not know, or that
 // belongs to another caller: the two look the same.

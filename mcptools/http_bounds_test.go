@@ -2,6 +2,7 @@ package mcptools_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -323,5 +324,57 @@ func TestHTTPAnonSessionsByAddress(t *testing.T) {
 	}
 	if st := open(two); st != http.StatusOK {
 		t.Fatalf("first from another address: %d", st)
+	}
+}
+
+// TestHTTPBatchesRefused: a JSON-RPC batch is refused with a 400 Problem
+// before the SDK runs any of it, in a session or opening one, with or
+// without a protocol version header (the SDK ran batches whose request
+// named none: one HTTP request could carry thousands of tool calls). One
+// message per request still works, leading whitespace included.
+func TestHTTPBatchesRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	url := boundedApp(t, b, 1, time.Minute)
+	tok := b.keys.sign(alice)
+	sid := initSession(t, url, tok)
+	call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"listTodos","arguments":{"limit":1}}}`
+	batch := " \n\t[" + fmt.Sprintf(call, 7) + "," + fmt.Sprintf(call, 8) + "]"
+	for _, tc := range []struct {
+		name, sid string
+		version   bool
+	}{{"in a session, no version header", sid, false}, {"in a session, 2025-06-18", sid, true}, {"opening a session", "", false}} {
+		req := mcpRequest(url, http.MethodPost, tok, tc.sid, "application/json", batch)
+		if !tc.version {
+			req.Header.Del("Mcp-Protocol-Version")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		var p problem.Problem
+		mustJSON(t, string(body), &p)
+		if res.StatusCode != http.StatusBadRequest || p.Kind != problem.KindBadRequest || !strings.Contains(p.Detail, "batch") ||
+			res.Header.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("%s: %d %v %s", tc.name, res.StatusCode, res.Header, body)
+		}
+	}
+	// The refused batch held no session place (the cap is 1, the session
+	// above holds it): deleting that session lets a new one open.
+	if res, body := rawMCP(t, url, http.MethodDelete, tok, sid, "", ""); res.StatusCode >= 300 {
+		t.Fatalf("DELETE: %d %s", res.StatusCode, body)
+	}
+	eventually(t, "a place after DELETE", func() bool {
+		res, _ := rawMCP(t, url, http.MethodPost, tok, "", "application/json", "\r\n "+rawInitialize)
+		if res.StatusCode == http.StatusOK {
+			sid = res.Header.Get("Mcp-Session-Id")
+		}
+		return res.StatusCode == http.StatusOK
+	})
+	if res, body := rawMCP(t, url, http.MethodPost, tok, sid, "application/json", "  "+`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); res.StatusCode != http.StatusOK ||
+		!strings.Contains(string(body), "listTodos") {
+		t.Fatalf("one message with leading whitespace: %d %s", res.StatusCode, body)
 	}
 }
