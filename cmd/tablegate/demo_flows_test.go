@@ -45,6 +45,7 @@ func newFlowApp(t *testing.T, ttl time.Duration, tokensOnly ...bool) *flowApp {
 	ds.gotrue.siteURL = srv.URL
 	ds.gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: ttl, Issuer: srv.URL + "/auth/v1"}, demoUserEmail, "15550001111", a.password)
 	ds.gotrue.sent = func(m sentOTP) { a.mu.Lock(); a.sent = append(a.sent, m); a.mu.Unlock() }
+	ds.gotrue.otpInterval = 0 // the flows send several codes; TestDemoAuthOTPGuessing checks the interval
 	a.gotrue = ds.gotrue
 	first := ds.handler()
 	h.Store(&first)
@@ -251,6 +252,13 @@ func TestDemoFlowsMagicLinkAndCode(t *testing.T) {
 	}
 	link := a.sent[0].Link
 	a.mu.Unlock()
+	// A HEAD (a link prefetcher, a mail scanner) neither spends the link
+	// nor starts a flow.
+	for _, u := range []string{link, a.url + "/auth/v1/authorize?provider=demo"} {
+		if resp, err := c.Head(u); err != nil || resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET" {
+			t.Fatalf("HEAD %s: %v %v", u, resp, err)
+		}
+	}
 	resp, err := c.Get(link)
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,9 @@ type demoAuthServer struct {
 	siteURL string
 	// sent receives the codes and magic links the demo "sends" (printed).
 	sent func(sentOTP)
+	// otpInterval is how long an account waits between two codes (GoTrue's
+	// SMTP max frequency, 60 s by default); 0: no wait. Read under mu.
+	otpInterval time.Duration
 
 	mu       sync.Mutex
 	sessions map[string]*demoSession // by refresh token (current and used ones)
@@ -50,7 +53,7 @@ type demoSession struct {
 
 func newDemoAuthServer(ks *keySet, issuer, apikey string) *demoAuthServer {
 	return &demoAuthServer{ks: ks, issuer: issuer, apikey: apikey, now: time.Now, sessions: map[string]*demoSession{},
-		flows: map[string]*flowState{}, otps: map[string]*otpState{}}
+		flows: map[string]*flowState{}, otps: map[string]*otpState{}, otpInterval: defaultOTPInterval}
 }
 
 // newRefreshToken returns a GoTrue v1-style refresh token: 12 characters

@@ -44,6 +44,7 @@ type demoAccount struct {
 	email    string
 	phone    string
 	password string
+	otpSent  time.Time // when the last code was sent (under the server's mu)
 }
 
 // flowState is one PKCE authorization waiting for its code exchange.
@@ -63,9 +64,15 @@ type otpState struct {
 	wrong     int // codes typed for this account that did not match
 }
 
-// maxWrongCodes is how many wrong codes burn an account's pending code, so
-// that six digits cannot be guessed (GoTrue bounds guesses with rate limits).
-const maxWrongCodes = 5
+// maxWrongCodes is how many wrong codes burn an account's pending code,
+// and defaultOTPInterval how often an account may be sent a new one: at
+// most 5 guesses a minute, so that six digits cannot be guessed (a 50 %
+// chance takes about 70 days). GoTrue bounds guesses with the same send
+// interval (SMTP max frequency) and rate limits.
+const (
+	maxWrongCodes      = 5
+	defaultOTPInterval = 60 * time.Second
+)
 
 // sentOTP is what the demo "sends" (prints) for an OTP.
 type sentOTP struct {
@@ -326,8 +333,19 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 			st.challenge = body.CodeChallenge
 		}
 		s.mu.Lock()
+		if wait := a.otpSent.Add(s.otpInterval).Sub(s.now()); s.otpInterval > 0 && wait > 0 {
+			s.mu.Unlock()
+			code := "over_email_send_rate_limit"
+			if body.Phone != "" {
+				code = "over_sms_send_rate_limit"
+			}
+			gotrueError(w, http.StatusTooManyRequests, code,
+				fmt.Sprintf("For security purposes, you can only request this after %d seconds.", int(wait.Seconds())+1))
+			return
+		}
 		room := s.roomFor()
 		if room {
+			a.otpSent = s.now()
 			// One pending code per account, as GoTrue keeps one token per
 			// user: a new request replaces the previous code, so repeated
 			// requests do not multiply the codes a guess can hit.
@@ -477,12 +495,26 @@ func (s *demoAuthServer) logout(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// getOnly answers any method but GET with 405, as GoTrue's router does.
+func getOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			gotrueError(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed")
+			return
+		}
+		h(w, r)
+	}
+}
+
 // routes registers the auth server's endpoints on mux.
 func (s *demoAuthServer) routes(mux *http.ServeMux) {
 	mux.Handle("POST /auth/v1/token", s)
 	// The browser opens these directly (no apikey, as behind the gateway).
-	mux.HandleFunc("GET /auth/v1/authorize", s.authorize)
-	mux.HandleFunc("GET /auth/v1/verify", s.verifyLink)
+	// GET only: a HEAD (a link prefetcher, a mail scanner) must not spend a
+	// magic link or start a flow, and ServeMux serves HEAD with GET.
+	mux.HandleFunc("GET /auth/v1/authorize", getOnly(s.authorize))
+	mux.HandleFunc("GET /auth/v1/verify", getOnly(s.verifyLink))
 	for path, h := range map[string]http.HandlerFunc{
 		"POST /auth/v1/otp": s.otp, "POST /auth/v1/verify": s.verify, "POST /auth/v1/logout": s.logout,
 	} {

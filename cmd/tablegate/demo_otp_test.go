@@ -9,7 +9,9 @@ import (
 )
 
 // TestDemoAuthOTPGuessing: the demo's auth server keeps one pending code
-// per account and burns it after maxWrongCodes wrong codes. Before, every
+// per account, burns it after maxWrongCodes wrong codes, and sends an
+// account a new one at most once per otpInterval (60 s: without that wait
+// a new code every five guesses allowed ≈ 5 000 guesses a second). Before, every
 // POST /otp added a code (up to 10 000 pending) and wrong codes cost
 // nothing: with 2000 codes requested for demo-user, 3000 guesses at
 // /verify returned 2 sessions (knowing only the email and the publishable
@@ -41,6 +43,26 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 	verify := func(code string) int {
 		return post("/auth/v1/verify", fmt.Sprintf(`{"type":"email","email":%q,"token":%q}`, demoUserEmail, code))
 	}
+	// The interval (the demo's default): a second code within it is
+	// refused as GoTrue refuses it, and nothing is sent.
+	a.gotrue.mu.Lock()
+	a.gotrue.otpInterval = defaultOTPInterval
+	a.gotrue.mu.Unlock()
+	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != 200 {
+		t.Fatalf("first otp: %d", st)
+	}
+	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != http.StatusTooManyRequests {
+		t.Fatalf("otp within the interval: %d", st)
+	}
+	a.mu.Lock()
+	if len(a.sent) != 1 {
+		t.Errorf("sent %d codes, want 1", len(a.sent))
+	}
+	a.mu.Unlock()
+	a.gotrue.mu.Lock()
+	a.gotrue.otpInterval = 0 // the rest sends codes back to back
+	a.gotrue.mu.Unlock()
+
 	// A new code replaces the previous one.
 	first := sendCode()
 	second := sendCode()
