@@ -9,6 +9,7 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/authflow"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // whoami is the JSON body of /whoami and the /guard routes.
@@ -84,12 +85,16 @@ func (s *demoServer) handler() http.Handler {
 }
 
 // problemFallback answers the mux's own 404 and 405 with problem bodies
-// (405 keeps the mux's Allow header).
+// (405 keeps the mux's Allow header), and reports the pattern a request
+// matched to telemetry.Handler, unless what served it reported a more
+// precise route (a resource, an event stream): the mux usually sits below
+// middleware that copies the request, where the Handler cannot see it.
 func problemFallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
 			mux.ServeHTTP(w, r)
+			telemetry.SetPattern(r.Context(), pattern)
 			return
 		}
 		iw := &interceptWriter{ResponseWriter: w}

@@ -761,3 +761,48 @@ func TestResolutionCountsBounded(t *testing.T) {
 		t.Errorf("%d data points with %d under _OTHER, want %d and %d", points, other, bound+1, extra)
 	}
 }
+
+// TestMuxRoutesBelowMiddleware: the command's routes (/livez, /whoami, the
+// auth server's, /mcp) are reported under their pattern also when the mux
+// sits below middleware that copies the request (authctx), as in serve and
+// demo; a route a resource reports stays the resource's, and an unmatched
+// path is "other". Before, all of them were "other".
+func TestMuxRoutesBelowMiddleware(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	tel, err := telemetry.New(&telemetry.Config{AccessLog: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
+	mux.HandleFunc("GET /livez", ok)
+	mux.HandleFunc("GET /auth/v1/verify", ok)
+	mux.HandleFunc("/mcp", ok)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		telemetry.SetRoute(r.Context(), strings.TrimPrefix(r.URL.Path, "/api"), "/{id}", "get", "public.todos")
+		w.WriteHeader(http.StatusOK)
+	})
+	copying := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(r.Context())) // as authctx's middleware does
+		})
+	}
+	h := tel.Handler(copying(problemFallback(mux)))
+	for _, path := range []string{"/livez", "/auth/v1/verify?token=secret-token", "/mcp", "/api/todos/42", "/nowhere"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	want := []string{`"route":"/livez"`, `"route":"/auth/v1/verify"`, `"route":"/mcp"`, `"route":"/api/{id}"`, `"route":"other"`}
+	if len(lines) != len(want) {
+		t.Fatalf("access log:\n%s", logs.String())
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d: want %s in %s", i, w, lines[i])
+		}
+	}
+	if strings.Contains(logs.String(), "secret-token") || strings.Contains(logs.String(), "/42") {
+		t.Errorf("a path or query value in the access log:\n%s", logs.String())
+	}
+}
