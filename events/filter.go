@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits of a stream's query.
@@ -159,14 +160,59 @@ func parseTyped(col string, t colType, v string) (filter, error) {
 	}
 	if f.op != "is" {
 		for _, x := range f.vals {
+			if strings.IndexByte(x, 0) >= 0 || !utf8.ValidString(x) {
+				return f, fmt.Errorf("filter %s: a value holds a NUL byte or invalid UTF-8, which no column can hold", col)
+			}
 			n, ok := f.normalize(x)
 			if !ok {
 				return f, fmt.Errorf("filter %s: %q is not a %s", col, truncate(x), kindNames[f.kind])
+			}
+			if !inRange(t.name, n) {
+				return f, fmt.Errorf("filter %s: %q is out of range for type %s", col, truncate(x), t.name)
+			}
+			if r, ok := n.(*big.Rat); ok && t.name == "oid" && r.Sign() < 0 {
+				n = new(big.Rat).Add(r, oidWrap) // Postgres reads oid -1 as 4294967295
 			}
 			f.norm = append(f.norm, n)
 		}
 	}
 	return f, nil
+}
+
+// intRanges are the ranges of Postgres's integer types.
+var intRanges = map[string][2]*big.Rat{
+	"int2": {big.NewRat(math.MinInt16, 1), big.NewRat(math.MaxInt16, 1)},
+	"int4": {big.NewRat(math.MinInt32, 1), big.NewRat(math.MaxInt32, 1)},
+	"int8": {big.NewRat(math.MinInt64, 1), big.NewRat(math.MaxInt64, 1)},
+	"oid":  {big.NewRat(math.MinInt32, 1), big.NewRat(math.MaxUint32, 1)},
+}
+
+// oidWrap is what Postgres adds to a negative oid it reads.
+var oidWrap = big.NewRat(1<<32, 1)
+
+// maxZoneOffset is the largest time zone displacement Postgres accepts
+// (±15:59:59).
+const maxZoneOffset = 15*3600 + 59*60 + 59
+
+// inRange reports whether a filter value, normalized, is one a column of
+// type typname can hold, as Postgres would read it: integers within
+// their type's range, times after year 0 with a zone offset within
+// ±15:59:59. A list refuses the others (the cast fails), and so does a
+// stream.
+func inRange(typname string, v any) bool {
+	switch v := v.(type) {
+	case *big.Rat:
+		if r, ok := intRanges[typname]; ok {
+			return v.Cmp(r[0]) >= 0 && v.Cmp(r[1]) <= 0
+		}
+	case time.Time:
+		if isInfinite(v) {
+			return true
+		}
+		_, off := v.Zone()
+		return v.Year() != 0 && off >= -maxZoneOffset && off <= maxZoneOffset
+	}
+	return true
 }
 
 func matchAll(fs []filter, row map[string]json.RawMessage) bool {

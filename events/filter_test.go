@@ -61,6 +61,7 @@ func TestFilterComparesByType(t *testing.T) {
 		{typ: "numeric", filter: "lt.Infinity", value: "1" + strings.Repeat("0", 400), want: true},
 		{typ: "numeric", filter: "gt.-Infinity", value: `-5`, want: true},
 		{typ: "numeric", filter: "lt.NaN", value: `5`, want: true},
+		{typ: "oid", filter: "eq.-1", value: `4294967295`, want: true},
 		{typ: "int4", filter: "eq.1", value: `null`, unknown: true},
 		{typ: "int4", filter: "is.null", value: `null`, want: true},
 	} {
@@ -164,5 +165,54 @@ create table typed (id int primary key, z zip, q qty, s stage, note text)`); err
 	}
 	if _, err := parseTyped("s", types["s"], "eq.nope"); err == nil {
 		t.Error("a label the enum does not have was accepted")
+	}
+}
+
+// TestFilterRefusesWhatTheColumnCannotHold: a filter value Postgres would
+// not cast to the column's type (an integer past its type's range, a NUL
+// byte or invalid UTF-8, year 0, a zone offset past ±15:59) is refused, as
+// a list refuses it (the cast fails there). Before, streams took them. The
+// edges Postgres takes are taken. Each case is checked against Postgres.
+func TestFilterRefusesWhatTheColumnCannotHold(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		typ, value string
+		ok         bool
+	}{
+		{"int8", "99999999999999999999999999", false},
+		{"int8", "-9223372036854775809", false},
+		{"int8", "-9223372036854775808", true},
+		{"int8", "9223372036854775807", true},
+		{"int4", "2147483648", false},
+		{"int4", "-2147483648", true},
+		{"int2", "32768", false},
+		{"int2", "-32768", true},
+		{"oid", "-1", true}, // Postgres reads it as 4294967295
+		{"oid", "-2147483649", false},
+		{"oid", "4294967295", true},
+		{"text", "a\x00b", false},
+		{"text", "\xff\xfe", false},
+		{"text", "é ok", true},
+		{"timestamptz", "0000-01-01T00:00:00Z", false},
+		{"timestamptz", "0001-01-01T00:00:00Z", true},
+		{"timestamptz", "2026-11-24T20:00:00+23:59", false},
+		{"timestamptz", "2026-11-24T20:00:00-16:00", false},
+		{"timestamptz", "2026-11-24T20:00:00+15:59", true},
+		{"date", "0000-01-01", false},
+	} {
+		_, err := parseFilter("c", c.typ, "eq."+c.value)
+		if (err == nil) != c.ok {
+			t.Errorf("%s %q: accepted %v, want %v (%v)", c.typ, c.value, err == nil, c.ok, err)
+		}
+		// Postgres agrees (the text case with a NUL cannot even be sent).
+		if strings.IndexByte(c.value, 0) < 0 {
+			var s string
+			pgErr := pool.QueryRow(ctx, "select ($1::text)::"+c.typ+"::text", c.value).Scan(&s)
+			if (pgErr == nil) != c.ok {
+				t.Errorf("Postgres casts %s %q: %v, want ok %v", c.typ, c.value, pgErr, c.ok)
+			}
+		}
 	}
 }
