@@ -17,7 +17,8 @@ import (
 const (
 	// MaxFilters caps the column filters of one stream.
 	MaxFilters = 16
-	// MaxFilterValue caps the bytes of one filter's value.
+	// MaxFilterValue caps the bytes of one filter's query value: the
+	// operator, a not. prefix and every value of an in.(...) together.
 	MaxFilterValue = 256
 	// MaxInValues caps the values of one in.(...) filter.
 	MaxInValues = 64
