@@ -168,6 +168,12 @@ func parseTyped(col string, t colType, v string) (filter, error) {
 			if !ok {
 				return f, fmt.Errorf("filter %s: %q is not a %s", col, truncate(x), kindNames[f.kind])
 			}
+			if f.kind == kindLocalTime || f.kind == kindDate {
+				// Postgres checks the zone offset it then drops.
+				if z, ok := parseTime(x, false); ok && !inRange("timestamptz", z) {
+					return f, fmt.Errorf("filter %s: %q is out of range for type %s", col, truncate(x), t.name)
+				}
+			}
 			if !inRange(t.name, n) {
 				return f, fmt.Errorf("filter %s: %q is out of range for type %s", col, truncate(x), t.name)
 			}

@@ -201,6 +201,10 @@ func TestFilterRefusesWhatTheColumnCannotHold(t *testing.T) {
 		{"timestamptz", "2026-11-24T20:00:00-16:00", false},
 		{"timestamptz", "2026-11-24T20:00:00+15:59", true},
 		{"date", "0000-01-01", false},
+		{"timestamp", "0000-01-01T00:00:00", false},
+		{"timestamp", "2026-11-24T20:00:00+23:59", false},
+		{"date", "2026-11-24T20:00:00+23:59", false},
+		{"date", "2026-11-24T20:00:00+15:59", true},
 	} {
 		_, err := parseFilter("c", c.typ, "eq."+c.value)
 		if (err == nil) != c.ok {

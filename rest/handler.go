@@ -37,8 +37,8 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		method = http.MethodGet
 	}
 	call := &Call{Request: req}
-	if id := req.Header.Get(telemetry.RequestIDHeader); telemetry.ValidRequestID(id) {
-		call.RequestID = id
+	if ids := req.Header.Values(telemetry.RequestIDHeader); len(ids) == 1 && telemetry.ValidRequestID(ids[0]) {
+		call.RequestID = ids[0]
 	}
 	r.cacheHeaders(w, req)
 	// Do recovers the pipeline's panics; this covers what runs before it

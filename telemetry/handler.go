@@ -99,9 +99,10 @@ func SetRoute(ctx context.Context, localPath, pattern, operation, table string) 
 }
 
 // SetPattern records a route pattern of a ServeMux-style handler (such as
-// r.Pattern without its method) for the request served by
+// r.Pattern, with or without its method) for the request served by
 // [Telemetry.Handler], unless a more precise route was set already. The
-// Handler does this itself for a ServeMux directly below it.
+// catch-all "/" names no route and is ignored (the root alone is "/{$}").
+// The Handler does this itself for a ServeMux directly below it.
 func SetPattern(ctx context.Context, pattern string) {
 	if rec := recordFrom(ctx); rec != nil {
 		rec.setPattern(pattern)
@@ -115,6 +116,9 @@ func (rec *record) setPattern(pattern string) {
 	}
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		pattern = p
+	}
+	if pattern == "/" {
+		return // a catch-all: the request stays "other" unless a route is set
 	}
 	rec.mu.Lock()
 	if rec.route == "" {

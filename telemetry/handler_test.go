@@ -158,6 +158,7 @@ func TestAccessLog(t *testing.T) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /whoami/{who}", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {}) // a catch-all names no route
 	h := tel.Handler(mux)
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/whoami/secret-name", nil))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/nowhere", nil))

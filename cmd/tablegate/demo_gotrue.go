@@ -34,6 +34,7 @@ type demoAuthServer struct {
 	// otpInterval is how long an account waits between two codes (GoTrue's
 	// SMTP max frequency, 60 s by default); 0: no wait. Read under mu.
 	otpInterval time.Duration
+	otpSentTo   map[string]time.Time // when each address was last sent a code (otpWait)
 
 	mu       sync.Mutex
 	sessions map[string]*demoSession // by refresh token (current and used ones)
@@ -53,7 +54,8 @@ type demoSession struct {
 
 func newDemoAuthServer(ks *keySet, issuer, apikey string) *demoAuthServer {
 	return &demoAuthServer{ks: ks, issuer: issuer, apikey: apikey, now: time.Now, sessions: map[string]*demoSession{},
-		flows: map[string]*flowState{}, otps: map[string]*otpState{}, otpInterval: defaultOTPInterval}
+		flows: map[string]*flowState{}, otps: map[string]*otpState{}, otpInterval: defaultOTPInterval,
+		otpSentTo: map[string]time.Time{}}
 }
 
 // newRefreshToken returns a GoTrue v1-style refresh token: 12 characters

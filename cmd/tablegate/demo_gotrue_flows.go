@@ -321,7 +321,20 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 		gotrueError(w, http.StatusBadRequest, "validation_failed", "Only an email address or phone number should be provided")
 		return
 	}
-	if a := s.accountBy(body.Email, body.Phone); a != nil {
+	limited := "over_email_send_rate_limit"
+	if body.Phone != "" {
+		limited = "over_sms_send_rate_limit"
+	}
+	a := s.accountBy(body.Email, body.Phone)
+	// The interval holds per address, whether an account has it or not (an
+	// unknown address answers as a known one does), and per account (its
+	// email and its phone share it).
+	if wait := s.otpWait(strings.ToLower(body.Email)+"\x00"+body.Phone, a); wait > 0 {
+		gotrueError(w, http.StatusTooManyRequests, limited,
+			fmt.Sprintf("For security purposes, you can only request this after %d seconds.", int(wait.Seconds())+1))
+		return
+	}
+	if a != nil {
 		var hb [28]byte
 		_, _ = rand.Read(hb[:])
 		var cb [4]byte
@@ -333,19 +346,8 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 			st.challenge = body.CodeChallenge
 		}
 		s.mu.Lock()
-		if wait := a.otpSent.Add(s.otpInterval).Sub(s.now()); s.otpInterval > 0 && wait > 0 {
-			s.mu.Unlock()
-			code := "over_email_send_rate_limit"
-			if body.Phone != "" {
-				code = "over_sms_send_rate_limit"
-			}
-			gotrueError(w, http.StatusTooManyRequests, code,
-				fmt.Sprintf("For security purposes, you can only request this after %d seconds.", int(wait.Seconds())+1))
-			return
-		}
 		room := s.roomFor()
 		if room {
-			a.otpSent = s.now()
 			// One pending code per account, as GoTrue keeps one token per
 			// user: a new request replaces the previous code, so repeated
 			// requests do not multiply the codes a guess can hit.
@@ -358,7 +360,7 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 		if !room {
-			gotrueError(w, http.StatusTooManyRequests, "over_email_send_rate_limit", "Too many codes pending")
+			gotrueError(w, http.StatusTooManyRequests, limited, "Too many codes pending")
 			return
 		}
 		link := withQuery(s.issuer+"/verify", "token", hash, "type", "magiclink", "redirect_to", st.redirect)
@@ -368,6 +370,41 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte("{}\n"))
+}
+
+// otpWait is how long the address (and the account, when one has it) must
+// wait before a new code, or 0, in which case it records the request. The
+// addresses remembered are bounded (maxPending); past that every request
+// waits until the oldest expire.
+func (s *demoAuthServer) otpWait(addr string, a *demoAccount) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.otpInterval <= 0 {
+		return 0
+	}
+	now := s.now()
+	wait := s.otpSentTo[addr].Add(s.otpInterval).Sub(now)
+	if a != nil {
+		wait = max(wait, a.otpSent.Add(s.otpInterval).Sub(now))
+	}
+	if wait > 0 {
+		return wait
+	}
+	if len(s.otpSentTo) >= maxPending {
+		for k, t := range s.otpSentTo {
+			if !now.Before(t.Add(s.otpInterval)) {
+				delete(s.otpSentTo, k)
+			}
+		}
+		if len(s.otpSentTo) >= maxPending {
+			return s.otpInterval
+		}
+	}
+	s.otpSentTo[addr] = now
+	if a != nil {
+		a.otpSent = now
+	}
+	return 0
 }
 
 // takeOTP consumes the OTP matching a token hash, or an email/phone and
@@ -495,11 +532,12 @@ func (s *demoAuthServer) logout(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// getOnly answers any method but GET with 405, as GoTrue's router does.
-func getOnly(h http.HandlerFunc) http.HandlerFunc {
+// getOnly answers any method but GET (HEAD included) with 405 and the
+// path's methods in Allow, as GoTrue's router does.
+func getOnly(allow string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", "GET")
+			w.Header().Set("Allow", allow)
 			gotrueError(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed")
 			return
 		}
@@ -513,8 +551,8 @@ func (s *demoAuthServer) routes(mux *http.ServeMux) {
 	// The browser opens these directly (no apikey, as behind the gateway).
 	// GET only: a HEAD (a link prefetcher, a mail scanner) must not spend a
 	// magic link or start a flow, and ServeMux serves HEAD with GET.
-	mux.HandleFunc("GET /auth/v1/authorize", getOnly(s.authorize))
-	mux.HandleFunc("GET /auth/v1/verify", getOnly(s.verifyLink))
+	mux.HandleFunc("GET /auth/v1/authorize", getOnly("GET", s.authorize))
+	mux.HandleFunc("GET /auth/v1/verify", getOnly("GET, POST", s.verifyLink))
 	for path, h := range map[string]http.HandlerFunc{
 		"POST /auth/v1/otp": s.otp, "POST /auth/v1/verify": s.verify, "POST /auth/v1/logout": s.logout,
 	} {

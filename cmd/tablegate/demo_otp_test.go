@@ -54,6 +54,16 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != http.StatusTooManyRequests {
 		t.Fatalf("otp within the interval: %d", st)
 	}
+	// The account's phone shares the interval; an unknown address answers
+	// as a known one does (200, then 429), so the 429 reveals nothing.
+	if st := post("/auth/v1/otp", `{"phone":"15550001111"}`); st != http.StatusTooManyRequests {
+		t.Fatalf("otp by phone within the email's interval: %d", st)
+	}
+	for i, want := range []int{200, http.StatusTooManyRequests} {
+		if st := post("/auth/v1/otp", `{"email":"nobody@example.com"}`); st != want {
+			t.Fatalf("unknown address, request %d: %d, want %d", i+1, st, want)
+		}
+	}
 	a.mu.Lock()
 	if len(a.sent) != 1 {
 		t.Errorf("sent %d codes, want 1", len(a.sent))

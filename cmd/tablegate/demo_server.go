@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -94,7 +95,7 @@ func problemFallback(mux *http.ServeMux) http.Handler {
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
 			mux.ServeHTTP(w, r)
-			telemetry.SetPattern(r.Context(), pattern)
+			reportPattern(r.Context(), pattern)
 			return
 		}
 		iw := &interceptWriter{ResponseWriter: w}
@@ -111,6 +112,21 @@ func problemFallback(mux *http.ServeMux) http.Handler {
 		}
 	})
 }
+
+// reportPatterns serves mux and reports the pattern it matched, as
+// problemFallback does, for a mux that has a catch-all of its own.
+func reportPatterns(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r) // sets r.Pattern
+		reportPattern(r.Context(), r.Pattern)
+	})
+}
+
+// reportPattern reports a pattern a mux matched to telemetry.Handler,
+// after the request was served so that a more precise route (a resource's,
+// an inner mux's) wins. A catch-all "/" names no route (SetPattern ignores
+// it): the request stays "other" unless something below reported one.
+func reportPattern(ctx context.Context, pattern string) { telemetry.SetPattern(ctx, pattern) }
 
 // interceptWriter passes every response through except 404 and 405, which
 // it swallows for problemFallback to answer.

@@ -85,7 +85,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "doctor", doctorUsage)
 	o := doctorOptions{getenv: e.getenv}
 	fs.StringVar(&o.databaseURL, "database-url", "", "Postgres `URL` (default $DATABASE_URL)")
-	fs.StringVar(&o.signingKeys, "signing-keys", "", "signing keys `file` (default: [auth] signing_keys_path of --supabase-config when it sets one, else "+defaultSigningKeysPath+")")
+	fs.StringVar(&o.signingKeys, "signing-keys", "", "signing keys `file` (default: [auth] signing_keys_path of --supabase-config when it sets one, else signing_keys.json beside it)")
 	fs.StringVar(&o.authURL, "auth-url", "", "Supabase project `URL` (default $SUPABASE_URL)")
 	fs.StringVar(&o.jwksURL, "jwks-url", "", "JWKS `URL` (overrides --auth-url)")
 	fs.StringVar(&o.configPath, "config", "", "serve config `file` whose tables to check")
@@ -204,12 +204,24 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 // tablegate cannot verify with a JWKS.
 func checkSigningKeys(o doctorOptions) (*keySet, check) {
 	const name = "signing keys"
-	sa, _ := readSupabaseConfig(o.supabaseConfig) // an unreadable file is reported by checkReuseInterval
+	sa, cerr := readSupabaseConfig(o.supabaseConfig)
 	configured, set := sa.signingKeysPath(o.supabaseConfig)
+	same := set && samePath(configured, o.signingKeys)
+	var configProblem string
+	switch {
+	case cerr != nil:
+		configProblem = "cannot read " + o.supabaseConfig + " (" + cerr.Error() + "), so its [auth] signing_keys_path is unknown"
+	case sa != nil && sa.bad["signing_keys_path"] != "":
+		configProblem = sa.bad["signing_keys_path"]
+	}
 	if _, err := os.Stat(o.signingKeys); errors.Is(err, os.ErrNotExist) {
-		if set && configured == o.signingKeys {
+		switch {
+		case same:
 			return nil, check{statusWarn, name, "no signing keys file at " + o.signingKeys + " ([auth] signing_keys_path of " + o.supabaseConfig + ")",
 				"create it with \"tablegate keys new\" (it writes there); until then the local auth server cannot sign tokens"}
+		case set:
+			return nil, check{statusWarn, name, "no signing keys file at " + o.signingKeys + "; the local auth server signs with " + configured + " ([auth] signing_keys_path of " + o.supabaseConfig + ")",
+				"use --signing-keys " + configured + ", or create this file with \"tablegate keys new --path " + o.signingKeys + "\" and point signing_keys_path at it"}
 		}
 		return nil, check{statusWarn, name, "no signing keys file at " + o.signingKeys,
 			"create one with \"tablegate keys new --path " + o.signingKeys + "\" and set [auth] signing_keys_path in " + o.supabaseConfig + "; without it local tokens are HS256 and cannot be verified with a JWKS"}
@@ -224,15 +236,29 @@ func checkSigningKeys(o doctorOptions) (*keySet, check) {
 	}
 	detail := fmt.Sprintf("%s: %d key(s), signing kid %s (%s)", o.signingKeys, len(ks.keys), s.kid, s.alg)
 	switch {
+	case configProblem != "":
+		return ks, check{statusWarn, name, detail + "; but " + configProblem,
+			"fix " + o.supabaseConfig + ": [auth] signing_keys_path = \"" + relativeToConfig(o.supabaseConfig, o.signingKeys) + "\""}
 	case sa == nil: // no Supabase CLI project: nothing to compare with
 	case !set:
 		return ks, check{statusWarn, name, detail + "; but " + o.supabaseConfig + " sets no [auth] signing_keys_path, so the local auth server signs HS256 tokens tablegate cannot verify",
 			"add signing_keys_path = \"" + relativeToConfig(o.supabaseConfig, o.signingKeys) + "\" under [auth] in " + o.supabaseConfig + " and restart it (supabase stop && supabase start)"}
-	case filepath.Clean(configured) != filepath.Clean(o.signingKeys):
+	case !same:
 		return ks, check{statusWarn, name, detail + "; but the local auth server signs with " + configured + " ([auth] signing_keys_path of " + o.supabaseConfig + ")",
 			"use --signing-keys " + configured + ", or point signing_keys_path at this file"}
 	}
 	return ks, check{statusOK, name, detail, ""}
+}
+
+// samePath reports whether a and b name the same file path (after making
+// both absolute; the file need not exist).
+func samePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return aa == bb
 }
 
 // relativeToConfig spells path as a signing_keys_path relative to the
@@ -602,9 +628,13 @@ func checkReuseInterval(o doctorOptions) check {
 	sa, err := readSupabaseConfig(o.supabaseConfig)
 	switch {
 	case err != nil:
-		return check{statusWarn, name, "cannot read " + o.supabaseConfig + ": " + err.Error(), "fix the file, or point --supabase-config at the Supabase CLI's config.toml"}
+		return check{statusWarn, name, err.Error(), "fix the file, or point --supabase-config at the Supabase CLI's config.toml"}
 	case sa == nil:
 		return check{statusInfo, name, "not found in the environment or " + o.supabaseConfig + "; " + advice, ""}
+	case sa.bad["refresh_token_reuse_interval"] != "":
+		return check{statusWarn, name, sa.bad["refresh_token_reuse_interval"], advice}
+	case sa.bad["enable_refresh_token_rotation"] != "":
+		return check{statusWarn, name, sa.bad["enable_refresh_token_rotation"], "enable_refresh_token_rotation = true"}
 	case sa.EnableRefreshTokenRotation != nil && !*sa.EnableRefreshTokenRotation:
 		return check{statusWarn, name, o.supabaseConfig + ": enable_refresh_token_rotation = false", "enable rotation; a leaked refresh token then works only once"}
 	case sa.RefreshTokenReuseInterval == nil:

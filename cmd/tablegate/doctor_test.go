@@ -230,6 +230,27 @@ func TestSigningKeysPathFromSupabaseConfig(t *testing.T) {
 	if l := lineOf(r.stdout, "✓ signing keys"); !strings.Contains(l, configured+": 1 key(s)") {
 		t.Errorf("configured file present: %q\n%s", lineOf(r.stdout, "signing keys"), r.stdout)
 	}
+	// The same file named by an absolute path is the same file.
+	abs, _ := filepath.Abs(configured)
+	r = runCLI(t, nil, "doctor", "--database-url", bad, "--signing-keys", abs)
+	if lineOf(r.stdout, "✓ signing keys") == "" {
+		t.Errorf("absolute path of the configured file: %q\n%s", lineOf(r.stdout, "signing keys"), r.stdout)
+	}
+	// A value of the wrong type elsewhere in [auth] hides nothing.
+	writeConfig("refresh_token_reuse_interval = \"10\"\nsigning_keys_path = \"./keys/local.json\"\n")
+	if r := runCLI(t, nil, "keys", "jwks"); r.code != 0 || !strings.Contains(r.stdout, ks.keys[0].kid) {
+		t.Errorf("keys jwks with a mistyped setting beside: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, nil, "doctor", "--database-url", bad)
+	if lineOf(r.stdout, "✓ signing keys") == "" || !strings.Contains(lineOf(r.stdout, "! refresh-token reuse interval"), "refresh_token_reuse_interval is not a number") {
+		t.Errorf("mistyped reuse interval:\n%s", r.stdout)
+	}
+	writeConfig("signing_keys_path = \"./keys/local.json\"\n")
+	// A missing file that is not the configured one: doctor names the configured one.
+	r = runCLI(t, nil, "doctor", "--database-url", bad, "--signing-keys", filepath.Join(dir, "absent.json"))
+	if l := lineOf(r.stdout, "! signing keys"); !strings.Contains(l, "the local auth server signs with "+configured) {
+		t.Errorf("missing other file: %q\n%s", l, r.stdout)
+	}
 	// init in that project keeps the configured key.
 	if r := runCLI(t, nil, "init", "--dir", ".", "--database-url", bad); !strings.Contains(r.stderr, "kept "+configured) {
 		t.Errorf("init: exit %d\n%s", r.code, r.stderr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -29,11 +30,14 @@ const logFlushTimeout = 2 * time.Second
 // previous default and writes out what is queued, within
 // logFlushTimeout.
 func installDefaultLogger(w io.Writer) (restore func()) {
-	prev := slog.Default()
+	prev, prevOut, prevFlags := slog.Default(), log.Writer(), log.Flags()
 	lw := newLineWriter("log", w, defaultLogQueue)
 	slog.SetDefault(slog.New(slog.NewTextHandler(lw, nil)))
 	return func() {
+		// slog.SetDefault redirected the log package; put it back too.
 		slog.SetDefault(prev)
+		log.SetOutput(prevOut)
+		log.SetFlags(prevFlags)
 		ctx, cancel := context.WithTimeout(context.Background(), logFlushTimeout)
 		defer cancel()
 		_ = lw.close(ctx)

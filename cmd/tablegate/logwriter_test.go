@@ -82,6 +82,7 @@ func TestLineWriterNeverBlocks(t *testing.T) {
 // unexpected error's log line never waits on a stalled stderr. Not
 // parallel: it replaces the process's default logger while it runs.
 func TestDefaultLoggerNeverBlocks(t *testing.T) {
+	prev, prevOut, prevFlags := slog.Default(), log.Writer(), log.Flags()
 	bw := &blockedWriter{release: make(chan struct{})}
 	restore := installDefaultLogger(bw)
 	restored := false
@@ -114,8 +115,8 @@ func TestDefaultLoggerNeverBlocks(t *testing.T) {
 		!strings.Contains(out, "! log: ") || !strings.Contains(out, "lines dropped") {
 		t.Fatalf("written after release (want the first warning and a count of dropped lines):\n%.600s", out)
 	}
-	if slog.Default().Handler() == nil {
-		t.Fatal("no default logger after restore")
+	if slog.Default() != prev || log.Writer() != prevOut || log.Flags() != prevFlags {
+		t.Fatal("restore left the default logger or the log package redirected")
 	}
 }
 

@@ -541,7 +541,7 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *auth
 	mux.Handle("/mcp", h)
 	mux.Handle(mcpMetadataPath, metadata)
 	mux.Handle("/", api.Handler())
-	return mux, closeHub, nil
+	return reportPatterns(mux), closeHub, nil
 }
 
 // mcpTools builds the MCP tools of the resources, each table's tools behind

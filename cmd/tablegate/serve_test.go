@@ -238,6 +238,14 @@ func TestServeConfig(t *testing.T) {
 		if !strings.Contains(res.stderr, "shutting down") || !strings.Contains(res.stderr, "/v1/todos → public.todos") {
 			t.Errorf("serve output:\n%s", res.stderr)
 		}
+		// The access log names each route by its pattern, below the
+		// resolution middleware too; an unknown path stays "other".
+		for _, route := range []string{`"route":"/mcp","status":401`, `"route":"/readyz"`, `"route":"/v1/todos/{id}"`,
+			`"route":"/v1/openapi.json"`, `"route":"other","status":404`} {
+			if !strings.Contains(res.stderr, route) {
+				t.Errorf("access log lacks %s:\n%s", route, res.stderr)
+			}
+		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not stop")
 	}

@@ -15,15 +15,17 @@ const defaultSupabaseConfig = "supabase/config.toml"
 
 // supabaseAuth is the part of the Supabase CLI's config.toml that
 // tablegate reads: the [auth] settings about signing keys and refresh
-// tokens. A setting the file leaves out is nil.
+// tokens. A setting the file leaves out is nil; one of the wrong type is
+// nil too, and named in bad, so that it does not hide the others.
 type supabaseAuth struct {
-	SigningKeysPath            *string `toml:"signing_keys_path"`
-	RefreshTokenReuseInterval  *int64  `toml:"refresh_token_reuse_interval"`
-	EnableRefreshTokenRotation *bool   `toml:"enable_refresh_token_rotation"`
+	SigningKeysPath            *string
+	RefreshTokenReuseInterval  *int64
+	EnableRefreshTokenRotation *bool
+	bad                        map[string]string // key → what is wrong with it
 }
 
 // readSupabaseConfig reads the [auth] table of the config.toml at path.
-// A missing file is (nil, nil).
+// A missing file is (nil, nil); a file that is not TOML is an error.
 func readSupabaseConfig(path string) (*supabaseAuth, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -33,12 +35,39 @@ func readSupabaseConfig(path string) (*supabaseAuth, error) {
 		return nil, err
 	}
 	var cfg struct {
-		Auth supabaseAuth `toml:"auth"`
+		Auth map[string]any `toml:"auth"`
 	}
 	if err := toml.Unmarshal(b, &cfg); err != nil {
 		return nil, fmt.Errorf("%s is not valid TOML: %w", path, err)
 	}
-	return &cfg.Auth, nil
+	a := &supabaseAuth{bad: map[string]string{}}
+	for key, v := range cfg.Auth {
+		var want string
+		switch key {
+		case "signing_keys_path":
+			if s, ok := v.(string); ok {
+				a.SigningKeysPath = &s
+				continue
+			}
+			want = "string"
+		case "refresh_token_reuse_interval":
+			if n, ok := v.(int64); ok {
+				a.RefreshTokenReuseInterval = &n
+				continue
+			}
+			want = "number"
+		case "enable_refresh_token_rotation":
+			if t, ok := v.(bool); ok {
+				a.EnableRefreshTokenRotation = &t
+				continue
+			}
+			want = "boolean"
+		default:
+			continue
+		}
+		a.bad[key] = fmt.Sprintf("%s: [auth] %s is not a %s", path, key, want)
+	}
+	return a, nil
 }
 
 // signingKeysPath resolves [auth] signing_keys_path as the Supabase CLI

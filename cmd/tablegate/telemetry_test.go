@@ -764,9 +764,11 @@ func TestResolutionCountsBounded(t *testing.T) {
 
 // TestMuxRoutesBelowMiddleware: the command's routes (/livez, /whoami, the
 // auth server's, /mcp) are reported under their pattern also when the mux
-// sits below middleware that copies the request (authctx), as in serve and
-// demo; a route a resource reports stays the resource's, and an unmatched
-// path is "other". Before, all of them were "other".
+// sits below middleware that copies the request (authctx), as in serve
+// (an outer mux, "/" to the middleware, an inner mux with /mcp) and demo;
+// a route a resource reports stays the resource's, and an unmatched path
+// is "other", also through a catch-all "/". Before, all of them were
+// "other".
 func TestMuxRoutesBelowMiddleware(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
@@ -774,21 +776,24 @@ func TestMuxRoutesBelowMiddleware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
 	ok := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
-	mux.HandleFunc("GET /livez", ok)
-	mux.HandleFunc("GET /auth/v1/verify", ok)
-	mux.HandleFunc("/mcp", ok)
-	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		telemetry.SetRoute(r.Context(), strings.TrimPrefix(r.URL.Path, "/api"), "/{id}", "get", "public.todos")
-		w.WriteHeader(http.StatusOK)
-	})
 	copying := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r.WithContext(r.Context())) // as authctx's middleware does
 		})
 	}
-	h := tel.Handler(copying(problemFallback(mux)))
+	inner := http.NewServeMux()
+	inner.HandleFunc("/mcp", ok)
+	inner.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		telemetry.SetRoute(r.Context(), strings.TrimPrefix(r.URL.Path, "/api"), "/{id}", "get", "public.todos")
+		w.WriteHeader(http.StatusOK)
+	})
+	inner.HandleFunc("/", ok)
+	outer := http.NewServeMux()
+	outer.HandleFunc("GET /livez", ok)
+	outer.HandleFunc("GET /auth/v1/verify", ok)
+	outer.Handle("/", copying(reportPatterns(inner)))
+	h := tel.Handler(copying(problemFallback(outer)))
 	for _, path := range []string{"/livez", "/auth/v1/verify?token=secret-token", "/mcp", "/api/todos/42", "/nowhere"} {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
 	}
