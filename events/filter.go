@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tablegate/tablegate/rest"
 )
 
 // Limits of a stream's query.
@@ -140,22 +142,14 @@ func parseTyped(col string, t colType, v string) (filter, error) {
 			return f, fmt.Errorf("filter %s: is takes null, true or false", col)
 		}
 	case "in":
-		inner, ok := strings.CutPrefix(val, "(")
-		if ok {
-			inner, ok = strings.CutSuffix(inner, ")")
-		}
+		vals, ok := rest.ParseInList(val)
 		if !ok {
-			return f, fmt.Errorf("filter %s: in takes (a,b,...)", col)
+			return f, fmt.Errorf(`filter %s: in takes a list in parentheses: in.(a,b,"c,d")`, col)
 		}
-		if inner != "" {
-			f.vals = strings.Split(inner, ",")
-		}
-		if len(f.vals) > MaxInValues {
+		if len(vals) > MaxInValues {
 			return f, fmt.Errorf("filter %s: more than %d values", col, MaxInValues)
 		}
-		for i, x := range f.vals {
-			f.vals[i] = strings.Trim(x, `"`)
-		}
+		f.vals = vals
 	default:
 		return f, fmt.Errorf("filter %s: unknown operator %q (eq, neq, gt, gte, lt, lte, in, is)", col, op)
 	}
@@ -168,9 +162,18 @@ func parseTyped(col string, t colType, v string) (filter, error) {
 			if !ok {
 				return f, fmt.Errorf("filter %s: %q is not a %s", col, truncate(x), kindNames[f.kind])
 			}
-			if f.kind == kindLocalTime || f.kind == kindDate {
-				// Postgres checks the zone offset it then drops.
-				if z, ok := parseTime(x, false); ok && !inRange("timestamptz", z) {
+			if f.kind == kindTime || f.kind == kindLocalTime || f.kind == kindDate {
+				// Postgres checks the zone offset (a timestamp or date
+				// then drops it): minutes below 60, at most ±15:59.
+				z, ok := parseTime(x, false)
+				if ok && (!inRange("timestamptz", z) || badOffsetMinutes(x)) {
+					return f, fmt.Errorf("filter %s: %q is out of range for type %s", col, truncate(x), t.name)
+				}
+			}
+			if fl, ok := n.(float64); ok && fl == 0 && (f.kind == kindFloat4 || f.kind == kindFloat8) {
+				if r, ok := decimal(x); ok && r.Sign() != 0 {
+					// Too small for the type: Postgres refuses it rather
+					// than reading 0.
 					return f, fmt.Errorf("filter %s: %q is out of range for type %s", col, truncate(x), t.name)
 				}
 			}
@@ -196,6 +199,23 @@ var intRanges = map[string][2]*big.Rat{
 
 // oidWrap is what Postgres adds to a negative oid it reads.
 var oidWrap = big.NewRat(1<<32, 1)
+
+// badOffsetMinutes reports whether s ends in a zone offset whose minutes
+// are 60 or more (+00:60, +0075), which Go reads as hours and Postgres
+// refuses.
+func badOffsetMinutes(s string) bool {
+	n := len(s)
+	var mm string
+	switch {
+	case n >= 6 && (s[n-6] == '+' || s[n-6] == '-') && s[n-3] == ':':
+		mm = s[n-2:]
+	case n >= 5 && (s[n-5] == '+' || s[n-5] == '-'):
+		mm = s[n-2:]
+	default:
+		return false
+	}
+	return mm[0] >= '6' && mm[0] <= '9' && mm[1] >= '0' && mm[1] <= '9'
+}
 
 // maxZoneOffset is the largest time zone displacement Postgres accepts
 // (±15:59:59).
@@ -491,20 +511,10 @@ func normalize(kind valueKind, s string) (any, bool) {
 		}
 		return t, ok
 	case kindUUID:
-		u := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}"))
-		u = strings.ReplaceAll(u, "-", "")
-		if len(u) != 32 || strings.Trim(u, "0123456789abcdef") != "" {
-			return nil, false
-		}
-		return u, true
+		u, ok := uuidHex(s)
+		return u, ok
 	case kindBool:
-		switch strings.ToLower(strings.TrimSpace(s)) {
-		case "t", "true", "y", "yes", "on", "1":
-			return "true", true
-		case "f", "false", "n", "no", "off", "0":
-			return "false", true
-		}
-		return nil, false
+		return boolText(s)
 	case kindBpchar:
 		return strings.TrimRight(s, " "), true
 	case kindCitext:
@@ -517,6 +527,81 @@ func normalize(kind valueKind, s string) (any, bool) {
 		return o, true
 	}
 	return s, true
+}
+
+// uuidHex reads a uuid as Postgres's uuid input does — 32 hex digits of
+// either case, a hyphen allowed after any group of four (not at the end),
+// optionally between braces — and returns its 32 lower-case digits.
+func uuidHex(s string) (string, bool) {
+	braces := strings.HasPrefix(s, "{")
+	if braces {
+		if !strings.HasSuffix(s, "}") {
+			return "", false
+		}
+		s = s[1 : len(s)-1]
+	}
+	var b strings.Builder
+	for i := 0; i < 16; i++ {
+		if len(s) < 2 || !isHex(s[0]) || !isHex(s[1]) {
+			return "", false
+		}
+		b.WriteString(strings.ToLower(s[:2]))
+		s = s[2:]
+		if len(s) > 0 && s[0] == '-' && i%2 == 1 && i < 15 {
+			s = s[1:]
+		}
+	}
+	if s != "" {
+		return "", false
+	}
+	return b.String(), true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// boolText reads a boolean as Postgres's boolean input does: ASCII
+// whitespace around it, any case, a prefix of true, false, yes or no, on,
+// of/off, 1 or 0.
+func boolText(s string) (any, bool) {
+	s = strings.ToLower(strings.Trim(s, " \t\n\v\f\r"))
+	if s == "" {
+		return nil, false
+	}
+	prefix := func(word string) bool { return len(s) <= len(word) && word[:len(s)] == s }
+	switch s[0] {
+	case 't':
+		if prefix("true") {
+			return "true", true
+		}
+	case 'y':
+		if prefix("yes") {
+			return "true", true
+		}
+	case 'f':
+		if prefix("false") {
+			return "false", true
+		}
+	case 'n':
+		if prefix("no") {
+			return "false", true
+		}
+	case 'o':
+		switch s {
+		case "on":
+			return "true", true
+		case "of", "off":
+			return "false", true
+		}
+	case '1':
+		if s == "1" {
+			return "true", true
+		}
+	case '0':
+		if s == "0" {
+			return "false", true
+		}
+	}
+	return nil, false
 }
 
 // The times Postgres spells infinity and -infinity.

@@ -62,6 +62,8 @@ func TestFilterComparesByType(t *testing.T) {
 		{typ: "numeric", filter: "gt.-Infinity", value: `-5`, want: true},
 		{typ: "numeric", filter: "lt.NaN", value: `5`, want: true},
 		{typ: "oid", filter: "eq.-1", value: `4294967295`, want: true},
+		{typ: "text", filter: `in.("qq1,qq2",x)`, value: `"qq1,qq2"`, want: true}, // quoted as a list reads it
+		{typ: "text", filter: `in.("qq1,qq2",x)`, value: `"qq1"`, want: false},
 		{typ: "int4", filter: "eq.1", value: `null`, unknown: true},
 		{typ: "int4", filter: "is.null", value: `null`, want: true},
 	} {
@@ -205,6 +207,27 @@ func TestFilterRefusesWhatTheColumnCannotHold(t *testing.T) {
 		{"timestamp", "2026-11-24T20:00:00+23:59", false},
 		{"date", "2026-11-24T20:00:00+23:59", false},
 		{"date", "2026-11-24T20:00:00+15:59", true},
+		{"timestamptz", "2026-11-24T20:00:00+00:60", false},
+		{"timestamptz", "2026-11-24T20:00:00+0060", false},
+		{"timestamptz", "2026-11-24T20:00:00+0059", true},
+		{"uuid", "{a0000000-0000-4000-8000-00000000000a", false},
+		{"uuid", "a0000000-0000-4000-8000-00000000000a}", false},
+		{"uuid", "a0-000000-0000-4000-8000-00000000000a", false},
+		{"uuid", "a000-0000-0000-4000-8000-0000-0000-000a", true},
+		{"uuid", "{A00000000000400080000000000000AB}", true},
+		{"uuid", "a0000000-0000-4000-8000-00000000000a-", false},
+		{"bool", "\u00a0true", false},
+		{"bool", "\u3000yes", false},
+		{"bool", " \tTr\n", true},
+		{"bool", "ye", true},
+		{"bool", "of", true},
+		{"bool", "o", false},
+		{"bool", "truex", false},
+		{"float8", "1e-400", false},
+		{"float8", "2e-324", false},
+		{"float8", "5e-324", true},
+		{"float4", "1e-46", false},
+		{"float4", "0.0", true},
 	} {
 		_, err := parseFilter("c", c.typ, "eq."+c.value)
 		if (err == nil) != c.ok {

@@ -68,7 +68,8 @@
 // A JSON-RPC batch (a body that is a JSON array) is refused with 400 before
 // any of it runs: MCP 2025-06-18 removed batching, and one HTTP request
 // carries one message, so that it costs at most one pooled connection at a
-// time.
+// time. A GET (the session's stream) with a body is refused too: its
+// stream would not notice the client go.
 //
 // Over stdio ([ServeStdio]) and other transports ([Server.Connect]) the
 // session has one caller, fixed when it is connected — for the CLI, the

@@ -197,9 +197,17 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, p)
 		return
 	}
-	if r.Method == http.MethodPost {
+	switch r.Method {
+	case http.MethodPost:
 		if p := refuseBatch(rr); p != nil {
 			h.refuse(w, p)
+			return
+		}
+	case http.MethodGet:
+		// net/http notices a client gone only once the body is read: a GET
+		// stream with a body nobody reads would outlive its client.
+		if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+			h.refuse(w, problem.New(problem.KindBadRequest, "A GET to the MCP endpoint takes no body."))
 			return
 		}
 	}

@@ -1,6 +1,7 @@
 package mcptools_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -376,5 +377,30 @@ func TestHTTPBatchesRefused(t *testing.T) {
 	if res, body := rawMCP(t, url, http.MethodPost, tok, sid, "application/json", "  "+`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); res.StatusCode != http.StatusOK ||
 		!strings.Contains(string(body), "listTodos") {
 		t.Fatalf("one message with leading whitespace: %d %s", res.StatusCode, body)
+	}
+}
+
+// TestHTTPStreamGetWithBodyRefused: a GET (the standalone stream) that
+// carries a body is refused: its stream would never see the client go
+// (net/http notices a closed connection only once the body is read), and
+// it held a place until the session's idle timeout.
+func TestHTTPStreamGetWithBodyRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	url := boundedApp(t, b, 2, time.Minute)
+	tok := b.keys.sign(alice)
+	sid := initSession(t, url, tok)
+	req := mcpRequest(url, http.MethodGet, tok, sid, "", "hello")
+	req.Header.Set("Accept", "text/event-stream")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || res.Header.Get("Content-Type") != problem.MediaType {
+		t.Fatalf("GET with a body: %d %s", res.StatusCode, body)
 	}
 }

@@ -236,7 +236,7 @@ func parseFilter(param, v string) (Filter, error) {
 			return f, badParam(param, "is takes null, true, false or unknown")
 		}
 	case FilterIn:
-		vals, ok := parseInList(arg)
+		vals, ok := ParseInList(arg)
 		if !ok {
 			return f, badParam(param, `in takes a list in parentheses: in.(a,b,"c,d")`)
 		}
@@ -248,9 +248,11 @@ func parseFilter(param, v string) (Filter, error) {
 	return f, nil
 }
 
-// parseInList parses (a,b,"c,d") with double-quoted items that may hold
-// commas, parentheses and backslash escapes.
-func parseInList(s string) ([]string, bool) {
+// ParseInList parses the value of an in filter, (a,b,"c,d"), as a list's
+// query does: double-quoted items may hold commas, parentheses and
+// backslash escapes. ok is false for anything else. Event streams parse
+// their in filters with it, so that both read a filter alike.
+func ParseInList(s string) ([]string, bool) {
 	if len(s) < 2 || s[0] != '(' || s[len(s)-1] != ')' {
 		return nil, false
 	}

@@ -109,14 +109,14 @@ func TestInList(t *testing.T) {
 		`("1);drop table")`: {"1);drop table"},
 	}
 	for in, want := range cases {
-		got, ok := parseInList(in)
+		got, ok := ParseInList(in)
 		if !ok || strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
-			t.Errorf("parseInList(%q) = %q, %v; want %q", in, got, ok, want)
+			t.Errorf("ParseInList(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
 	for _, bad := range []string{"", "a", "(a", `("a)`, `("a"b)`} {
-		if _, ok := parseInList(bad); ok {
-			t.Errorf("parseInList(%q) accepted", bad)
+		if _, ok := ParseInList(bad); ok {
+			t.Errorf("ParseInList(%q) accepted", bad)
 		}
 	}
 }

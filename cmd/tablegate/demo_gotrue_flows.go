@@ -171,34 +171,44 @@ func (s *demoAuthServer) passwordGrant(w http.ResponseWriter, r *http.Request) {
 // needs no key, so a burst must not grow memory without bound.
 const maxPending = 10000
 
-// roomFor drops expired entries when n reached maxPending and reports
-// whether there is room for one more. Called with s.mu held.
-func (s *demoAuthServer) roomFor() bool {
-	now := s.now()
+// roomForFlow drops expired flow states when there are maxPending and
+// reports whether there is room for one more; roomForOTP does the same for
+// codes. Each map has its own bound: a burst of /authorize calls (no key
+// needed) must not stop codes from being sent. Called with s.mu held.
+func (s *demoAuthServer) roomForFlow() bool {
 	if len(s.flows) >= maxPending {
+		now := s.now()
 		for k, f := range s.flows {
 			if !now.Before(f.expires) {
 				delete(s.flows, k)
 			}
 		}
 	}
+	return len(s.flows) < maxPending
+}
+
+func (s *demoAuthServer) roomForOTP() bool {
 	if len(s.otps) >= maxPending {
+		now := s.now()
 		for k, o := range s.otps {
 			if now.After(o.expires) {
 				delete(s.otps, k)
 			}
 		}
 	}
-	return len(s.flows) < maxPending && len(s.otps) < maxPending
+	return len(s.otps) < maxPending
 }
 
 // newAuthCode stores a flow state and returns its code, or "" when too
-// many flows are pending.
-func (s *demoAuthServer) newAuthCode(a *demoAccount, challenge string) string {
+// many flows are pending. A flow that follows a verified magic link
+// (verified) is not refused: it spends a code, which only a known
+// account's address gets, at most once a minute, so those flows are few,
+// and a burst of anonymous /authorize calls must not lock links out.
+func (s *demoAuthServer) newAuthCode(a *demoAccount, challenge string, verified bool) string {
 	code := newUUID()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.roomFor() {
+	if !verified && !s.roomForFlow() {
 		return ""
 	}
 	s.flows[code] = &flowState{challenge: challenge, account: a, expires: s.now().Add(flowStateTTL)}
@@ -296,7 +306,7 @@ func (s *demoAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, withQuery(to, "error", "server_error", "error_code", "user_not_found"), http.StatusFound)
 		return
 	}
-	code := s.newAuthCode(a, ch)
+	code := s.newAuthCode(a, ch, false)
 	if code == "" {
 		tooMany(w, r, to)
 		return
@@ -346,7 +356,7 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 			st.challenge = body.CodeChallenge
 		}
 		s.mu.Lock()
-		room := s.roomFor()
+		room := s.roomForOTP()
 		if room {
 			// One pending code per account, as GoTrue keeps one token per
 			// user: a new request replaces the previous code, so repeated
@@ -451,7 +461,7 @@ func (s *demoAuthServer) verifyLink(w http.ResponseWriter, r *http.Request) {
 		if st.redirect != "" {
 			to = st.redirect
 		}
-		code := s.newAuthCode(st.account, st.challenge)
+		code := s.newAuthCode(st.account, st.challenge, true)
 		if code == "" {
 			tooMany(w, r, to)
 			return

@@ -99,3 +99,52 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 		t.Fatalf("the code still verified after %d wrong ones: %d", maxWrongCodes, st)
 	}
 }
+
+// TestDemoAuthFlowFloodLeavesCodes: /authorize needs no key, and each call
+// holds a flow state for minutes; when they fill their bound, codes are
+// still sent and a magic link still signs in (before, one shared bound
+// made ≈ 10 000 anonymous GETs stop every code and link for 5 minutes).
+func TestDemoAuthFlowFloodLeavesCodes(t *testing.T) {
+	t.Parallel()
+	a := newFlowApp(t, time.Hour)
+	g := a.gotrue
+	g.mu.Lock()
+	for range maxPending {
+		g.flows[newUUID()] = &flowState{challenge: "x", expires: g.now().Add(flowStateTTL)}
+	}
+	g.mu.Unlock()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// The flood's own door is shut.
+	resp, err := noFollow.Get(a.url + "/auth/v1/authorize?provider=demo&code_challenge=x&code_challenge_method=s256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "over_request_rate_limit") {
+		t.Fatalf("authorize with the flows full: %d %s", resp.StatusCode, loc)
+	}
+	// A code is sent, and its magic link (PKCE) still yields an auth code.
+	req, _ := http.NewRequest("POST", a.url+"/auth/v1/otp", strings.NewReader(
+		fmt.Sprintf(`{"email":%q,"code_challenge":"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM","code_challenge_method":"s256"}`, demoUserEmail)))
+	req.Header.Set("apikey", "sb_publishable_flows")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("otp with the flows full: %d", resp.StatusCode)
+	}
+	a.mu.Lock()
+	link := a.sent[len(a.sent)-1].Link
+	a.mu.Unlock()
+	resp, err = noFollow.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "code=") || strings.Contains(loc, "error") {
+		t.Fatalf("magic link with the flows full: %d %s", resp.StatusCode, loc)
+	}
+}
