@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,28 +14,11 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/events"
+	"github.com/tablegate/tablegate/internal/syncbuf"
 	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/spec"
 	"github.com/tablegate/tablegate/telemetry"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a log handler and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestDescribedAndServedBySpec: spec.Config.Streams documents the stream
 // (text/event-stream, one schema per event, the action payload schema) and
@@ -84,7 +66,7 @@ func TestDescribedAndServedBySpec(t *testing.T) {
 		t.Errorf("x-service-emits: %s", cop)
 	}
 	// Served: a Bearer caller gets the stream, no session gets 401.
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	tel, err := telemetry.New(&telemetry.Config{AccessLog: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tablegate/tablegate/internal/syncbuf"
 	"github.com/tablegate/tablegate/problem"
 )
 
@@ -30,17 +30,7 @@ func (l *hookLog) take() string {
 }
 
 // syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+type syncBuffer = syncbuf.Buffer
 
 // recordingAuthorizer logs what it sees and decides by the "deny" and
 // "approve" fields of the row or body, and the caller.
