@@ -384,8 +384,10 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 
 // otpWait is how long the address (and the account, when one has it) must
 // wait before a new code, or 0, in which case it records the request. The
-// addresses remembered are bounded (maxPending); past that every request
-// waits until the oldest expire.
+// addresses remembered are bounded (maxPending): when a flood of other
+// addresses fills the bound, new addresses are not remembered (unknown
+// ones then answer 200 every time) but nobody is refused, and an account's
+// own interval, kept on the account, still holds.
 func (s *demoAuthServer) otpWait(addr string, a *demoAccount) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -406,11 +408,10 @@ func (s *demoAuthServer) otpWait(addr string, a *demoAccount) time.Duration {
 				delete(s.otpSentTo, k)
 			}
 		}
-		if len(s.otpSentTo) >= maxPending {
-			return s.otpInterval
-		}
 	}
-	s.otpSentTo[addr] = now
+	if len(s.otpSentTo) < maxPending {
+		s.otpSentTo[addr] = now
+	}
 	if a != nil {
 		a.otpSent = now
 	}

@@ -69,6 +69,19 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 		t.Errorf("sent %d codes, want 1", len(a.sent))
 	}
 	a.mu.Unlock()
+	// A flood of other addresses filling the remembered ones blocks nobody;
+	// the account's own interval still holds.
+	a.gotrue.mu.Lock()
+	for i := range maxPending {
+		a.gotrue.otpSentTo[fmt.Sprintf("flood%d@example.com\x00", i)] = a.gotrue.now()
+	}
+	a.gotrue.mu.Unlock()
+	if st := post("/auth/v1/otp", `{"email":"someone-else@example.com"}`); st != 200 {
+		t.Fatalf("a new address with the remembered addresses full: %d", st)
+	}
+	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != http.StatusTooManyRequests {
+		t.Fatalf("the account within its interval, addresses full: %d", st)
+	}
 	a.gotrue.mu.Lock()
 	a.gotrue.otpInterval = 0 // the rest sends codes back to back
 	a.gotrue.mu.Unlock()
