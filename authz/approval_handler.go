@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // HandlerConfig configures [Approvals.Handler].
@@ -73,18 +74,20 @@ func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(seg) == 1 && seg[0] == "" {
 		seg = nil
 	}
-	var allow string
+	var allow, pattern, op string
 	switch {
 	case len(seg) == 0:
-		allow = "GET, HEAD"
+		allow, pattern, op = "GET, HEAD", "/", "list"
 	case len(seg) == 1:
-		allow = "GET, HEAD"
+		allow, pattern, op = "GET, HEAD", "/{id}", "get"
 	case len(seg) == 2 && (seg[1] == "approve" || seg[1] == "deny"):
-		allow = "POST"
+		allow, pattern, op = "POST", "/{id}/"+seg[1], seg[1]
 	default:
 		h.fail(w, r, problem.New(problem.KindNotFound, "No such route."))
 		return
 	}
+	// Spans, metrics and the access log name the route, never the id.
+	telemetry.SetRoute(r.Context(), r.URL.EscapedPath(), pattern, op, "tablegate.approvals")
 	if !methodIn(r.Method, allow) {
 		w.Header().Set("Allow", allow)
 		h.fail(w, r, problem.New(problem.KindMethodNotAllowed, "Method "+r.Method+" is not allowed here."))

@@ -135,11 +135,15 @@ func parseTyped(col string, t colType, v string) (filter, error) {
 	case "eq", "neq", "gt", "gte", "lt", "lte":
 		f.vals = []string{val}
 	case "is":
+		val = strings.ToLower(val)
 		switch val {
-		case "null", "true", "false":
+		case "null", "true", "false", "unknown":
 			f.vals = []string{val}
 		default:
-			return f, fmt.Errorf("filter %s: is takes null, true or false", col)
+			return f, fmt.Errorf("filter %s: is takes null, true, false or unknown", col)
+		}
+		if val != "null" && f.kind != kindBool {
+			return f, fmt.Errorf("filter %s: is.true, is.false and is.unknown apply to boolean columns only; use is.null", col)
 		}
 	case "in":
 		vals, ok := rest.ParseInList(val)
@@ -154,24 +158,26 @@ func parseTyped(col string, t colType, v string) (filter, error) {
 		return f, fmt.Errorf("filter %s: unknown operator %q (eq, neq, gt, gte, lt, lte, in, is)", col, op)
 	}
 	if f.op != "is" {
-		for _, x := range f.vals {
+		for i, x := range f.vals {
 			if strings.IndexByte(x, 0) >= 0 || !utf8.ValidString(x) {
 				return f, fmt.Errorf("filter %s: a value holds a NUL byte or invalid UTF-8, which no column can hold", col)
 			}
-			n, ok := f.normalize(x)
+			y := f.asPostgresReads(x)
+			f.vals[i] = y
+			n, ok := f.normalize(y)
 			if !ok {
 				return f, fmt.Errorf("filter %s: %q is not a %s", col, truncate(x), kindNames[f.kind])
 			}
 			if f.kind == kindTime || f.kind == kindLocalTime || f.kind == kindDate {
 				// Postgres checks the zone offset (a timestamp or date
 				// then drops it): minutes below 60, at most ±15:59.
-				z, ok := parseTime(x, false)
-				if ok && (!inRange("timestamptz", z) || badOffsetMinutes(x)) {
+				z, ok := parseTime(y, false)
+				if ok && (!inRange("timestamptz", z) || badOffsetMinutes(y)) {
 					return f, fmt.Errorf("filter %s: %q is out of range for type %s", col, truncate(x), t.name)
 				}
 			}
 			if fl, ok := n.(float64); ok && fl == 0 && (f.kind == kindFloat4 || f.kind == kindFloat8) {
-				if r, ok := decimal(x); ok && r.Sign() != 0 {
+				if r, ok := decimal(y); ok && r.Sign() != 0 {
 					// Too small for the type: Postgres refuses it rather
 					// than reading 0.
 					return f, fmt.Errorf("filter %s: %q is out of range for type %s", col, truncate(x), t.name)
@@ -183,10 +189,46 @@ func parseTyped(col string, t colType, v string) (filter, error) {
 			if r, ok := n.(*big.Rat); ok && t.name == "oid" && r.Sign() < 0 {
 				n = new(big.Rat).Add(r, oidWrap) // Postgres reads oid -1 as 4294967295
 			}
+			if tm, ok := n.(time.Time); ok && (f.kind == kindTime || f.kind == kindLocalTime) && !isInfinite(tm) {
+				n = roundMicro(tm)
+			}
 			f.norm = append(f.norm, n)
 		}
 	}
 	return f, nil
+}
+
+// asPostgresReads spells a filter value the way this package's parsers
+// read what Postgres's input functions take too: numbers and times
+// without the ASCII whitespace around them, times with an upper-case T
+// and Z. A time with a comma before its fraction, which Go reads and
+// Postgres refuses, is left to fail.
+func (f filter) asPostgresReads(x string) string {
+	switch f.kind {
+	case kindInt, kindNumeric, kindFloat4, kindFloat8:
+		return strings.Trim(x, asciiSpace)
+	case kindTime, kindLocalTime, kindDate:
+		x = strings.ToUpper(strings.Trim(x, asciiSpace))
+		if strings.Contains(x, ",") {
+			return "" // refused by normalize
+		}
+		return x
+	}
+	return x
+}
+
+// asciiSpace is the whitespace Postgres's input functions skip (isspace).
+const asciiSpace = " \t\n\v\f\r"
+
+// roundMicro rounds t to a microsecond, half to even, as Postgres reads a
+// time with more fractional digits than it keeps.
+func roundMicro(t time.Time) time.Time {
+	ns := t.Nanosecond()
+	us, rem := ns/1000, ns%1000
+	if rem > 500 || rem == 500 && us%2 == 1 {
+		us++
+	}
+	return t.Add(time.Duration(us*1000-ns) * time.Nanosecond)
 }
 
 // intRanges are the ranges of Postgres's integer types.
@@ -267,7 +309,7 @@ func (f filter) match(raw json.RawMessage) (m, known bool) {
 	}
 	if f.op == "is" {
 		switch f.vals[0] {
-		case "null":
+		case "null", "unknown":
 			return v == nil, true
 		case "true":
 			return v == true, true
@@ -638,7 +680,7 @@ func parseTime(s string, local bool) (time.Time, bool) { return parseTimeIn(s, l
 // parseTimeIn is parseTime reading a time without a zone in loc.
 func parseTimeIn(s string, local bool, loc *time.Location) (time.Time, bool) {
 	switch strings.ToLower(s) {
-	case "infinity", "+infinity":
+	case "infinity":
 		return posInfinity, true
 	case "-infinity":
 		return negInfinity, true

@@ -62,6 +62,12 @@ func TestFilterComparesByType(t *testing.T) {
 		{typ: "numeric", filter: "gt.-Infinity", value: `-5`, want: true},
 		{typ: "numeric", filter: "lt.NaN", value: `5`, want: true},
 		{typ: "oid", filter: "eq.-1", value: `4294967295`, want: true},
+		{typ: "timestamptz", filter: "eq.2026-11-24T23:59:32.3132434Z", value: `"2026-11-24T23:59:32.313243+00:00"`, want: true}, // Postgres keeps microseconds
+		{typ: "timestamptz", filter: "lt.2026-11-24T23:59:32.3132434Z", value: `"2026-11-24T23:59:32.313243+00:00"`, want: false},
+		{typ: "timestamptz", filter: "eq.2026-11-24T23:59:32.3132435Z", value: `"2026-11-24T23:59:32.313244+00:00"`, want: true}, // half to even
+		{typ: "timestamptz", filter: "eq.2026-11-24T23:59:32.3132445Z", value: `"2026-11-24T23:59:32.313244+00:00"`, want: true},
+		{typ: "bool", filter: "is.UNKNOWN", value: `null`, want: true},
+		{typ: "bool", filter: "is.True", value: `true`, want: true},
 		{typ: "text", filter: `in.("qq1,qq2",x)`, value: `"qq1,qq2"`, want: true}, // quoted as a list reads it
 		{typ: "text", filter: `in.("qq1,qq2",x)`, value: `"qq1"`, want: false},
 		{typ: "int4", filter: "eq.1", value: `null`, unknown: true},
@@ -84,8 +90,9 @@ func TestFilterComparesByType(t *testing.T) {
 		{"int8", "eq.abc"}, {"int8", "gt.1e999999"}, {"numeric", "in.(1,two)"},
 		{"int8", "eq.0x1p9999999"}, {"numeric", "eq.0x1p9999999"}, {"float8", "eq.0x1p99"},
 		{"int8", "eq.1/2"}, {"int8", "eq.0b101"}, {"int8", "eq.1.5"}, {"int8", "eq.1e2"}, {"int8", "eq.NaN"},
-		{"numeric", "eq.1e401"}, {"numeric", "eq. 1"}, {"float8", "eq.1e400"}, {"float4", "eq.1e39"},
+		{"numeric", "eq.1e401"}, {"float8", "eq.1e400"}, {"float4", "eq.1e39"},
 		{"timestamptz", "gt.notadate"}, {"date", "eq.24/11/2026"},
+		{"text", "is.true"}, {"int8", "is.false"}, {"uuid", "is.unknown"}, {"bool", "is.maybe"},
 		{"uuid", "eq.not-a-uuid"}, {"bool", "eq.maybe"},
 	} {
 		if _, err := parseFilter("c", c.typ, c.filter); err == nil {
@@ -228,6 +235,14 @@ func TestFilterRefusesWhatTheColumnCannotHold(t *testing.T) {
 		{"float8", "5e-324", true},
 		{"float4", "1e-46", false},
 		{"float4", "0.0", true},
+		{"int8", " 1\t", true},
+		{"numeric", "\n1.5 ", true},
+		{"float8", " 1e3 ", true},
+		{"timestamptz", " 2026-11-24t23:55:19z ", true},
+		{"timestamptz", "2026-11-24T23:55:19,5Z", false},
+		{"timestamptz", "+infinity", false},
+		{"date", "+infinity", false},
+		{"timestamptz", "infinity", true},
 	} {
 		_, err := parseFilter("c", c.typ, "eq."+c.value)
 		if (err == nil) != c.ok {

@@ -357,7 +357,7 @@ func TestDemoAuthEndpointsRefuseBadInput(t *testing.T) {
 	}
 	c := a.browser()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err = c.Get(a.url + "/auth/v1/authorize?provider=demo&code_challenge=x&code_challenge_method=s256&redirect_to=https%3A%2F%2Fevil.example.net%2F")
+	resp, err = c.Get(a.url + "/auth/v1/authorize?provider=demo&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=s256&redirect_to=https%3A%2F%2Fevil.example.net%2F")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestDemoAuthorizeBurstIsBounded(t *testing.T) {
 	c := a.browser()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	get := func() string {
-		resp, err := c.Get(a.url + "/auth/v1/authorize?provider=demo&code_challenge=x&code_challenge_method=s256")
+		resp, err := c.Get(a.url + "/auth/v1/authorize?provider=demo&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=s256")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,6 +403,19 @@ func TestDemoAuthorizeBurstIsBounded(t *testing.T) {
 	}
 	if loc := get(); !strings.Contains(loc, "error_code=over_request_rate_limit") {
 		t.Fatalf("burst past the bound: %s", loc)
+	}
+	// A challenge that is not PKCE's (RFC 7636: 43 to 128 unreserved
+	// characters) is refused before it is stored: each flow state held a
+	// challenge of up to 1 MB (the header limit), 10 GB at the bound.
+	for _, ch := range []string{"x", strings.Repeat("A", 129), strings.Repeat("A", 42) + "+"} {
+		resp, err := c.Get(a.url + "/auth/v1/authorize?provider=demo&code_challenge_method=s256&code_challenge=" + url.QueryEscape(ch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); !strings.Contains(loc, "error_code=validation_failed") {
+			t.Errorf("challenge of %d bytes: %s", len(ch), loc)
+		}
 	}
 	now = now.Add(flowStateTTL + time.Second)
 	if loc := get(); !strings.Contains(loc, "code=") || strings.Contains(loc, "error") {

@@ -62,6 +62,10 @@ type otpState struct {
 	redirect  string
 	expires   time.Time
 	wrong     int // codes typed for this account that did not match
+	// burned: maxWrongCodes wrong codes disabled the code; the link (the
+	// token hash, which cannot be guessed) still signs in, so that whoever
+	// knows an address cannot lock its owner out by guessing badly.
+	burned bool
 }
 
 // maxWrongCodes is how many wrong codes burn an account's pending code,
@@ -291,7 +295,7 @@ func (s *demoAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ch, method := q.Get("code_challenge"), strings.ToLower(q.Get("code_challenge_method"))
-	if ch == "" || method != "s256" {
+	if !validChallenge(ch) || method != "s256" {
 		http.Redirect(w, r, withQuery(to, "error", "invalid_request", "error_code", "validation_failed",
 			"error_description", "The demo supports only PKCE with S256"), http.StatusFound)
 		return
@@ -331,6 +335,14 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 		gotrueError(w, http.StatusBadRequest, "validation_failed", "Only an email address or phone number should be provided")
 		return
 	}
+	if len(body.Email) > maxEmail || len(body.Phone) > maxPhone {
+		gotrueError(w, http.StatusBadRequest, "validation_failed", "Unable to validate email address or phone number: too long")
+		return
+	}
+	if body.CodeChallenge != "" && !validChallenge(body.CodeChallenge) {
+		gotrueError(w, http.StatusBadRequest, "validation_failed", "code challenge has to be between 43 and 128 characters of [A-Za-z0-9-._~]")
+		return
+	}
 	limited := "over_email_send_rate_limit"
 	if body.Phone != "" {
 		limited = "over_sms_send_rate_limit"
@@ -339,7 +351,7 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 	// The interval holds per address, whether an account has it or not (an
 	// unknown address answers as a known one does), and per account (its
 	// email and its phone share it).
-	if wait := s.otpWait(strings.ToLower(body.Email)+"\x00"+body.Phone, a); wait > 0 {
+	if wait := s.otpWait(foldKey(body.Email)+"\x00"+body.Phone, a); wait > 0 {
 		gotrueError(w, http.StatusTooManyRequests, limited,
 			fmt.Sprintf("For security purposes, you can only request this after %d seconds.", int(wait.Seconds())+1))
 		return
@@ -382,12 +394,44 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("{}\n"))
 }
 
+// Bounds of what a flow or code keeps, so that the bounded maps are
+// bounded in bytes too: a PKCE challenge (RFC 7636: an S256 challenge is
+// 43 characters; GoTrue takes 43 to 128), an email address (RFC 5321: 254
+// in a path; 320 leaves room) and a phone number.
+const (
+	minChallenge = 43
+	maxChallenge = 128
+	maxEmail     = 320
+	maxPhone     = 32
+)
+
+// validChallenge reports whether s is a PKCE code challenge GoTrue takes.
+func validChallenge(s string) bool {
+	if len(s) < minChallenge || len(s) > maxChallenge {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// foldKey is the key of an address in the send interval: folded as
+// accountBy matches (strings.EqualFold), so that "ſ" and "s" are one
+// address for an unknown account as they are for a known one.
+func foldKey(email string) string { return strings.ToLower(strings.ToUpper(email)) }
+
 // otpWait is how long the address (and the account, when one has it) must
 // wait before a new code, or 0, in which case it records the request. The
 // addresses remembered are bounded (maxPending): when a flood of other
-// addresses fills the bound, new addresses are not remembered (unknown
-// ones then answer 200 every time) but nobody is refused, and an account's
-// own interval, kept on the account, still holds.
+// addresses fills the bound, one of them is forgotten for each new one, so
+// nobody is refused for the flood and an address asked for twice in a row
+// still answers 429, known or not; an account's own interval, kept on the
+// account, holds whatever the map forgets.
 func (s *demoAuthServer) otpWait(addr string, a *demoAccount) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -409,9 +453,13 @@ func (s *demoAuthServer) otpWait(addr string, a *demoAccount) time.Duration {
 			}
 		}
 	}
-	if len(s.otpSentTo) < maxPending {
-		s.otpSentTo[addr] = now
+	for k := range s.otpSentTo {
+		if len(s.otpSentTo) < maxPending {
+			break
+		}
+		delete(s.otpSentTo, k) // an arbitrary one: map order
 	}
+	s.otpSentTo[addr] = now
 	if a != nil {
 		a.otpSent = now
 	}
@@ -420,14 +468,15 @@ func (s *demoAuthServer) otpWait(addr string, a *demoAccount) time.Duration {
 
 // takeOTP consumes the OTP matching a token hash, or an email/phone and
 // code. A wrong code counts against the account's pending code, which
-// maxWrongCodes wrong codes burn.
+// maxWrongCodes wrong codes burn: its code then matches nothing, its link
+// still does.
 func (s *demoAuthServer) takeOTP(hash, email, phone, code string) *otpState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	for h, st := range s.otps {
 		forAccount := (email != "" && strings.EqualFold(email, st.account.email)) || (phone != "" && phone == st.account.phone)
-		match := (hash != "" && h == hash) || (code != "" && forAccount && equalKeys(code, st.code))
+		match := (hash != "" && h == hash) || (code != "" && forAccount && !st.burned && equalKeys(code, st.code))
 		if match {
 			delete(s.otps, h)
 			if now.After(st.expires) {
@@ -437,7 +486,7 @@ func (s *demoAuthServer) takeOTP(hash, email, phone, code string) *otpState {
 		}
 		if code != "" && forAccount {
 			if st.wrong++; st.wrong >= maxWrongCodes {
-				delete(s.otps, h)
+				st.burned = true
 			}
 		}
 	}

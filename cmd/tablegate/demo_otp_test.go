@@ -76,8 +76,20 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 		a.gotrue.otpSentTo[fmt.Sprintf("flood%d@example.com\x00", i)] = a.gotrue.now()
 	}
 	a.gotrue.mu.Unlock()
-	if st := post("/auth/v1/otp", `{"email":"someone-else@example.com"}`); st != 200 {
-		t.Fatalf("a new address with the remembered addresses full: %d", st)
+	for i, want := range []int{200, http.StatusTooManyRequests} {
+		if st := post("/auth/v1/otp", `{"email":"someone-else@example.com"}`); st != want {
+			t.Fatalf("a new address with the remembered addresses full, request %d: %d, want %d", i+1, st, want)
+		}
+	}
+	// An address folded as accounts are matched ("ſ" is "s") is the same
+	// address, known or not; a long one is refused before it is kept.
+	for i, want := range []int{200, http.StatusTooManyRequests} {
+		if st := post("/auth/v1/otp", []string{`{"email":"nobody-s@example.com"}`, `{"email":"nobody-ſ@example.com"}`}[i]); st != want {
+			t.Fatalf("folded unknown address, request %d: %d, want %d", i+1, st, want)
+		}
+	}
+	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":"%s@example.com"}`, strings.Repeat("a", maxEmail))); st != http.StatusBadRequest {
+		t.Fatalf("an address past %d bytes: %d", maxEmail, st)
 	}
 	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != http.StatusTooManyRequests {
 		t.Fatalf("the account within its interval, addresses full: %d", st)
@@ -111,6 +123,14 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 	if st := verify(code); st != 403 {
 		t.Fatalf("the code still verified after %d wrong ones: %d", maxWrongCodes, st)
 	}
+	// The link of that code still signs its owner in: guessing badly does
+	// not lock the owner out.
+	a.mu.Lock()
+	hash := a.sent[len(a.sent)-1].TokenHash
+	a.mu.Unlock()
+	if st := post("/auth/v1/verify", fmt.Sprintf(`{"type":"magiclink","token_hash":%q}`, hash)); st != 200 {
+		t.Fatalf("the link after the code was burned: %d", st)
+	}
 }
 
 // TestDemoAuthFlowFloodLeavesCodes: /authorize needs no key, and each call
@@ -128,7 +148,7 @@ func TestDemoAuthFlowFloodLeavesCodes(t *testing.T) {
 	g.mu.Unlock()
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	// The flood's own door is shut.
-	resp, err := noFollow.Get(a.url + "/auth/v1/authorize?provider=demo&code_challenge=x&code_challenge_method=s256")
+	resp, err := noFollow.Get(a.url + "/auth/v1/authorize?provider=demo&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=s256")
 	if err != nil {
 		t.Fatal(err)
 	}

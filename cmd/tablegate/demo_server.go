@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -125,8 +126,14 @@ func reportPatterns(mux *http.ServeMux) http.Handler {
 // reportPattern reports a pattern a mux matched to telemetry.Handler,
 // after the request was served so that a more precise route (a resource's,
 // an inner mux's) wins. A catch-all "/" names no route (SetPattern ignores
-// it): the request stays "other" unless something below reported one.
-func reportPattern(ctx context.Context, pattern string) { telemetry.SetPattern(ctx, pattern) }
+// it), and neither does a mount point such as "/api/" (a pattern ending in
+// "/"): what is served below it reports its own routes, so only paths
+// that match none reach it. The request then stays "other".
+func reportPattern(ctx context.Context, pattern string) {
+	if !strings.HasSuffix(pattern, "/") {
+		telemetry.SetPattern(ctx, pattern)
+	}
+}
 
 // interceptWriter passes every response through except 404 and 405, which
 // it swallows for problemFallback to answer.
