@@ -119,3 +119,48 @@ func TestForgedEventsRefused(t *testing.T) {
 	}
 	sa.quiet(500 * time.Millisecond)
 }
+
+// TestEmitReadsOnlyWhatServiceRoleMay: emit_event reads a row image with
+// its owner's rights, and service_role (the one API role that may call it)
+// could copy into the outbox, then read back, a row of any table with a
+// one-column key, such as the migration table it has no grant on. It now
+// refuses a table service_role may not read; a table it may read still
+// gets its image, also for a key its type cannot hold (no image).
+func TestEmitReadsOnlyWhatServiceRoleMay(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := t.Context()
+	if _, err := b.pool.Exec(ctx, `create schema hidden;
+create table hidden.keys (id int primary key, secret text);
+insert into hidden.keys values (1, 'hunter2');
+create table public.closed (id int primary key, secret text);
+insert into public.closed values (1, 'hunter3');
+revoke all on public.closed from service_role`); err != nil {
+		t.Fatal(err)
+	}
+	svc := `{"role":"service_role"}`
+	for _, tbl := range []string{"hidden.keys", "public.closed", "public.tablegate_migrations"} {
+		if code := asRole(b, "service_role", svc, `select tablegate.emit_event('leak', $1, '1', null)`, tbl); code != "42501" {
+			t.Errorf("emit with the image of %s: SQLSTATE %q, want 42501", tbl, code)
+		}
+	}
+	var n int
+	if err := b.pool.QueryRow(ctx, `select count(*) from tablegate.events where image::text like '%hunter%'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("images of closed rows in the outbox: %d %v", n, err)
+	}
+	// A readable table still gets its image, found by its key's type.
+	key := strconv.FormatInt(b.create(b.token(bob, tenantA, false), "imaged"), 10)
+	for _, k := range []string{key, "not-a-number"} {
+		if code := asRole(b, "service_role", svc, `select tablegate.emit_event('todo.noted', 'public.todos', $1, null)`, k); code != "" {
+			t.Fatalf("emit on public.todos key %q: SQLSTATE %q", k, code)
+		}
+	}
+	var img, none *string
+	if err := b.pool.QueryRow(ctx, `select (select image::text from tablegate.events where name = 'todo.noted' and key = $1),
+  (select image::text from tablegate.events where name = 'todo.noted' and key = 'not-a-number')`, key).Scan(&img, &none); err != nil {
+		t.Fatal(err)
+	}
+	if img == nil || !strings.Contains(*img, "imaged") || none != nil {
+		t.Errorf("images: %v %v", img, none)
+	}
+}
