@@ -53,19 +53,20 @@ create policy todos_user_insert on public.todos for insert to authenticated
   with check (tenant_id = (select tablegate.full_member_tenant_id())
               and owner_id = (select auth.uid()));
 
+-- Writes, like the insert, need a full member of the row's tenant: a user
+-- removed from the tenant cannot change their old rows there with a token
+-- issued before (reads are refused by todos_member_read already; an update
+-- without WHERE never reads).
 drop policy if exists todos_owner_update on public.todos;
 create policy todos_owner_update on public.todos for update to authenticated
-  using (not (select tablegate.is_anonymous())
-         and tenant_id = (select tablegate.current_tenant_id())
+  using (tenant_id = (select tablegate.full_member_tenant_id())
          and owner_id = (select auth.uid()))
-  with check (not (select tablegate.is_anonymous())
-              and tenant_id = (select tablegate.current_tenant_id())
+  with check (tenant_id = (select tablegate.full_member_tenant_id())
               and owner_id = (select auth.uid()));
 
 drop policy if exists todos_owner_delete on public.todos;
 create policy todos_owner_delete on public.todos for delete to authenticated
-  using (not (select tablegate.is_anonymous())
-         and tenant_id = (select tablegate.current_tenant_id())
+  using (tenant_id = (select tablegate.full_member_tenant_id())
          and owner_id = (select auth.uid()));
 
 -- Grants open the door; the policies above decide. anon gets select so that a
