@@ -190,7 +190,7 @@ func parseTyped(col string, t colType, v string) (filter, error) {
 				n = new(big.Rat).Add(r, oidWrap) // Postgres reads oid -1 as 4294967295
 			}
 			if tm, ok := n.(time.Time); ok && (f.kind == kindTime || f.kind == kindLocalTime) && !isInfinite(tm) {
-				n = roundMicro(tm)
+				n = roundMicro(tm, y)
 			}
 			f.norm = append(f.norm, n)
 		}
@@ -220,15 +220,24 @@ func (f filter) asPostgresReads(x string) string {
 // asciiSpace is the whitespace Postgres's input functions skip (isspace).
 const asciiSpace = " \t\n\v\f\r"
 
-// roundMicro rounds t to a microsecond, half to even, as Postgres reads a
-// time with more fractional digits than it keeps.
-func roundMicro(t time.Time) time.Time {
-	ns := t.Nanosecond()
-	us, rem := ns/1000, ns%1000
-	if rem > 500 || rem == 500 && us%2 == 1 {
-		us++
+// roundMicro sets the fraction of a second of t, parsed from raw, to the
+// microseconds Postgres reads from raw: rint(fraction * 1e6) computed in
+// float64 from all the digits written (Go kept nine).
+func roundMicro(t time.Time, raw string) time.Time {
+	i := strings.IndexByte(raw, '.')
+	if i < 0 {
+		return t
 	}
-	return t.Add(time.Duration(us*1000-ns) * time.Nanosecond)
+	j := i + 1
+	for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+		j++
+	}
+	f, err := strconv.ParseFloat("0."+raw[i+1:j], 64)
+	if j == i+1 || err != nil {
+		return t
+	}
+	us := math.RoundToEven(f * 1e6)
+	return t.Add(-time.Duration(t.Nanosecond())).Add(time.Duration(us) * time.Microsecond)
 }
 
 // intRanges are the ranges of Postgres's integer types.
@@ -372,6 +381,9 @@ func (f *filter) localize(loc *time.Location) {
 	}
 	for i, v := range f.vals {
 		if t, ok := parseTimeIn(v, false, loc); ok {
+			if !isInfinite(t) {
+				t = roundMicro(t, v)
+			}
 			f.norm[i] = t
 		}
 	}

@@ -66,6 +66,9 @@ func TestFilterComparesByType(t *testing.T) {
 		{typ: "timestamptz", filter: "lt.2026-11-24T23:59:32.3132434Z", value: `"2026-11-24T23:59:32.313243+00:00"`, want: false},
 		{typ: "timestamptz", filter: "eq.2026-11-24T23:59:32.3132435Z", value: `"2026-11-24T23:59:32.313244+00:00"`, want: true}, // half to even
 		{typ: "timestamptz", filter: "eq.2026-11-24T23:59:32.3132445Z", value: `"2026-11-24T23:59:32.313244+00:00"`, want: true},
+		{typ: "timestamptz", filter: "eq.2026-11-24T23:59:32.5170185Z", value: `"2026-11-24T23:59:32.517019+00:00"`, want: true}, // rint of a float64, as Postgres
+		{typ: "timestamptz", filter: "eq.2026-11-24T23:59:32.0314885Z", value: `"2026-11-24T23:59:32.031489+00:00"`, want: true},
+		{typ: "timestamp", filter: "eq.2026-11-24T23:59:32.12345650001", value: `"2026-11-24T23:59:32.123457"`, want: true},
 		{typ: "bool", filter: "is.UNKNOWN", value: `null`, want: true},
 		{typ: "bool", filter: "is.True", value: `true`, want: true},
 		{typ: "text", filter: `in.("qq1,qq2",x)`, value: `"qq1,qq2"`, want: true}, // quoted as a list reads it
@@ -125,6 +128,15 @@ func TestFilterTimeZone(t *testing.T) {
 		if got := matchAll([]filter{f}, row); got != c.want {
 			t.Errorf("%s in Europe/Berlin: %v", c.filter, got)
 		}
+	}
+	// Read in another zone, a time keeps Postgres's microseconds too.
+	f, err := parseFilter("c", "timestamptz", "eq.2024-01-01T11:00:00.0000015Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.localize(berlin)
+	if !matchAll([]filter{f}, map[string]json.RawMessage{"c": json.RawMessage(`"2024-01-01T12:00:00.000002+01:00"`)}) {
+		t.Error("microseconds lost when localized")
 	}
 }
 

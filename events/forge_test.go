@@ -163,4 +163,44 @@ revoke all on public.closed from service_role`); err != nil {
 	if img == nil || !strings.Contains(*img, "imaged") || none != nil {
 		t.Errorf("images: %v %v", img, none)
 	}
+
+	// Keys of other types: the image is the row whose key is exactly the
+	// one given (no rounding or cutting by a type modifier), a key a
+	// domain refuses has none, and an extension type's equality (ltree, in
+	// a schema of its own) is found.
+	if _, err := b.pool.Exec(ctx, `create schema extensions;
+create extension ltree schema extensions;
+create domain public.even as int check (value % 2 = 0);
+create table public.k_varchar (k varchar(5) primary key, v text);
+create table public.k_numeric (k numeric(6,2) primary key, v text);
+create table public.k_domain (k public.even primary key, v text);
+create table public.k_ltree (k extensions.ltree primary key, v text);
+insert into public.k_varchar values ('abcde', 'v-abcde');
+insert into public.k_numeric values (1.01, 'v-1.01');
+insert into public.k_domain values (2, 'v-2');
+insert into public.k_ltree values ('a.b', 'v-a.b');
+grant usage on schema extensions to service_role;
+grant select on public.k_varchar, public.k_numeric, public.k_domain, public.k_ltree to service_role`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ tbl, key, want string }{
+		{"public.k_varchar", "abcde", "v-abcde"}, {"public.k_varchar", "abcdefgh", ""},
+		{"public.k_numeric", "1.01", "v-1.01"}, {"public.k_numeric", "1.005", ""},
+		{"public.k_domain", "2", "v-2"}, {"public.k_domain", "3", ""},
+		{"public.k_ltree", "a.b", "v-a.b"}, {"public.k_ltree", "a..b", ""},
+	} {
+		name := "k.noted" + strconv.Itoa(len(c.key))
+		if code := asRole(b, "service_role", svc, `select tablegate.emit_event($1, $2, $3, null)`, name, c.tbl, c.key); code != "" {
+			t.Errorf("emit on %s key %q: SQLSTATE %q", c.tbl, c.key, code)
+			continue
+		}
+		var got *string
+		if err := b.pool.QueryRow(ctx, `select image->>'v' from tablegate.events where tbl = $1 and key = $2 order by id desc limit 1`,
+			c.tbl, c.key).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if (got == nil) != (c.want == "") || got != nil && *got != c.want {
+			t.Errorf("%s key %q: image %v, want %q", c.tbl, c.key, got, c.want)
+		}
+	}
 }

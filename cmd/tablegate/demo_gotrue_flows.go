@@ -348,15 +348,16 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 		limited = "over_sms_send_rate_limit"
 	}
 	a := s.accountBy(body.Email, body.Phone)
-	// The interval holds per address, whether an account has it or not (an
-	// unknown address answers as a known one does), and per account (its
-	// email and its phone share it).
-	if wait := s.otpWait(foldKey(body.Email)+"\x00"+body.Phone, a); wait > 0 {
+	// The answer depends on the address alone, whether an account has it or
+	// not; the account's own interval (its email and phone share it) only
+	// decides, silently, whether a code is sent.
+	wait, send := s.otpWait(foldKey(body.Email)+"\x00"+body.Phone, a)
+	if wait > 0 {
 		gotrueError(w, http.StatusTooManyRequests, limited,
 			fmt.Sprintf("For security purposes, you can only request this after %d seconds.", int(wait.Seconds())+1))
 		return
 	}
-	if a != nil {
+	if a != nil && send {
 		var hb [28]byte
 		_, _ = rand.Read(hb[:])
 		var cb [4]byte
@@ -425,26 +426,24 @@ func validChallenge(s string) bool {
 // address for an unknown account as they are for a known one.
 func foldKey(email string) string { return strings.ToLower(strings.ToUpper(email)) }
 
-// otpWait is how long the address (and the account, when one has it) must
-// wait before a new code, or 0, in which case it records the request. The
-// addresses remembered are bounded (maxPending): when a flood of other
-// addresses fills the bound, one of them is forgotten for each new one, so
-// nobody is refused for the flood and an address asked for twice in a row
-// still answers 429, known or not; an account's own interval, kept on the
-// account, holds whatever the map forgets.
-func (s *demoAuthServer) otpWait(addr string, a *demoAccount) time.Duration {
+// otpWait is how long the address must wait before a new code, or 0, in
+// which case it records the request and send reports whether the account,
+// when one has the address, may be sent a code (its own interval passed;
+// it is then recorded too). The answer to the caller depends on the
+// address alone, so that it tells nothing of accounts. The addresses
+// remembered are bounded (maxPending): when a flood of other addresses
+// fills the bound, one of them is forgotten for each new one, so nobody is
+// refused for the flood; an account's own interval, kept on the account,
+// holds whatever the map forgets.
+func (s *demoAuthServer) otpWait(addr string, a *demoAccount) (wait time.Duration, send bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.otpInterval <= 0 {
-		return 0
+		return 0, true
 	}
 	now := s.now()
-	wait := s.otpSentTo[addr].Add(s.otpInterval).Sub(now)
-	if a != nil {
-		wait = max(wait, a.otpSent.Add(s.otpInterval).Sub(now))
-	}
-	if wait > 0 {
-		return wait
+	if wait := s.otpSentTo[addr].Add(s.otpInterval).Sub(now); wait > 0 {
+		return wait, false
 	}
 	if len(s.otpSentTo) >= maxPending {
 		for k, t := range s.otpSentTo {
@@ -460,10 +459,11 @@ func (s *demoAuthServer) otpWait(addr string, a *demoAccount) time.Duration {
 		delete(s.otpSentTo, k) // an arbitrary one: map order
 	}
 	s.otpSentTo[addr] = now
-	if a != nil {
-		a.otpSent = now
+	if a == nil || now.Before(a.otpSent.Add(s.otpInterval)) {
+		return 0, false
 	}
-	return 0
+	a.otpSent = now
+	return 0, true
 }
 
 // takeOTP consumes the OTP matching a token hash, or an email/phone and

@@ -12,8 +12,9 @@
 --
 -- The image was found with "key::text = $1", which no index serves: one
 -- emit scanned the whole table (42 ms at 500 000 rows). The key is now
--- compared as its column's type; a key that type cannot hold has no image,
--- as before.
+-- compared as its column's base type with the primary key's equality
+-- operator, and as text as before, so that the index serves the lookup
+-- and the match stays exact; a key the type cannot hold has no image.
 
 -- +goose Up
 -- +goose StatementBegin
@@ -25,6 +26,7 @@ declare
   v_rel regclass;
   v_pk text;
   v_pktype text;
+  v_opns text;
   v_image jsonb;
   v_prefix text;
 begin
@@ -57,18 +59,41 @@ begin
             and pg_catalog.has_table_privilege('service_role', v_rel, 'SELECT')) then
       raise exception 'service_role may not read %: no event image', v_rel using errcode = '42501';
     end if;
-    select a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) into v_pk, v_pktype
+    select a.attname into v_pk
     from pg_catalog.pg_index i
     join pg_catalog.pg_attribute a on a.attrelid = i.indrelid and a.attnum = i.indkey[0]
     where i.indrelid = v_rel and i.indisprimary and i.indnkeyatts = 1;
     if v_pk is not null then
-      -- Compared as the key's type, so that the primary key's index
-      -- serves it; a key the type cannot hold has no row.
-      begin
-        execute format('select to_jsonb(t) from %s t where %I = $1::%s', v_rel, v_pk, v_pktype) into v_image using p_key;
-      exception when data_exception then
-        v_image := null;
-      end;
+      -- The key's base type without its modifier (a cast to varchar(5) or
+      -- numeric(6,2) would round or cut the key), and the equality
+      -- operator of the primary key's operator class (an extension
+      -- type's, which this search_path does not see), so that the index
+      -- serves the lookup; the text comparison keeps the match exact.
+      select pg_catalog.format_type(case when ty.typtype = 'd' then ty.typbasetype else a.atttypid end, -1),
+             pg_catalog.quote_ident(n.nspname)
+        into v_pktype, v_opns
+      from pg_catalog.pg_index i
+      join pg_catalog.pg_attribute a on a.attrelid = i.indrelid and a.attnum = i.indkey[0]
+      join pg_catalog.pg_type ty on ty.oid = a.atttypid
+      join pg_catalog.pg_opclass oc on oc.oid = i.indclass[0]
+      join pg_catalog.pg_amop ao on ao.amopfamily = oc.opcfamily and ao.amopstrategy = 3
+        and ao.amoplefttype = oc.opcintype and ao.amoprighttype = oc.opcintype
+      join pg_catalog.pg_operator o on o.oid = ao.amopopr
+      join pg_catalog.pg_namespace n on n.oid = o.oprnamespace
+      where i.indrelid = v_rel and i.indisprimary;
+      if v_pktype is not null then
+        begin
+          execute format('select to_jsonb(t) from %s t where %I operator(%s.=) $1::%s and %I::text = $1',
+            v_rel, v_pk, v_opns, v_pktype, v_pk) into v_image using p_key;
+        exception when others then
+          -- The key does not cast (not a number, a domain's check, an
+          -- extension type's syntax): no row has it, as the text
+          -- comparison below would find. A cancellation is not caught.
+          v_image := null;
+        end;
+      else
+        execute format('select to_jsonb(t) from %s t where %I::text = $1', v_rel, v_pk) into v_image using p_key;
+      end if;
     end if;
   end if;
   return tablegate.insert_event(p_name, v_rel::text, p_key, p_payload, v_image);
