@@ -108,4 +108,12 @@ func TestDescribedAndServedBySpec(t *testing.T) {
 	if resp.StatusCode == 200 {
 		t.Fatalf("anon read a row")
 	}
+	// A request the guard refuses is reported under its resource's mount,
+	// not as "other" (it never reaches the resource, which reports the
+	// precise route).
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), `"route":"/api/todos/{path...}","status":401`); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("access log of a refused item request:\n%s", logs.String())
+		}
+	}
 }

@@ -337,8 +337,8 @@ func (a *API) newHandler(opts *Config) http.Handler {
 		if opts.Guard != nil {
 			h = opts.Guard(allowOf(opts, n)...)(h)
 		}
-		mux.Handle(a.base+"/"+n, h)
-		mux.Handle(a.base+"/"+n+"/", h)
+		mux.Handle(a.base+"/"+n, routeAs(a.base+"/"+n, h))
+		mux.Handle(a.base+"/"+n+"/", routeAs(a.base+"/"+n+"/{path...}", h))
 		if es := opts.Streams[n]; es != nil {
 			// The stream admits callers itself (its own allow list) and
 			// answers other methods 405: every method of this path is its
@@ -351,8 +351,8 @@ func (a *API) newHandler(opts *Config) http.Handler {
 		if opts.Guard != nil {
 			h = opts.Guard(allowOf(opts, name)...)(h)
 		}
-		mux.Handle(a.base+"/"+name, h)
-		mux.Handle(a.base+"/"+name+"/", h)
+		mux.Handle(a.base+"/"+name, routeAs(a.base+"/"+name, h))
+		mux.Handle(a.base+"/"+name+"/", routeAs(a.base+"/"+name+"/{path...}", h))
 	}
 	mux.Handle(a.base+PathJSON, reportPattern(a.meta("application/json", a.jsonDoc)))
 	mux.Handle(a.base+PathYAML, reportPattern(a.meta("application/yaml", a.yamlDoc)))
@@ -367,6 +367,16 @@ func (a *API) newHandler(opts *Config) http.Handler {
 		a.problems.Write(w, problem.New(problem.KindNotFound, "No such route."))
 	}))
 	return mux
+}
+
+// routeAs reports route to telemetry.Handler before h runs: the route of
+// a request the guard refuses, which never reaches the resource (a
+// resource that runs reports its own, precise route over it).
+func routeAs(route string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		telemetry.SetPattern(r.Context(), route)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // reportPattern tells telemetry.Handler the route of h, the pattern the
