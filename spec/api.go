@@ -327,6 +327,9 @@ func (a *API) Handler() http.Handler { return a.handler }
 
 func (a *API) newHandler(opts *Config) http.Handler {
 	mux := http.NewServeMux()
+	// handle registers h at pattern and reports route for it to
+	// telemetry.Handler (see routeAs).
+	handle := func(pattern, route string, h http.Handler) { mux.Handle(pattern, routeAs(route, h)) }
 	names := make([]string, 0, len(opts.Resources))
 	for n := range opts.Resources {
 		names = append(names, n)
@@ -337,13 +340,14 @@ func (a *API) newHandler(opts *Config) http.Handler {
 		if opts.Guard != nil {
 			h = opts.Guard(allowOf(opts, n)...)(h)
 		}
-		mux.Handle(a.base+"/"+n, routeAs(a.base+"/"+n, h))
-		mux.Handle(a.base+"/"+n+"/", routeAs(a.base+"/"+n+"/{path...}", h))
+		handle(a.base+"/"+n, a.base+"/"+n, h)
+		handle(a.base+"/"+n+"/", a.base+"/"+n+"/{path...}", h)
 		if es := opts.Streams[n]; es != nil {
 			// The stream admits callers itself (its own allow list) and
 			// answers other methods 405: every method of this path is its
 			// own, never the item routes of a key "events".
-			mux.Handle(a.base+"/"+n+PathEvents, reportPattern(es))
+			p := a.base + "/" + n + PathEvents
+			handle(p, p, es)
 		}
 	}
 	for name, dh := range opts.Handlers {
@@ -351,17 +355,17 @@ func (a *API) newHandler(opts *Config) http.Handler {
 		if opts.Guard != nil {
 			h = opts.Guard(allowOf(opts, name)...)(h)
 		}
-		mux.Handle(a.base+"/"+name, routeAs(a.base+"/"+name, h))
-		mux.Handle(a.base+"/"+name+"/", routeAs(a.base+"/"+name+"/{path...}", h))
+		handle(a.base+"/"+name, a.base+"/"+name, h)
+		handle(a.base+"/"+name+"/", a.base+"/"+name+"/{path...}", h)
 	}
-	mux.Handle(a.base+PathJSON, reportPattern(a.meta("application/json", a.jsonDoc)))
-	mux.Handle(a.base+PathYAML, reportPattern(a.meta("application/yaml", a.yamlDoc)))
+	handle(a.base+PathJSON, a.base+PathJSON, a.meta("application/json", a.jsonDoc))
+	handle(a.base+PathYAML, a.base+PathYAML, a.meta("application/yaml", a.yamlDoc))
 	if opts.Docs != nil {
-		docs := reportPattern(opts.Docs(DocsPage{Path: a.base + PathDocs, DocumentURL: a.base + PathJSON, Title: opts.Info.Title}))
-		mux.Handle(a.base+PathDocs, docs)
-		mux.Handle(a.base+PathDocs+"/", docs)
+		docs := opts.Docs(DocsPage{Path: a.base + PathDocs, DocumentURL: a.base + PathJSON, Title: opts.Info.Title})
+		handle(a.base+PathDocs, a.base+PathDocs, docs)
+		handle(a.base+PathDocs+"/", a.base+PathDocs+"/{path...}", docs)
 	} else {
-		mux.Handle(a.base+PathDocs, reportPattern(a.meta("text/html; charset=utf-8", a.html)))
+		handle(a.base+PathDocs, a.base+PathDocs, a.meta("text/html; charset=utf-8", a.html))
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.problems.Write(w, problem.New(problem.KindNotFound, "No such route."))
@@ -369,23 +373,14 @@ func (a *API) newHandler(opts *Config) http.Handler {
 	return mux
 }
 
-// routeAs reports route to telemetry.Handler before h runs: the route of
-// a request the guard refuses, which never reaches the resource (a
+// routeAs reports route to telemetry.Handler before h runs, so that a
+// route is named also when the mux sits below middleware that copies the
+// request: an event stream's or a document's, and, for a request the
+// guard refuses before it reaches its resource, the resource's mount (a
 // resource that runs reports its own, precise route over it).
 func routeAs(route string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		telemetry.SetPattern(r.Context(), route)
-		h.ServeHTTP(w, r)
-	})
-}
-
-// reportPattern tells telemetry.Handler the route of h, the pattern the
-// API's mux matched (h reports none itself, unlike a resource), so that an
-// event stream or the document is not reported under the mount point of
-// the whole API, or as "other", when the mux sits below middleware.
-func reportPattern(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		telemetry.SetPattern(r.Context(), r.Pattern)
 		h.ServeHTTP(w, r)
 	})
 }
