@@ -14,9 +14,11 @@ const introspectSQL = `
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, -1), t.typname,
        a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '',
        a.attidentity = 'a' OR a.attgenerated <> '',
-       coalesce(a.attnum = ANY (i.indkey), false), a.atttypid
+       coalesce(a.attnum = ANY (i.indkey), false), a.atttypid,
+       t.typtype = 'd' OR coalesce(e.typtype = 'd', false)
 FROM pg_attribute a
 JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'
 LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
 WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum`
@@ -34,7 +36,7 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		c := &column{}
 		var isPK bool
 		var castType string
-		if err := rows.Scan(&c.Name, &c.Type, &castType, &c.TypeName, &c.NotNull, &c.HasDefault, &c.ReadOnly, &isPK, &c.typeOID); err != nil {
+		if err := rows.Scan(&c.Name, &c.Type, &castType, &c.TypeName, &c.NotNull, &c.HasDefault, &c.ReadOnly, &isPK, &c.typeOID, &c.domain); err != nil {
 			rows.Close()
 			return nil, nil, fmt.Errorf("introspect: %w", err)
 		}
@@ -45,10 +47,6 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		// or filter value that cannot be stored would match another row.
 		c.cast = "::text::" + castType
 		c.expr = "t." + c.ident
-		if c.TypeName == "json" { // json has no operators: compare as jsonb
-			c.cast = "::text::jsonb"
-			c.expr += "::jsonb"
-		}
 		if isPK {
 			pk = append(pk, c.Name)
 		}
@@ -60,7 +58,46 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 	if len(cols) == 0 {
 		return nil, nil, errors.New("no such table or view, or it has no columns")
 	}
+	for _, c := range cols {
+		if c.domain {
+			if c.TypeName, err = baseTypeName(ctx, d, c.typeOID); err != nil {
+				return nil, nil, fmt.Errorf("introspect: column %s: %w", c.Name, err)
+			}
+		}
+		if c.TypeName == "json" { // json has no operators: compare as jsonb
+			c.cast = "::text::jsonb"
+			c.expr += "::jsonb"
+		}
+	}
 	return cols, pk, nil
+}
+
+// baseTypeName is the name of the type a column of type oid is filtered,
+// keyed and described as: a domain's base type (through domains over
+// domains), and for an array of domains, "_" and its elements' base type.
+// Values are still cast to the domain itself, so its checks apply.
+func baseTypeName(ctx context.Context, d *db.DB, oid uint32) (string, error) {
+	prefix := ""
+	for range 64 {
+		var name, kind string
+		var base, elem uint32
+		var array bool
+		err := d.Pool().QueryRow(ctx, `SELECT typname, typtype, typbasetype, typelem, typcategory = 'A' AND typelem <> 0
+FROM pg_catalog.pg_type WHERE oid = $1`, oid).Scan(&name, &kind, &base, &elem, &array)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case kind == "d":
+			oid = base
+		case array:
+			prefix += "_"
+			oid = elem
+		default:
+			return prefix + name, nil
+		}
+	}
+	return "", errors.New("its type nests domains and arrays too deeply")
 }
 
 // typeSchema maps a Postgres type to the JSON Schema of its JSON form

@@ -39,6 +39,7 @@ type column struct {
 	expr  string // the column in comparisons and order: t."col" (json: ::jsonb)
 
 	typeOID uint32 // pg_type.oid of the column's type (a domain's own)
+	domain  bool   // a domain, or an array of one: TypeName is its base type's
 	key     string // its JSON object key with the colon: "col":
 }
 
