@@ -14,6 +14,7 @@ func fakeResource(t testing.TB, opts *Config) (*Resource, error) {
 		c.ident = `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 		c.cast = "::text::" + typ
 		c.expr = "t." + c.ident
+		c.comparable = true
 		return c
 	}
 	cols := []*column{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/jackc/pgx/v5"
@@ -58,6 +59,7 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 	if len(cols) == 0 {
 		return nil, nil, errors.New("no such table or view, or it has no columns")
 	}
+	seen := map[uint32]bool{}
 	for _, c := range cols {
 		if c.domain {
 			if c.TypeName, err = baseTypeName(ctx, d, c.typeOID); err != nil {
@@ -67,9 +69,83 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		if c.TypeName == "json" { // json has no operators: compare as jsonb
 			c.cast = "::text::jsonb"
 			c.expr += "::jsonb"
+			c.comparable = true
+		} else if c.comparable, err = comparableType(ctx, d, c.typeOID, seen, 0); err != nil {
+			return nil, nil, fmt.Errorf("introspect: column %s: %w", c.Name, err)
 		}
 	}
 	return cols, pk, nil
+}
+
+// comparableType reports whether values of type oid can be compared with
+// =, <, > and sorted: a type with a default btree operator class (its own,
+// or one it is binary-coercible to), an enum, a range, an array or a domain
+// of such a type, or a composite whose fields all are. Text search and
+// reg* types are not: a value the caller sends would fail to parse with an
+// error the database reports as its own (a syntax error, a missing
+// relation), and the reg* lookups would tell the caller which objects
+// exist. seen caches answers (and breaks cycles) within one introspection.
+func comparableType(ctx context.Context, d *db.DB, oid uint32, seen map[uint32]bool, depth int) (bool, error) {
+	if ok, done := seen[oid]; done {
+		return ok, nil
+	}
+	if depth > 32 {
+		return false, nil
+	}
+	seen[oid] = false
+	var kind, ns, name string
+	var array, btree bool
+	var base, elem, rel uint32
+	err := d.Pool().QueryRow(ctx, `SELECT t.typtype, n.nspname, t.typname, t.typcategory = 'A' AND t.typelem <> 0,
+       t.typbasetype, t.typelem, t.typrelid,
+       EXISTS (SELECT FROM pg_catalog.pg_opclass o JOIN pg_catalog.pg_am m ON m.oid = o.opcmethod
+               WHERE m.amname = 'btree' AND o.opcdefault
+                 AND (o.opcintype = t.oid OR o.opcintype IN (SELECT c.casttarget FROM pg_catalog.pg_cast c
+                      WHERE c.castsource = t.oid AND c.castmethod = 'b' AND c.castcontext = 'i')))
+FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+WHERE t.oid = $1`, oid).Scan(&kind, &ns, &name, &array, &base, &elem, &rel, &btree)
+	if err != nil {
+		return false, err
+	}
+	ok := false
+	switch {
+	case kind == "d":
+		ok, err = comparableType(ctx, d, base, seen, depth+1)
+	case ns == "pg_catalog" && (name == "tsvector" || name == "tsquery" || strings.HasPrefix(name, "reg")):
+	case array:
+		ok, err = comparableType(ctx, d, elem, seen, depth+1)
+	case kind == "e", kind == "r", kind == "m":
+		ok = true
+	case kind == "c":
+		ok, err = comparableFields(ctx, d, rel, seen, depth+1)
+	case kind == "b":
+		ok = btree
+	}
+	if err != nil {
+		return false, err
+	}
+	seen[oid] = ok
+	return ok, nil
+}
+
+// comparableFields reports whether every field of composite relation rel
+// is of a comparable type.
+func comparableFields(ctx context.Context, d *db.DB, rel uint32, seen map[uint32]bool, depth int) (bool, error) {
+	rows, err := d.Pool().Query(ctx, `SELECT atttypid FROM pg_catalog.pg_attribute
+WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped`, rel)
+	if err != nil {
+		return false, err
+	}
+	types, err := pgx.CollectRows(rows, pgx.RowTo[uint32])
+	if err != nil {
+		return false, err
+	}
+	for _, t := range types {
+		if ok, err := comparableType(ctx, d, t, seen, depth); !ok || err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // baseTypeName is the name of the type a column of type oid is filtered,

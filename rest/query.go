@@ -288,14 +288,7 @@ func ParseInList(s string) ([]string, bool) {
 	return append(out, cur.String()), true
 }
 
-// incomparable lists types without the btree operators the comparison
-// operators and order need (json is compared as jsonb instead).
-var incomparable = map[string]bool{
-	"xml": true, "point": true, "line": true, "lseg": true, "box": true,
-	"path": true, "polygon": true, "circle": true, "tsvector": false, "tsquery": false,
-}
-
-func orderable(c *column) bool { return !incomparable[c.TypeName] }
+func orderable(c *column) bool { return c.comparable }
 
 // checkFilterType refuses operators the column's type cannot take, so the
 // caller gets a 400 instead of a database error.
@@ -313,7 +306,7 @@ func checkFilterType(param string, c *column, f Filter) error {
 			return badParam(param, "in does not apply to array columns; use eq with an array literal")
 		}
 	}
-	if incomparable[c.TypeName] {
+	if !c.comparable {
 		return badParam(param, "this column's type supports only is, like and ilike")
 	}
 	return nil

@@ -40,7 +40,11 @@ type column struct {
 
 	typeOID uint32 // pg_type.oid of the column's type (a domain's own)
 	domain  bool   // a domain, or an array of one: TypeName is its base type's
-	key     string // its JSON object key with the colon: "col":
+	// comparable: eq, gt, in, order and cursors work on the column (its
+	// type has btree operators, and values the caller sends cannot fail
+	// to parse in ways only the database reports as its own error).
+	comparable bool
+	key        string // its JSON object key with the colon: "col":
 }
 
 // Resource serves one table as REST routes; it is an [http.Handler].
