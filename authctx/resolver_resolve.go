@@ -162,8 +162,30 @@ func (rv *Resolver) resolveCookie(r *http.Request, res Result) Result {
 		return res
 	}
 	res.Source = SourceCookie
+	res.RequestCookies = withSessionChunks(res.RequestCookies, r.Header["Cookie"], rv.cookieName)
 	res.Auth = rv.cookie(r, &res, sess)
 	return res
+}
+
+// withSessionChunks adds to cookies (net/http's reading of the header) the
+// session cookies the session was read from that net/http drops: a value
+// holding '"', '\' or bytes outside ASCII, as the legacy raw-JSON format
+// does. A refresh or sign-out then deletes or replaces every cookie the
+// session came from, as @supabase/ssr does over the same header.
+func withSessionChunks(cookies []*http.Cookie, header []string, name string) []*http.Cookie {
+	var out []*http.Cookie
+	for _, c := range ssrcookie.HeaderCookies(header, name) {
+		if !hasCookie(cookies, c.Name) {
+			if out == nil {
+				out = append(make([]*http.Cookie, 0, len(cookies)+1), cookies...)
+			}
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		return cookies
+	}
+	return out
 }
 
 // normalize makes a custom resolver's answer a valid state: users go
