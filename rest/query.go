@@ -207,6 +207,13 @@ func (r *Resource) selNames() []string {
 	return names
 }
 
+// MaxPatternBytes is the longest like or ilike pattern a list filter
+// takes. Postgres matches, and for ilike lower-cases, the whole pattern
+// again for every row it reads: a pattern of a megabyte held a connection
+// for seconds on a few thousand rows, so that a few callers could take
+// every pooled connection.
+const MaxPatternBytes = 256
+
 // parseFilter parses [not.]op.value for one column parameter.
 func parseFilter(param, v string) (Filter, error) {
 	var f Filter
@@ -227,6 +234,9 @@ func parseFilter(param, v string) (Filter, error) {
 	case FilterEq, FilterNeq, FilterGt, FilterGte, FilterLt, FilterLte:
 		f.Value = arg
 	case FilterLike, FilterIlike:
+		if len(arg) > MaxPatternBytes {
+			return f, badParam(param, fmt.Sprintf("a like or ilike pattern may be at most %d bytes", MaxPatternBytes))
+		}
 		f.Value = strings.ReplaceAll(arg, "*", "%")
 	case FilterIs:
 		switch strings.ToLower(arg) {

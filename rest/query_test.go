@@ -52,6 +52,16 @@ func TestParseListValid(t *testing.T) {
 	}
 }
 
+// TestPatternAtTheCap: a pattern of MaxPatternBytes is taken; one byte
+// more is refused (TestParseListErrors).
+func TestPatternAtTheCap(t *testing.T) {
+	t.Parallel()
+	r := mustFake(t, nil)
+	if _, err := r.parseList(url.Values{"title": {"ilike." + strings.Repeat("b", MaxPatternBytes)}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestParseListErrors(t *testing.T) {
 	t.Parallel()
 	r := mustFake(t, &Config{MaxLimit: 100})
@@ -65,6 +75,8 @@ func TestParseListErrors(t *testing.T) {
 		{"unknown operator", url.Values{"title": {"regex.x"}}, "title"},
 		{"no operator", url.Values{"title": {"x"}}, "title"},
 		{"bad is", url.Values{"score": {"is.maybe"}}, "score"},
+		{"like pattern too long", url.Values{"title": {"like." + strings.Repeat("a", MaxPatternBytes+1)}}, "title"},
+		{"ilike pattern too long", url.Values{"title": {"not.ilike.*" + strings.Repeat("é", MaxPatternBytes/2)}}, "title"},
 		{"bad in", url.Values{"score": {"in.1,2"}}, "score"},
 		{"unterminated in quote", url.Values{"score": {`in.("1,2)`}}, "score"},
 		{"limit zero", url.Values{"limit": {"0"}}, "limit"},
