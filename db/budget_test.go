@@ -201,7 +201,7 @@ func TestAcquireBoundedWhenPoolBusy(t *testing.T) {
 	t.Parallel()
 	u := pgtest.URL(t)
 	pool := budgetPool(t, u, 1, nil)
-	d := db.New(pool, &db.Config{AcquireTimeout: 150 * time.Millisecond, StatementTimeout: 10 * time.Second})
+	d := db.New(pool, &db.Config{AcquireTimeout: 150 * time.Millisecond, StatementTimeout: 10 * time.Second, MaxConnsPerCaller: -1})
 	ctx := context.Background()
 	hold := make(chan struct{})
 	held := make(chan struct{})

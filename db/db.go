@@ -67,6 +67,17 @@ type Config struct {
 	// (answered 503 with Retry-After). Zero means [DefaultAcquireTimeout];
 	// negative waits as long as the request's context allows.
 	AcquireTimeout time.Duration
+
+	// MaxConnsPerCaller bounds the pooled connections one caller holds at
+	// once: a user (by user id), and every caller without a token
+	// together. Service callers (the secret key, the server's own work)
+	// are not bounded. A request over it waits, within AcquireTimeout, for
+	// one of its caller's own connections to come back, then fails with
+	// [ErrCallerBusy] (answered 429 with Retry-After): so one caller's
+	// slow or many requests leave connections for everybody else. Zero
+	// means half the pool's MaxConns (at least one); negative sets no
+	// bound.
+	MaxConnsPerCaller int
 }
 
 func (c *Config) validate() error {
@@ -91,6 +102,7 @@ type DB struct {
 	timeout        string // statement_timeout in ms as text; "" sets none
 	timeoutArg     any    // timeout boxed once (no allocation per request); nil for none
 	acquireTimeout time.Duration
+	shares         *shares // nil: no bound per caller
 }
 
 // New returns a DB over pool. cfg may be nil. New panics on an invalid
@@ -116,6 +128,11 @@ func New(pool *pgxpool.Pool, cfg *Config) *DB {
 	if d.timeout != "" {
 		d.timeoutArg = d.timeout
 	}
+	perCaller := 0
+	if cfg != nil {
+		perCaller = cfg.MaxConnsPerCaller
+	}
+	d.shares = newShares(pool, perCaller)
 	return d
 }
 
@@ -218,6 +235,7 @@ var (
 
 // settings are the resolved role and claims of one caller.
 type settings struct {
+	key     string // the caller's share of the pool (shareKey)
 	role    string
 	claims  []byte // sent as text; pgx encodes []byte without a copy
 	timeout any    // statement_timeout (ms) as a boxed string; nil sets none
@@ -245,11 +263,11 @@ func (d *DB) settingsFor(c authctx.Caller) (settings, error) {
 			}
 			role = s
 		}
-		return settings{role: role, claims: raw}, nil
+		return settings{key: shareKey(c), role: role, claims: raw}, nil
 	case authctx.ActorService:
 		return settings{role: RoleServiceRole, claims: serviceClaims}, nil
 	default:
-		return settings{role: RoleAnon, claims: anonClaims}, nil
+		return settings{key: shareKey(c), role: RoleAnon, claims: anonClaims}, nil
 	}
 }
 
@@ -284,25 +302,25 @@ type readQuerier struct {
 }
 
 func (q *readQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	conn, err := q.d.acquire(ctx)
+	l, err := q.d.acquire(ctx, q.s.key)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	defer conn.Release()
-	return execPrefixed(ctx, conn, false, q.s, sql, args)
+	defer l.release()
+	return execPrefixed(ctx, l.conn, false, q.s, sql, args)
 }
 
 func (q *readQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	conn, err := q.d.acquire(ctx)
+	l, err := q.d.acquire(ctx, q.s.key)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := queryPrefixed(ctx, conn, false, q.s, sql, args)
+	rows, err := queryPrefixed(ctx, l.conn, false, q.s, sql, args)
 	if err != nil {
-		conn.Release()
+		l.release()
 		return nil, err
 	}
-	rows.(*batchRows).conn = conn
+	rows.(*batchRows).lease = l
 	return rows, nil
 }
 
@@ -372,11 +390,11 @@ func queryPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s settin
 }
 
 // batchRows closes the batch when the rows are closed, and releases the
-// connection of a read (conn; nil inside a transaction).
+// connection of a read (lease; its conn is nil inside a transaction).
 type batchRows struct {
 	pgx.Rows
 	br     pgx.BatchResults
-	conn   *pgxpool.Conn
+	lease  lease
 	closed bool
 	err    error
 }
@@ -390,9 +408,9 @@ func (r *batchRows) Close() {
 	if err := r.br.Close(); err != nil && r.Rows.Err() == nil {
 		r.err = err
 	}
-	if r.conn != nil {
-		r.conn.Release()
-		r.conn = nil
+	if r.lease.conn != nil {
+		r.lease.release()
+		r.lease = lease{}
 	}
 }
 

@@ -21,6 +21,12 @@ import (
 // Retry-After. It says nothing about the database's health (see [Ready]).
 var ErrPoolBusy = errors.New("db: no pooled connection became free in time")
 
+// ErrCallerBusy is returned by [DB.Read], [DB.Tx] and their variants when
+// the caller already held its share of the pool (Config.MaxConnsPerCaller)
+// for the whole acquire timeout: its own requests are keeping those
+// connections busy. [Problem] answers it 429 with Retry-After.
+var ErrCallerBusy = errors.New("db: the caller's share of pooled connections stayed busy")
+
 // ErrPoolClosed is returned when the pool was closed (the server is
 // shutting down). [Problem] answers it 503 with Retry-After.
 var ErrPoolClosed = errors.New("db: the connection pool is closed")
@@ -72,22 +78,29 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// acquire takes a pooled connection, waiting at most the acquire timeout.
-func (d *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	if d.acquireTimeout <= 0 {
-		conn, err := d.pool.Acquire(ctx)
-		if err != nil {
-			return nil, acquireErr(ctx, err)
-		}
-		return conn, nil
+// acquire takes a pooled connection for the caller of share key, waiting
+// at most the acquire timeout, first for a place in the caller's share
+// (see Config.MaxConnsPerCaller), then for a connection.
+func (d *DB) acquire(ctx context.Context, key string) (lease, error) {
+	actx := ctx
+	if d.acquireTimeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, d.acquireTimeout)
+		defer cancel()
 	}
-	actx, cancel := context.WithTimeout(ctx, d.acquireTimeout)
-	conn, err := d.pool.Acquire(actx)
-	cancel()
+	sh, err := d.shares.enter(actx, key)
 	if err != nil {
-		return nil, acquireErr(ctx, err)
+		if ctx.Err() == nil {
+			return lease{}, ErrCallerBusy
+		}
+		return lease{}, acquireErr(ctx, err)
 	}
-	return conn, nil
+	conn, err := d.pool.Acquire(actx)
+	if err != nil {
+		d.shares.leave(key, sh)
+		return lease{}, acquireErr(ctx, err)
+	}
+	return lease{conn: conn, d: d, key: key, share: sh}, nil
 }
 
 // acquireErr names why no connection was acquired.

@@ -50,7 +50,7 @@ func disconnectBurst(t *testing.T, configure bool) int64 {
 		_, _ = watch.Exec(context.Background(), `select pg_terminate_backend(pid) from pg_stat_activity
 where datname = current_database() and application_name = $1`, app)
 	}()
-	d := db.New(pool, nil)
+	d := db.New(pool, &db.Config{MaxConnsPerCaller: -1}) // one caller takes the whole pool here
 	caller := user(map[string]any{"sub": alice})
 	for round := range disconnectRounds {
 		sql := fmt.Sprintf("select pg_sleep(30) /* disconnect round %d */", round)

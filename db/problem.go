@@ -24,6 +24,7 @@ import (
 //	57014 statement timeout or cancelled  → 503 unavailable with Retry-After
 //	25P03 transaction idle over budget    → 503 unavailable with Retry-After
 //	[ErrPoolBusy], [ErrPoolClosed]        → 503 unavailable with Retry-After
+//	[ErrCallerBusy]                       → 429 too many requests with Retry-After
 //	a cancelled or expired context        → 503 unavailable with Retry-After
 //	anything else                         → 500 unexpected
 func Problem(err error) error {
@@ -38,6 +39,10 @@ func Problem(err error) error {
 	}
 	if errors.Is(err, ErrPoolBusy) {
 		return problem.New(problem.KindUnavailable, "Every database connection is busy; try again shortly.").
+			WithHeader("Retry-After", "1").WithCause(err)
+	}
+	if errors.Is(err, ErrCallerBusy) {
+		return problem.New(problem.KindTooManyRequests, "Too many of your requests are running at once; try again shortly.").
 			WithHeader("Retry-After", "1").WithCause(err)
 	}
 	if errors.Is(err, ErrPoolClosed) {

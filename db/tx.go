@@ -41,11 +41,11 @@ func (d *DB) TxWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn f
 		return err
 	}
 	s.timeout = d.timeoutFor(opts)
-	conn, err := d.acquire(ctx)
+	l, err := d.acquire(ctx, s.key)
 	if err != nil {
 		return err
 	}
-	tq := &txQuerier{conn: conn, s: s}
+	tq := &txQuerier{conn: l.conn, lease: l, s: s}
 	defer func() {
 		if p := recover(); p != nil {
 			tq.finish(ctx, false)
@@ -67,6 +67,7 @@ func (d *DB) TxWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn f
 type txQuerier struct {
 	mu      sync.Mutex
 	conn    *pgxpool.Conn
+	lease   lease // conn and the caller's place, given back by finish
 	s       settings
 	started bool
 	done    bool
@@ -114,7 +115,7 @@ func (q *txQuerier) finish(ctx context.Context, commit bool) error {
 		return nil
 	}
 	q.done = true
-	defer q.conn.Release() // pgxpool destroys a connection left inside a transaction
+	defer q.lease.release() // pgxpool destroys a connection left inside a transaction
 	if !q.started {
 		return nil
 	}

@@ -25,6 +25,9 @@ type databaseConfig struct {
 	StatementTimeout string `json:"statement_timeout,omitempty"`
 	// AcquireTimeout bounds the wait for a free pooled connection ("2s").
 	AcquireTimeout string `json:"acquire_timeout,omitempty"`
+	// MaxConnsPerCaller bounds the connections one caller holds at once
+	// (default half the pool; negative: no bound).
+	MaxConnsPerCaller int `json:"max_conns_per_caller,omitempty"`
 }
 
 // parseDurationField parses a duration of the config, naming the field
@@ -58,6 +61,7 @@ func (c *databaseConfig) validate() error {
 // demo.
 type budgetFlags struct {
 	maxConns         int
+	perCaller        int
 	statementTimeout time.Duration
 	acquireTimeout   time.Duration
 	shutdownTimeout  time.Duration
@@ -68,6 +72,7 @@ const defaultShutdownTimeout = 10 * time.Second
 
 func (b *budgetFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.maxConns, "db-max-conns", 0, "database pool size `N` (default 4 per CPU, 8..64; or the URL's pool_max_conns)")
+	fs.IntVar(&b.perCaller, "db-max-conns-per-caller", 0, "pooled connections one caller (a user, or every caller without a token together) may hold at once; beyond it the caller waits, then gets 429 (default half the pool; negative: no bound)")
 	fs.DurationVar(&b.statementTimeout, "statement-timeout", 0, "time budget of each statement of a request, and of each pause a hook or action takes between them (default 5s; negative: none)")
 	fs.DurationVar(&b.acquireTimeout, "acquire-timeout", 0, "longest wait for a free pooled connection before answering 503 (default 2s)")
 	fs.DurationVar(&b.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGINT/SIGTERM, let running requests finish for this long, then cancel them")
@@ -91,6 +96,9 @@ func (b *budgetFlags) merge(c databaseConfig) {
 	if b.maxConns == 0 {
 		b.maxConns = int(c.MaxConns)
 	}
+	if b.perCaller == 0 {
+		b.perCaller = c.MaxConnsPerCaller
+	}
 	if b.statementTimeout == 0 {
 		b.statementTimeout, _ = parseDurationField("", c.StatementTimeout)
 	}
@@ -101,7 +109,7 @@ func (b *budgetFlags) merge(c databaseConfig) {
 
 // dbConfig is the db.Config of the flags.
 func (b *budgetFlags) dbConfig() *db.Config {
-	return &db.Config{StatementTimeout: b.statementTimeout, AcquireTimeout: b.acquireTimeout}
+	return &db.Config{StatementTimeout: b.statementTimeout, AcquireTimeout: b.acquireTimeout, MaxConnsPerCaller: b.perCaller}
 }
 
 // readyCheck is the readiness of serve and demo: the database answers (a

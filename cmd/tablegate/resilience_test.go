@@ -131,7 +131,7 @@ func TestServeSaturatedReadyAndShutdownWithinLimit(t *testing.T) {
 		"operations": []string{"list", "get"}, "guard": []string{"anon"}}}}
 	const limit = 2 * time.Second
 	adminAddr := freeAddr(t)
-	base, sigterm, exit, _ := startServe(t, url, cfg, nil, "--db-max-conns", "2", "--admin-addr", adminAddr,
+	base, sigterm, exit, _ := startServe(t, url, cfg, nil, "--db-max-conns", "2", "--db-max-conns-per-caller", "-1", "--admin-addr", adminAddr,
 		"--statement-timeout", "60s", "--acquire-timeout", "30s", "--shutdown-timeout", limit.String())
 	admin := "http://" + adminAddr
 	// An orchestrator probes from the start: the admin /readyz has seen the

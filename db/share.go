@@ -1,0 +1,111 @@
+package db
+
+import (
+	"context"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/tablegate/tablegate/authctx"
+)
+
+// shares bounds the pooled connections each caller holds at once, so that
+// one caller's slow requests (a list no index serves, a flood of them)
+// leave connections for everybody else. A caller over its share waits for
+// one of its own connections, within the acquire timeout.
+type shares struct {
+	max   int // connections per caller
+	mu    sync.Mutex
+	slots map[string]*share
+}
+
+// share is one caller's semaphore, kept while any request of the caller
+// holds or waits for a connection.
+type share struct {
+	sem  chan struct{}
+	refs int
+}
+
+// newShares returns the bound of [Config.MaxConnsPerCaller] over pool, nil
+// for none.
+func newShares(pool *pgxpool.Pool, n int) *shares {
+	if n < 0 || (n == 0 && pool == nil) {
+		return nil
+	}
+	if n == 0 {
+		n = max(int(pool.Config().MaxConns)/2, 1)
+	}
+	return &shares{max: n, slots: map[string]*share{}}
+}
+
+// shareKey names the share a caller draws on: a user by id, every caller
+// without a token together; "" (no bound) for service callers, which are
+// the server's own.
+func shareKey(c authctx.Caller) string {
+	switch c.Actor.Type {
+	case authctx.ActorUser:
+		return "user:" + c.Actor.ID
+	case authctx.ActorService:
+		return ""
+	default:
+		return "anon"
+	}
+}
+
+// enter takes one of key's places, waiting until ctx is done. It returns
+// nil (and takes nothing) for an unbounded key or DB.
+func (s *shares) enter(ctx context.Context, key string) (*share, error) {
+	if s == nil || key == "" {
+		return nil, nil
+	}
+	s.mu.Lock()
+	sh := s.slots[key]
+	if sh == nil {
+		sh = &share{sem: make(chan struct{}, s.max)}
+		s.slots[key] = sh
+	}
+	sh.refs++
+	s.mu.Unlock()
+	select {
+	case sh.sem <- struct{}{}:
+		return sh, nil
+	default:
+	}
+	select {
+	case sh.sem <- struct{}{}:
+		return sh, nil
+	case <-ctx.Done():
+		s.drop(key, sh)
+		return nil, ctx.Err()
+	}
+}
+
+// leave gives back a place taken by enter.
+func (s *shares) leave(key string, sh *share) {
+	if sh == nil {
+		return
+	}
+	<-sh.sem
+	s.drop(key, sh)
+}
+
+func (s *shares) drop(key string, sh *share) {
+	s.mu.Lock()
+	if sh.refs--; sh.refs == 0 {
+		delete(s.slots, key)
+	}
+	s.mu.Unlock()
+}
+
+// lease is a pooled connection and the caller's place it holds.
+type lease struct {
+	conn  *pgxpool.Conn
+	d     *DB
+	key   string
+	share *share
+}
+
+// release gives back the connection, then the caller's place.
+func (l *lease) release() {
+	l.conn.Release()
+	l.d.shares.leave(l.key, l.share)
+}
