@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"regexp"
@@ -209,6 +210,11 @@ func parseServeConfig(data []byte, name string) (*serveConfig, error) {
 	var c serveConfig
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	// A second object or trailing text (a file merged twice) is an error:
+	// serving the first object would silently drop the rest.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("config %s: content after the first JSON value (offset %d)", name, dec.InputOffset())
 	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)

@@ -273,6 +273,8 @@ func TestServeConfigErrors(t *testing.T) {
 		"livez at root": {`{"base_path":"/","tables":{"livez":{}}}`, exitFailure, "tables.livez at the root meets serve's own /livez"},
 		"mcp at root":   {`{"base_path":"/","mcp":true,"tables":{"mcp":{}}}`, exitFailure, "tables.mcp at the root"},
 		"dot base path": {`{"base_path":"/v1/../api","tables":{"t":{}}}`, exitFailure, "hold plain path segments"},
+		"two objects":   {`{"tables":{"t":{"operations":["list"]}}}{"tables":{"t":{}},"bogus":1}`, exitFailure, "after the first JSON value"},
+		"trailing text": {`{"tables":{"t":{}}} garbage`, exitFailure, "after the first JSON value"},
 	}
 	for name, c := range cases {
 		r := runCLI(t, map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x"}, "serve", "--config", write(name+".json", c.body))
