@@ -235,7 +235,7 @@ var (
 
 // settings are the resolved role and claims of one caller.
 type settings struct {
-	key     string // the caller's share of the pool (shareKey)
+	key     callerKey // the caller's share of the pool (shareKey)
 	role    string
 	claims  []byte // sent as text; pgx encodes []byte without a copy
 	timeout any    // statement_timeout (ms) as a boxed string; nil sets none

@@ -81,7 +81,7 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // acquire takes a pooled connection for the caller of share key, waiting
 // at most the acquire timeout, first for a place in the caller's share
 // (see Config.MaxConnsPerCaller), then for a connection.
-func (d *DB) acquire(ctx context.Context, key string) (lease, error) {
+func (d *DB) acquire(ctx context.Context, key callerKey) (lease, error) {
 	actx := ctx
 	if d.acquireTimeout > 0 {
 		var cancel context.CancelFunc

@@ -15,7 +15,14 @@ import (
 type shares struct {
 	max   int // connections per caller
 	mu    sync.Mutex
-	slots map[string]*share
+	slots map[callerKey]*share
+}
+
+// callerKey names the share a caller draws on; the zero value (service
+// callers) draws on none.
+type callerKey struct {
+	kind authctx.ActorType // ActorUser or ActorAnon; "" for none
+	id   string            // the user id
 }
 
 // share is one caller's semaphore, kept while any request of the caller
@@ -34,27 +41,27 @@ func newShares(pool *pgxpool.Pool, n int) *shares {
 	if n == 0 {
 		n = max(int(pool.Config().MaxConns)/2, 1)
 	}
-	return &shares{max: n, slots: map[string]*share{}}
+	return &shares{max: n, slots: map[callerKey]*share{}}
 }
 
 // shareKey names the share a caller draws on: a user by id, every caller
-// without a token together; "" (no bound) for service callers, which are
-// the server's own.
-func shareKey(c authctx.Caller) string {
+// without a token together; none for service callers, which are the
+// server's own.
+func shareKey(c authctx.Caller) callerKey {
 	switch c.Actor.Type {
 	case authctx.ActorUser:
-		return "user:" + c.Actor.ID
+		return callerKey{kind: authctx.ActorUser, id: c.Actor.ID}
 	case authctx.ActorService:
-		return ""
+		return callerKey{}
 	default:
-		return "anon"
+		return callerKey{kind: authctx.ActorAnon}
 	}
 }
 
 // enter takes one of key's places, waiting until ctx is done. It returns
 // nil (and takes nothing) for an unbounded key or DB.
-func (s *shares) enter(ctx context.Context, key string) (*share, error) {
-	if s == nil || key == "" {
+func (s *shares) enter(ctx context.Context, key callerKey) (*share, error) {
+	if s == nil || key.kind == "" {
 		return nil, nil
 	}
 	s.mu.Lock()
@@ -80,7 +87,7 @@ func (s *shares) enter(ctx context.Context, key string) (*share, error) {
 }
 
 // leave gives back a place taken by enter.
-func (s *shares) leave(key string, sh *share) {
+func (s *shares) leave(key callerKey, sh *share) {
 	if sh == nil {
 		return
 	}
@@ -88,7 +95,7 @@ func (s *shares) leave(key string, sh *share) {
 	s.drop(key, sh)
 }
 
-func (s *shares) drop(key string, sh *share) {
+func (s *shares) drop(key callerKey, sh *share) {
 	s.mu.Lock()
 	if sh.refs--; sh.refs == 0 {
 		delete(s.slots, key)
@@ -100,7 +107,7 @@ func (s *shares) drop(key string, sh *share) {
 type lease struct {
 	conn  *pgxpool.Conn
 	d     *DB
-	key   string
+	key   callerKey
 	share *share
 }
 
