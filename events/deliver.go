@@ -420,11 +420,11 @@ const policySQL = `select has_table_privilege($2::name, c.oid, 'SELECT'),
   coalesce((select string_agg('(' || p.qual || ')', ' or ' order by p.policyname) from pg_catalog.pg_policies p
     where p.schemaname = n.nspname and p.tablename = c.relname and p.permissive = 'PERMISSIVE'
       and p.cmd in ('SELECT', 'ALL') and p.qual is not null
-      and exists (select 1 from unnest(p.roles) ro where ro = 'public' or pg_has_role($2::name, ro, 'MEMBER'))), ''),
+      and exists (select 1 from unnest(p.roles) ro where ro = 'public' or pg_has_role($2::name, ro, 'USAGE'))), ''),
   coalesce((select string_agg('(' || p.qual || ')', ' and ' order by p.policyname) from pg_catalog.pg_policies p
     where p.schemaname = n.nspname and p.tablename = c.relname and p.permissive = 'RESTRICTIVE'
       and p.cmd in ('SELECT', 'ALL') and p.qual is not null
-      and exists (select 1 from unnest(p.roles) ro where ro = 'public' or pg_has_role($2::name, ro, 'MEMBER'))), '')
+      and exists (select 1 from unnest(p.roles) ro where ro = 'public' or pg_has_role($2::name, ro, 'USAGE'))), '')
 from pg_catalog.pg_class c
 join pg_catalog.pg_namespace n on n.oid = c.relnamespace
 left join pg_catalog.pg_roles r on r.rolname = $2::name
