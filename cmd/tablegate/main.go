@@ -99,11 +99,24 @@ Exit codes: 0 ok, 1 failure, 2 usage error.
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	restoreLog := installDefaultLogger(os.Stderr)
-	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	// A stderr whose reader went away must not kill the process (the
+	// demo would leave its cluster and key behind): writes fail instead.
+	signal.Ignore(syscall.SIGPIPE)
+	// SIGHUP (a closed terminal or SSH session) stops as SIGINT does. Once
+	// one arrived, the next one stops the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() { <-ctx.Done(); stop() }()
+	// Everything the commands print to stderr goes through a queue, so a
+	// stalled reader (a full pipe) delays no shutdown message, and with it
+	// no exit; what is queued is written out within logFlushTimeout.
+	stderr := newLineWriter("stderr", os.Stderr, defaultLogQueue)
+	restoreLog := installDefaultLogger(stderr)
+	code := run(ctx, &env{stdout: os.Stdout, stderr: stderr, getenv: os.Getenv}, os.Args[1:])
 	stop()
 	restoreLog()
+	flushCtx, cancel := context.WithTimeout(context.Background(), logFlushTimeout)
+	_ = stderr.close(flushCtx)
+	cancel()
 	os.Exit(code)
 }
 

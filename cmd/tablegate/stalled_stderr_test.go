@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// TestServeStopsWithStalledStderr: with a reader of stderr that stopped
+// reading (a full pipe), SIGTERM still ends serve within its shutdown
+// limit plus the bounded flush of what it printed; before, the shutdown
+// message blocked on the pipe and serve went on serving.
+func TestServeStopsWithStalledStderr(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath, token := serveFixture(t, nil)
+	addr := freeAddr(t)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	cmd := exec.Command(buildCLI(t), "serve", "--config", cfgPath, "--addr", addr, "--shutdown-timeout", "1s")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+	}()
+	// Read until it serves, then never again.
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "✓ serving") {
+			break
+		}
+	}
+	// Fill the pipe with access log lines.
+	client := &http.Client{Timeout: 5 * time.Second}
+	for range 1500 {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/api/todos?limit=1", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if res, err := client.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		if el := time.Since(start); el > 8*time.Second {
+			t.Errorf("serve took %v to stop", el)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop within 20 s of SIGTERM with a stalled stderr")
+	}
+}
