@@ -143,8 +143,9 @@ type Hub struct {
 
 	mu        sync.Mutex
 	head      int64
-	subs      map[*subscriber]struct{}
-	perCaller map[string]int
+	subs      map[*subscriber]struct{} // streams events are delivered to
+	open      int                      // streams whose handler runs (cut ones too)
+	perCaller map[string]int           // open streams per caller
 
 	delivered, cutOff, checks atomic.Uint64
 
@@ -409,24 +410,35 @@ func (h *Hub) register(s *subscriber) (int64, error) {
 	if h.ctx.Err() != nil {
 		return 0, errClosed
 	}
-	if len(h.subs) >= h.cfg.MaxSubscribers {
+	if h.open >= h.cfg.MaxSubscribers {
 		return 0, errFull
 	}
 	if h.perCaller[s.caller] >= h.cfg.MaxPerCaller {
 		return 0, errCallerFull
 	}
 	h.subs[s] = struct{}{}
+	h.open++
 	h.perCaller[s.caller]++
 	return h.head, nil
 }
 
+// unregister stops delivering to s. Its stream still counts against the
+// caps until its handler returns and calls release: a stream that was cut
+// off while it still replays or writes holds its place.
 func (h *Hub) unregister(s *subscriber) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.subs[s]; !ok {
-		return
-	}
 	delete(h.subs, s)
+}
+
+// release is unregister when the stream's handler returns: s no longer
+// counts against MaxSubscribers and MaxPerCaller. Call it once per
+// successful register.
+func (h *Hub) release(s *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, s)
+	h.open--
 	if h.perCaller[s.caller]--; h.perCaller[s.caller] <= 0 {
 		delete(h.perCaller, s.caller)
 	}

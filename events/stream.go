@@ -297,7 +297,7 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.problems.Write(w, p.WithHeader("Retry-After", "5"))
 		return
 	}
-	defer st.h.unregister(s)
+	defer st.h.release(s)
 	st.serve(w, r, res.Auth, s, last, head)
 }
 
@@ -415,18 +415,27 @@ func (st *Stream) serve(w http.ResponseWriter, r *http.Request, auth authctx.Aut
 		return
 	}
 	tel := telemetry.FromContext(r.Context())
+	// The stream ends at MaxStream or when the token expires, replay
+	// included.
+	life := cfg.MaxStream
+	if auth.User != nil && !auth.User.ExpiresAt.IsZero() {
+		life = min(life, time.Until(auth.User.ExpiresAt))
+	}
+	end := time.NewTimer(life)
+	defer end.Stop()
 	sent := head
 	if last >= 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), life)
 		var ok bool
-		if sent, ok = st.catchUp(r.Context(), s, last, head, write); !ok {
-			st.h.cut(s)
+		sent, ok = st.catchUp(ctx, s, last, head, write)
+		over := ctx.Err() != nil
+		cancel()
+		if !ok {
+			if !over { // a failed write or check, not the stream's end
+				st.h.cut(s)
+			}
 			return
 		}
-	}
-	end := time.NewTimer(cfg.MaxStream)
-	defer end.Stop()
-	if auth.User != nil && !auth.User.ExpiresAt.IsZero() {
-		end.Reset(min(cfg.MaxStream, time.Until(auth.User.ExpiresAt)))
 	}
 	beat := time.NewTicker(cfg.Heartbeat)
 	defer beat.Stop()
@@ -482,6 +491,14 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 		}
 	}
 	for last < head {
+		select {
+		case <-s.done: // cut off: the hub closed, or the stream failed
+			return 0, false
+		default:
+		}
+		if ctx.Err() != nil { // the token expired, MaxStream passed or the client left
+			return 0, false
+		}
 		cctx, cancel := context.WithTimeout(ctx, h.cfg.CheckTimeout)
 		recs, err := h.read(cctx, last, head, h.cfg.Batch)
 		if err != nil {
@@ -498,7 +515,7 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 			return 0, false
 		}
 		for _, f := range out[s] {
-			if !write(f.b) {
+			if ctx.Err() != nil || !write(f.b) {
 				return 0, false
 			}
 			h.delivered.Add(1)
