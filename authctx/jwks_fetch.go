@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,7 @@ var errEmptyJWKS = errors.New("jwks lists no usable key")
 // more than the limiter allows.
 type jwksFetcher struct {
 	url      string
+	shown    string // url for logs: a password in it redacted (see redactURL)
 	client   *http.Client
 	timeout  time.Duration
 	store    jwkset.Storage
@@ -108,7 +110,7 @@ func (f *jwksFetcher) fetch(ctx context.Context) error {
 
 // failed logs a failed fetch and asks the loop to retry soon.
 func (f *jwksFetcher) failed(ctx context.Context, err error) {
-	f.log.WarnContext(ctx, "authctx: JWKS fetch failed; retrying in the background", "url", f.url, "error", err)
+	f.log.WarnContext(ctx, "authctx: JWKS fetch failed; retrying in the background", "url", f.shown, "error", err)
 	select {
 	case f.kick <- struct{}{}:
 	default:
@@ -157,7 +159,7 @@ func (f *jwksFetcher) run(ctx context.Context, failing bool) {
 			if ctx.Err() != nil {
 				return
 			}
-			f.log.WarnContext(ctx, "authctx: JWKS fetch failed; retrying in the background", "url", f.url, "error", err, "retry_in", backoff)
+			f.log.WarnContext(ctx, "authctx: JWKS fetch failed; retrying in the background", "url", f.shown, "error", err, "retry_in", backoff)
 			if backoff == 0 {
 				backoff = f.retryMin
 			} else {
@@ -167,4 +169,14 @@ func (f *jwksFetcher) run(ctx context.Context, failing bool) {
 		}
 		backoff = 0
 	}
+}
+
+// redactURL is u for logs and messages: a password in it reads "xxxxx", as
+// net/url's Redacted writes it (and as Go's own errors already show it).
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	return p.Redacted()
 }

@@ -239,7 +239,7 @@ func NewVerifier(ctx context.Context, cfg *VerifierConfig) (*Verifier, error) {
 			interval = 100 * 365 * 24 * time.Hour
 		}
 		f := &jwksFetcher{
-			url: cfg.JWKSURL, client: client, timeout: 5 * time.Second,
+			url: cfg.JWKSURL, shown: redactURL(cfg.JWKSURL), client: client, timeout: 5 * time.Second,
 			store: jwkset.NewMemoryStorage(), log: logger,
 			unknown:  rate.NewLimiter(rate.Every(every), 1),
 			interval: interval, retryMin: cfg.JWKSRetryMin, retryMax: cfg.JWKSRetryMax,
@@ -263,7 +263,7 @@ func NewVerifier(ctx context.Context, cfg *VerifierConfig) (*Verifier, error) {
 			return nil, fmt.Errorf("%w (the JWKS at %s lists no ES256/RS256/EdDSA key)", ErrLegacySecret, cfg.JWKSURL)
 		}
 		if firstErr != nil {
-			logger.WarnContext(ctx, "authctx: JWKS fetch failed; retrying in the background", "url", f.url, "error", firstErr)
+			logger.WarnContext(ctx, "authctx: JWKS fetch failed; retrying in the background", "url", f.shown, "error", firstErr)
 		} else if keys, err := f.store.KeyReadAll(ctx); err == nil && !hasAsymmetric(keys) && len(cfg.JWKS) == 0 {
 			cancel()
 			return nil, fmt.Errorf("%w (the JWKS at %s lists no ES256/RS256/EdDSA key)", ErrLegacySecret, cfg.JWKSURL)

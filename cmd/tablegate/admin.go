@@ -212,7 +212,7 @@ func startAdmin(ctx context.Context, out io.Writer, addr string, h http.Handler)
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	go func() { _ = srv.Serve(ln) }()
 	base := "http://" + hostPort(ln.Addr())
-	fmt.Fprintf(out, "✓ admin on %s (/livez, /readyz, /metrics)\n", base)
+	fmt.Fprintf(out, "✓ admin on %s (/livez, /readyz, /metrics)%s\n", base, everywhere(ln.Addr()))
 	stop := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -430,6 +430,15 @@ func hostPort(a net.Addr) string {
 	return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
 }
 
+// everywhere notes a listener bound to every interface: hostPort names
+// 127.0.0.1 for it, which must not read as loopback only.
+func everywhere(a net.Addr) string {
+	if tcp, ok := a.(*net.TCPAddr); ok && (tcp.IP == nil || tcp.IP.IsUnspecified()) {
+		return " — listening on every interface, reachable from the network"
+	}
+	return ""
+}
+
 type envVar struct{ key, value string }
 
 // formatEnv renders vars as lines a POSIX shell can source (". FILE"):

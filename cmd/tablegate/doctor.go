@@ -116,16 +116,37 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 }
 
 // printChecks writes the checklist and reports whether it failed.
+// printable escapes control characters (a newline, a terminal escape) in
+// s, which may hold names the database returned: a policy named
+// "x\n✓ all good" must not print a line of its own.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
+
 func printChecks(w io.Writer, checks []check, strict bool) bool {
 	var nFail, nWarn int
 	for _, c := range checks {
-		fmt.Fprintf(w, "%s %s", c.status.mark(), c.name)
+		fmt.Fprintf(w, "%s %s", c.status.mark(), printable(c.name))
 		if c.detail != "" {
-			fmt.Fprintf(w, ": %s", c.detail)
+			fmt.Fprintf(w, ": %s", printable(c.detail))
 		}
 		fmt.Fprintln(w)
 		if c.fix != "" && c.status >= statusWarn {
-			fmt.Fprintf(w, "    → %s\n", c.fix)
+			fmt.Fprintf(w, "    → %s\n", printable(c.fix))
 		}
 		switch c.status {
 		case statusFail:
@@ -316,6 +337,9 @@ func checkJWKS(ctx context.Context, o doctorOptions, cfg *serveConfig, ks *keySe
 		return check{statusFail, name, "invalid JWKS URL", "pass a full http(s) URL"}
 	}
 	resp, err := client.Do(req)
+	if req.URL.User != nil {
+		u = req.URL.Redacted() // a password in the URL is not printed
+	}
 	if err != nil {
 		return check{statusFail, name, fmt.Sprintf("%s unreachable: %v", u, err), "start the auth server (supabase start) or fix --auth-url"}
 	}

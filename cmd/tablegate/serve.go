@@ -221,7 +221,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if flows != nil {
 		mountFlows(mux, flows)
 	}
-	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (description %s%s/openapi.json, docs %s%s/docs)\n", len(cfg.Tables), base, cfg.base(), base, cfg.base(), base, cfg.base())
+	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (description %s%s/openapi.json, docs %s%s/docs)%s\n", len(cfg.Tables), base, cfg.base(), base, cfg.base(), base, cfg.base(), everywhere(ln.Addr()))
 	for _, n := range cfg.tableNames() {
 		t := cfg.Tables[n]
 		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, cfg.base(), n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"net"
+	"strings"
+	"testing"
+)
+
+// TestPerCallerShareFromFlagAndConfig: --db-max-conns-per-caller and the
+// config's database.max_conns_per_caller reach db.Config, the flag first.
+func TestPerCallerShareFromFlagAndConfig(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		conf int
+		want int
+	}{
+		{nil, 0, 0},
+		{nil, 3, 3},
+		{[]string{"--db-max-conns-per-caller", "-1"}, 3, -1},
+		{[]string{"--db-max-conns-per-caller", "5"}, 0, 5},
+	} {
+		var b budgetFlags
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		b.register(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		b.merge(databaseConfig{MaxConnsPerCaller: tc.conf})
+		if got := b.dbConfig().MaxConnsPerCaller; got != tc.want {
+			t.Errorf("%v with config %d: MaxConnsPerCaller %d, want %d", tc.args, tc.conf, got, tc.want)
+		}
+	}
+	c, err := parseServeConfig([]byte(`{"database": {"max_conns_per_caller": 4}, "tables": {"todos": {}}}`), "tablegate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Database.MaxConnsPerCaller != 4 {
+		t.Errorf("config key read as %d", c.Database.MaxConnsPerCaller)
+	}
+}
+
+// TestDoctorRedactsJWKSPassword: doctor's JWKS check names the URL with
+// its password redacted, reachable or not.
+func TestDoctorRedactsJWKSPassword(t *testing.T) {
+	for _, u := range []string{"http://user:S3CRETPW@127.0.0.1:1/jwks.json"} {
+		c := checkJWKS(t.Context(), doctorOptions{jwksURL: u, getenv: func(string) string { return "" }}, nil, nil)
+		if strings.Contains(c.detail, "S3CRETPW") || !strings.Contains(c.detail, "user:xxxxx@") {
+			t.Errorf("detail %q", c.detail)
+		}
+	}
+}
+
+// TestDoctorOutputEscapesNames: a name holding a newline or a terminal
+// escape cannot print a line of its own.
+func TestDoctorOutputEscapesNames(t *testing.T) {
+	var b strings.Builder
+	printChecks(&b, []check{{statusWarn, "policies", "public.t policy evil\n✓ all good\x1b[2J: x", "fix\nit"}}, false)
+	out := b.String()
+	if strings.Contains(out, "\n✓ all good") || strings.Contains(out, "\x1b") || strings.Contains(out, "fix\nit") {
+		t.Errorf("output %q", out)
+	}
+	if !strings.Contains(out, `evil\n✓ all good\x1b[2J`) {
+		t.Errorf("the name is not shown escaped: %q", out)
+	}
+}
+
+// TestEverywhereNoted: a listener on every interface is said to be one.
+func TestEverywhereNoted(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:0": false, ":0": true, "0.0.0.0:0": true} {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := everywhere(ln.Addr()) != ""; got != want {
+			t.Errorf("%s: noted %v, want %v", addr, got, want)
+		}
+		ln.Close()
+	}
+}
