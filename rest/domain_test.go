@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -83,5 +84,26 @@ insert into dom values
 	}
 	if r := do(t, s, "GET", "/api/dom/a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", alice, ""); r.status != 200 || !strings.Contains(r.body, `"f":true`) {
 		t.Errorf("GET by key: %s", r)
+	}
+}
+
+// TestFieldErrorsAreCapped: a body naming thousands of unknown keys gets a
+// problem listing the first maxFieldErrors, and saying how many there were.
+func TestFieldErrorsAreCapped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := server(t, "todos", b.resource("todos", nil))
+	var body strings.Builder
+	body.WriteString(`{"title":"x"`)
+	for i := range 5000 {
+		fmt.Fprintf(&body, `,"k%d":0`, i)
+	}
+	body.WriteString("}")
+	r := do(t, s, "POST", "/api/todos", alice, body.String())
+	if r.status != 400 || !strings.Contains(r.body, "5000 errors; the first 20 are listed") {
+		t.Fatalf("%d %.300s", r.status, r.body)
+	}
+	if n := strings.Count(r.body, `"is not a column"`); n != 20 || len(r.body) > 4096 {
+		t.Errorf("%d field errors in %d bytes", n, len(r.body))
 	}
 }

@@ -98,8 +98,7 @@ func (r *Resource) parseBody(op Operation, body []byte) (Row, error) {
 	if errs != nil {
 		sort.Slice(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
 		p := problem.New(problem.KindBadRequest, "The body names unknown or read-only columns.")
-		p.Errors = errs
-		return nil, p
+		return nil, withFieldErrors(p, errs)
 	}
 	if v := r.input[op]; v != nil {
 		if errs := v.check(map[string]any(row)); errs != nil {
