@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
@@ -272,7 +274,7 @@ func (h *Hub) deliver(ctx context.Context, recs []*record, subs []*subscriber) (
 			defer func() { <-sem; wg.Done() }()
 			if err := h.check(ctx, ic); err != nil {
 				ic.failed = true
-				h.log.Warn("events: visibility check failed; ending the affected streams", "error", err)
+				h.log.Warn("events: visibility check failed; ending the affected streams", "error", redactedErr(err))
 			}
 		}()
 	}
@@ -317,6 +319,78 @@ func (h *Hub) deliver(ctx context.Context, recs []*record, subs []*subscriber) (
 // check runs one identity's visibility statement: a union of the live
 // row checks and the deleted-row policy replays of every table involved.
 func (h *Hub) check(ctx context.Context, ic *identityCheck) error {
+	err := h.checkSet(ctx, ic, ic.live, ic.replay)
+	if !isDataError(err) {
+		return err
+	}
+	// One event's recorded image no longer fits its table (a column's type
+	// changed since), or its key no longer casts: the statement failed for
+	// every event of the batch. Check them one at a time; an event that
+	// still fails is not delivered, and the others are.
+	one := func(st *Stream, r *record, replay bool) error {
+		set := map[*Stream][]*record{st: {r}}
+		var err error
+		if replay {
+			err = h.checkSet(ctx, ic, nil, set)
+		} else {
+			err = h.checkSet(ctx, ic, set, nil)
+		}
+		if isDataError(err) {
+			h.log.Warn("events: an event no longer fits its table's row type; not delivered", "id", r.ID, "sqlstate", sqlState(err))
+			return nil
+		}
+		return err
+	}
+	for st, recs := range ic.live {
+		for _, r := range recs {
+			if err := one(st, r, false); err != nil {
+				return err
+			}
+		}
+	}
+	for st, recs := range ic.replay {
+		for _, r := range recs {
+			if err := one(st, r, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// redactedErr is err for the log: a database error by its SQLSTATE only
+// (its message may quote a row value), others as they are.
+func redactedErr(err error) any {
+	if c := sqlState(err); c != "" {
+		return "database error, SQLSTATE " + c
+	}
+	return err
+}
+
+// isDataError reports an error of the values a check statement reads (an
+// image or key that no longer casts to the table's types: SQLSTATE classes
+// 22 and 23, 42804), not of the database or the connection.
+func isDataError(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23") || pgErr.Code == "42804"
+}
+
+// sqlState is err's SQLSTATE, or "" when it has none: what the hub logs of
+// a database error, whose message may quote row values.
+func sqlState(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// checkSet runs one statement that marks, in ic.visible, the events of
+// live and replay the identity's policies admit.
+func (h *Hub) checkSet(ctx context.Context, ic *identityCheck, live, replay map[*Stream][]*record) error {
 	role := roleOf(ic.auth)
 	var parts []string
 	var args []any
@@ -324,7 +398,7 @@ func (h *Hub) check(ctx context.Context, ic *identityCheck) error {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	for _, st := range sortedStreams(ic.live) {
+	for _, st := range sortedStreams(live) {
 		pol, err := h.policies.get(ctx, h, st.table, role)
 		if err != nil {
 			return err
@@ -332,7 +406,7 @@ func (h *Hub) check(ctx context.Context, ic *identityCheck) error {
 		if !pol.canSelect {
 			continue
 		}
-		recs := ic.live[st]
+		recs := live[st]
 		ids, keys := make([]int64, len(recs)), make([]string, len(recs))
 		for i, r := range recs {
 			ids[i], keys[i] = r.ID, *r.Key
@@ -349,7 +423,7 @@ func (h *Hub) check(ctx context.Context, ic *identityCheck) error {
 			`select e.id from unnest(%s::bigint[], %s::text[]) as e(id, k) where exists (select 1 from %s as t where %s)`,
 			arg(ids), arg(keys), st.table, match))
 	}
-	for _, st := range sortedStreams(ic.replay) {
+	for _, st := range sortedStreams(replay) {
 		pol, err := h.policies.get(ctx, h, st.table, role)
 		if err != nil {
 			return err
@@ -357,7 +431,7 @@ func (h *Hub) check(ctx context.Context, ic *identityCheck) error {
 		if pol.predicate == "false" {
 			continue
 		}
-		recs := ic.replay[st]
+		recs := replay[st]
 		ids, imgs := make([]int64, len(recs)), make([]string, len(recs))
 		for i, r := range recs {
 			ids[i], imgs[i] = r.ID, string(r.Image)
