@@ -75,8 +75,8 @@ func migrationsReady(pool *pgxpool.Pool) func(ctx context.Context) error {
 	return m.check
 }
 
-// migrationsCheck reads the migration version through the pool (goose's
-// database/sql handle), so a read may queue behind requests. Until it has
+// migrationsCheck reads the migration version over a connection of its
+// own (not the requests' pool, which may be busy). Until it has
 // seen the expected version, a probe reads it, one at a time, within the
 // probe's deadline. Once seen, a probe never waits: it answers at once and,
 // every recheck, starts a read in the background, which makes the check
@@ -136,10 +136,20 @@ func (m *migrationsCheck) refresh() {
 // behind reports a version below the build's.
 func (m *migrationsCheck) read(ctx context.Context) (behind bool, err error) {
 	if m.p == nil {
-		// The provider (and its database/sql handle on the pool) lives as
-		// long as the process.
-		p, err := db.NewMigrator(m.pool)
+		// The provider reads over a pool of its own, of one connection
+		// opened only while a read runs: a read never queues behind
+		// requests that hold every connection of theirs (a busy server
+		// is ready). It lives as long as the process.
+		cfg := m.pool.Config()
+		cfg.MaxConns, cfg.MinConns = 1, 0
+		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = time.Second, time.Second
+		own, err := pgxpool.NewWithConfig(context.Background(), cfg)
 		if err != nil {
+			return false, err
+		}
+		p, err := db.NewMigrator(own)
+		if err != nil {
+			own.Close()
 			return false, err
 		}
 		m.p = p

@@ -408,6 +408,10 @@ func checkMigrations(ctx context.Context, pool *pgxpool.Pool) check {
 	if cur < target {
 		return check{statusFail, name, fmt.Sprintf("version %d, %d available", cur, target), "run \"tablegate migrate up\""}
 	}
+	if cur > target {
+		return check{statusWarn, name, fmt.Sprintf("version %d, newer than this build's newest (%d)", cur, target),
+			"use the tablegate build that migrated this database (this one may not know its schema)"}
+	}
 	return check{statusOK, name, fmt.Sprintf("current (version %d)", cur), ""}
 }
 

@@ -202,6 +202,10 @@ func migrateUp(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpoo
 	if to >= 0 && to < target {
 		target = to
 	}
+	if cur > target && to < 0 {
+		fmt.Fprintf(w, "! the database is at version %d, newer than the newest migration here (%d): use the build (or --dir) that applied it\n", cur, target)
+		return nil
+	}
 	if cur >= target {
 		fmt.Fprintf(w, "✓ migrations current (version %d)\n", cur)
 		return nil
@@ -232,6 +236,9 @@ func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxp
 		return err
 	}
 	defer p.Close()
+	if cur, newest, err := p.GetVersions(ctx); err == nil && cur > newest {
+		return fmt.Errorf("migrate down: the database is at version %d, newer than the newest migration here (%d): roll back with the build (or --dir) that applied it", cur, newest)
+	}
 	var results []*goose.MigrationResult
 	if to >= 0 {
 		results, err = p.DownTo(ctx, to)
@@ -284,6 +291,9 @@ func migrateStatus(ctx context.Context, w io.Writer, open migratorFunc, pool *pg
 		fmt.Fprintf(w, "%d pending: run \"tablegate migrate up\"\n", pending)
 	} else {
 		fmt.Fprintln(w, "all migrations applied")
+	}
+	if cur, newest, err := p.GetVersions(ctx); err == nil && cur > newest {
+		fmt.Fprintf(w, "! the database is at version %d, newer than the newest migration here (%d): use the build (or --dir) that applied it\n", cur, newest)
 	}
 	return nil
 }

@@ -83,3 +83,44 @@ func countMigrations(t *testing.T) int {
 	}
 	return len(files)
 }
+
+// TestMigrateOnANewerDatabase: a database at a version this build does not
+// know is said to be newer, by up, status, down and doctor, instead of
+// "current" (and down's "version not found").
+func TestMigrateOnANewerDatabase(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	newer := countMigrationsMax(t) + 7
+	if _, err := pool.Exec(t.Context(), fmt.Sprintf(`insert into tablegate_migrations (version_id, is_applied) values (%d, true)`, newer)); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DATABASE_URL": url}
+	want := fmt.Sprintf("the database is at version %d, newer than the newest migration here", newer)
+	if r := runCLI(t, vars, "migrate", "up"); r.code != 0 || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "current") {
+		t.Errorf("up: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, vars, "migrate", "status"); r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("status: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, vars, "migrate", "down"); r.code != exitFailure || !strings.Contains(r.stderr, want) {
+		t.Errorf("down: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if c := checkMigrations(t.Context(), pool); c.status != statusWarn || !strings.Contains(c.detail, "newer than this build") {
+		t.Errorf("doctor: %+v", c)
+	}
+}
+
+// countMigrationsMax is the newest embedded migration's version.
+func countMigrationsMax(t *testing.T) int {
+	t.Helper()
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatal(err)
+	}
+	var v int
+	if _, err := fmt.Sscanf(files[len(files)-1], "%05d_", &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
