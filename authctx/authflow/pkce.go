@@ -119,10 +119,17 @@ func (f *Flows) dropNewFlow(r *http.Request, p pkce, set []*http.Cookie) []*http
 // the index and the slot of every flow the index names.
 func (f *Flows) pkceCookies(r *http.Request) []*http.Cookie {
 	cookies := f.cookies(r, VerifierCookieName(f.cookieName), FlowIndexCookieName(f.cookieName))
-	for _, id := range readIndex(cookies, f.cookieName) {
-		cookies = append(cookies, f.cookies(r, FlowVerifierCookieName(f.cookieName, id))...)
+	ids := readIndex(cookies, f.cookieName)
+	if len(ids) == 0 {
+		return cookies
 	}
-	return cookies
+	slots := make([]string, len(ids))
+	for i, id := range ids {
+		slots[i] = FlowVerifierCookieName(f.cookieName, id)
+	}
+	// One pass over the header for every slot: the index may name
+	// hundreds of flows.
+	return append(cookies, ssrcookie.HeaderCookiesFor(r.Header["Cookie"], slots...)...)
 }
 
 // ParseCallbackCookies is the cookie-slot parser of the callback, exposed
