@@ -348,6 +348,23 @@ func (f *refresher) storeLocked(key [sha256.Size]byte, res gotrue.Result, slow b
 	f.cache[key] = refreshEntry{res: res, at: now, ttl: ttl}
 }
 
+// forget drops the cached refreshes of refreshToken and those that led to
+// it (their new session carries it).
+func (f *refresher) forget(refreshToken string) {
+	if refreshToken == "" {
+		return
+	}
+	key := sha256.Sum256([]byte(refreshToken))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.cache, key)
+	for k, e := range f.cache {
+		if e.res.Parsed != nil && e.res.Parsed.RefreshToken == refreshToken {
+			delete(f.cache, k)
+		}
+	}
+}
+
 // cacheLen returns the number of cached results (tests).
 func (f *refresher) cacheLen() int {
 	f.mu.Lock()

@@ -49,6 +49,7 @@ func (rv *Resolver) setupRefresh(cfg *Config) {
 	}
 	fl.r.tel = cfg.Telemetry
 	fl.r.accept = func(ctx context.Context, token string) bool { return usableRefreshed(verify(ctx, token)) }
+	rv.forget = fl.r.forget
 	rv.refresh = func(r *http.Request, res *Result, sess CookieSession, current Auth) Auth {
 		now := rv.now()
 		expired := current.Kind != KindUser || (!current.User.ExpiresAt.IsZero() && !now.Before(current.User.ExpiresAt))
@@ -67,5 +68,19 @@ func (rv *Resolver) setupRefresh(cfg *Config) {
 			res.CookiesChanged = true
 		}
 		return d.Auth
+	}
+}
+
+// ForgetSession drops what rv remembers of the cookie session whose
+// refresh token is refreshToken: the refreshes that led to it, which rv
+// keeps for a few seconds (up to [RefreshHandoffTTL]) so that concurrent
+// requests of one browser share them. Call it when the session is signed
+// out ([authflow] does, given Config.Sessions): otherwise a request that
+// still carries the session's previous cookies is handed the signed-out
+// session again, and writes it back to the browser. Without cookie
+// refresh it does nothing.
+func (rv *Resolver) ForgetSession(refreshToken string) {
+	if rv != nil && rv.forget != nil {
+		rv.forget(refreshToken)
 	}
 }

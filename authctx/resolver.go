@@ -40,6 +40,7 @@ type Resolver struct {
 	// Config.Refresh is on: the cookie path hands it sessions whose token
 	// expires within leeway.
 	refresh func(r *http.Request, res *Result, sess CookieSession, current Auth) Auth
+	forget  func(refreshToken string) // drops cached refreshes (ForgetSession); nil without refresh
 	leeway  time.Duration
 	tel     *telemetry.Telemetry
 }

@@ -60,6 +60,11 @@ type Config struct {
 	// HTTPClient sends auth server calls (default http.DefaultClient; the
 	// Timeout applies through the request context either way).
 	HTTPClient *http.Client
+	// Sessions, when set, is the resolver that refreshes the same cookie
+	// sessions: a sign-out then makes it forget the session's recent
+	// refreshes ([authctx.Resolver.ForgetSession]), so that a request
+	// still carrying the session's previous cookies is not signed back in.
+	Sessions *authctx.Resolver
 	// Now replaces time.Now (tests).
 	Now func() time.Time
 }
@@ -112,6 +117,7 @@ type Flows struct {
 	timeout    time.Duration
 	now        func() time.Time
 	authorize  string
+	sessions   *authctx.Resolver // ForgetSession on sign-out; nil: none
 }
 
 // New validates cfg and returns the flows. It makes no network call.
@@ -132,6 +138,7 @@ func New(cfg *Config) (*Flows, error) {
 		cop:        http.NewCrossOriginProtection(),
 		timeout:    cfg.Timeout,
 		now:        cfg.Now,
+		sessions:   cfg.Sessions,
 		authorize:  strings.TrimRight(strings.TrimSpace(cfg.ProjectURL), "/") + "/auth/v1/authorize",
 	}
 	if f.cookieName == "" {
@@ -602,6 +609,9 @@ func (f *Flows) SignOut(w http.ResponseWriter, r *http.Request, o *SignOutOpts) 
 	if scope == "others" {
 		commit(w, kept)
 		return nil
+	}
+	if hasSession {
+		f.sessions.ForgetSession(sess.RefreshToken)
 	}
 	cookies := f.cookies(r, f.cookieName)
 	set, _ := ssrcookie.Clear(f.cookieName, cookies, f.opts)

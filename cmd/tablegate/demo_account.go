@@ -29,7 +29,7 @@ func newDemoPassword() string {
 func demoFlows(rv *authctx.Resolver, projectURL, siteURL, publishableKey string, tokensOnly bool) (*authflow.Flows, error) {
 	return authflow.New(&authflow.Config{
 		ProjectURL: projectURL, PublishableKey: publishableKey, SiteURL: siteURL, CookieName: rv.CookieName(),
-		Timeout: 10 * time.Second, TokensOnly: tokensOnly,
+		Timeout: 10 * time.Second, TokensOnly: tokensOnly, Sessions: rv,
 	})
 }
 

@@ -175,7 +175,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		flows, err = authflow.New(&authflow.Config{
 			ProjectURL: acfg.ProjectURL, PublishableKey: acfg.PublishableKeys[0], CookieName: rv.CookieName(),
 			CookieOptions: acfg.CookieOptions, SiteURL: cfg.flowsSite(), RedirectURLs: f.RedirectURLs,
-			TokensOnly: f.TokensOnly, Timeout: flowsTimeout(f),
+			TokensOnly: f.TokensOnly, Timeout: flowsTimeout(f), Sessions: rv,
 		})
 		if err != nil {
 			return fmt.Errorf("auth.flows: %w", err)
