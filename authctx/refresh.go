@@ -313,8 +313,11 @@ func (f *refresher) failLocked(key [sha256.Size]byte, retryAfter time.Duration) 
 				delete(f.failures, k)
 			}
 		}
-		if len(f.failures) >= f.max {
-			clear(f.failures)
+		for k := range f.failures { // still full: drop one, not all
+			if len(f.failures) < f.max {
+				break
+			}
+			delete(f.failures, k)
 		}
 	}
 	f.failures[key] = failEntry{n: n, until: now.Add(wait)}
