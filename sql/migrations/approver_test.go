@@ -77,3 +77,45 @@ func TestIsApproverOf(t *testing.T) {
 		t.Error("authenticated changed approver_source")
 	}
 }
+
+// TestApprovalsNeedMembership: approval_request refuses (42501), and
+// approval_use finds nothing for, a caller whose tenant claim names a
+// tenant it is not a member of (a removed member), and an anonymous
+// sign-in; a member of the tenant, and a user without a tenant claim, ask
+// and spend as before.
+func TestApprovalsNeedMembership(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	d := db.New(pool, nil)
+	admin(t, pool, `insert into tablegate.tenants (id, name) values ($1, 'A') on conflict do nothing`, tenantA)
+	admin(t, pool, `insert into tablegate.memberships (user_id, scope, scope_id, roles) values ($1, 'tenant', $2, '{member}')`, userA1, tenantA)
+	const ask = `select outcome from tablegate.approval_request('todos.purge', 'todos', '1', interval '1 hour', interval '1 hour')`
+	for _, c := range []struct {
+		name   string
+		caller authctx.Caller
+		state  string
+	}{
+		{"member", user(userA1, tenantA), ""},
+		{"no tenant claim", user(userB1, ""), ""},
+		{"not a member (removed)", user(userB1, tenantA), "42501"},
+		{"anonymous sign-in member", guest(userA1, tenantA), "42501"},
+	} {
+		if got := sqlState(exec(t, d, c.caller, ask)); got != c.state {
+			t.Errorf("approval_request by %s: SQLSTATE %q, want %q", c.name, got, c.state)
+		}
+	}
+	// An approved approval of a user who is then removed is not spent.
+	admin(t, pool, `insert into tablegate.memberships (user_id, scope, scope_id, roles) values ($1, 'tenant', $2, '{member}')`, userB1, tenantA)
+	if err := exec(t, d, user(userB1, tenantA), ask); err != nil {
+		t.Fatal(err)
+	}
+	admin(t, pool, `update tablegate.approvals set state = 'approved', decided_at = now(), decided_by = $1 where actor = $1 and tenant_id = $2`, userB1, tenantA)
+	const use = `select coalesce(tablegate.approval_use('todos.purge', 'todos', '1', false)::text, '')`
+	if got := scalar[string](t, d, user(userB1, tenantA), use); got == "" {
+		t.Fatal("a member could not use an approved approval")
+	}
+	admin(t, pool, `delete from tablegate.memberships where user_id = $1`, userB1)
+	if got := scalar[string](t, d, user(userB1, tenantA), use); got != "" {
+		t.Errorf("a removed member used the approval %s", got)
+	}
+}
