@@ -35,6 +35,10 @@ func (ba *boundAction) convertQuery(q url.Values) (map[string]any, error) {
 			out[k] = arr
 			continue
 		}
+		if len(vs) > 1 {
+			// Which one counts would be a guess: ?done=true&done=false.
+			return nil, badParam(k, "is given more than once (it takes one value)")
+		}
 		x, err := convertScalar(k, typ, vs[0])
 		if err != nil {
 			return nil, err

@@ -167,6 +167,11 @@ func TestActions(t *testing.T) {
 		t.Errorf("detail %v", m["detail"])
 	}
 	isProblem(t, do(t, s, "GET", "/api/todos/export?unknown=1", alice, ""), 400, "bad_request")
+	// A parameter of one value given twice: which counts would be a guess.
+	m = isProblem(t, do(t, s, "GET", "/api/todos/export?done=true&done=false", alice, ""), 400, "bad_request")
+	if !strings.Contains(m["detail"].(string), `"done"`) {
+		t.Errorf("duplicate detail %v", m["detail"])
+	}
 
 	// 204 without output; status override; collection action sees the body.
 	if r = do(t, s, "PUT", "/api/todos/"+id+"/touch", alice, ""); r.status != 204 || r.body != "" {

@@ -89,6 +89,10 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.reportRoute(req, call.Operation, ba)
+	if p := r.refuseItemFilters(call.Operation, ba, req.URL.RawQuery); p != nil {
+		r.opts.Problems.Write(w, p)
+		return
+	}
 	// Parse the query only where it is read: list, actions, and hooks
 	// (Target.Query).
 	if call.Operation == OpList || ba != nil || r.hasHooks {
@@ -135,6 +139,32 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if res.Body != nil && res.Status != http.StatusNoContent {
 		_, _ = w.Write(res.Body)
 	}
+}
+
+// refuseItemFilters refuses a get, create, update or delete whose query
+// holds a list filter on a column (?title=eq.x): those address one row by
+// its key and take no filter, so a client expecting a conditional update
+// (PATCH /todos/1?version=eq.3) would otherwise change the row
+// unconditionally.
+func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, raw string) *problem.Problem {
+	if raw == "" || op == OpList || ba != nil {
+		return nil
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil // only hooks read this query, and refuse it themselves
+	}
+	for k, vs := range q {
+		if _, ok := r.byName[k]; !ok {
+			continue
+		}
+		for _, v := range vs {
+			if _, err := parseFilter(k, v); err == nil {
+				return badParam(k, "is a list filter; a "+string(op)+" addresses one row by its key and takes none")
+			}
+		}
+	}
+	return nil
 }
 
 // reportRoute tells telemetry (when a telemetry.Handler serves the

@@ -1,0 +1,42 @@
+package rest
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestItemRoutesRefuseFilters: a get, create, update or delete whose query
+// holds a list filter on a column is refused with 400 naming it, and
+// changes nothing; a client expecting a conditional update would
+// otherwise change the row unconditionally. Other query parameters stay
+// ignored.
+func TestItemRoutesRefuseFilters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := server(t, "todos", b.resource("todos", nil))
+	r := do(t, s, "POST", "/api/todos", alice, `{"title":"keep"}`)
+	if r.status != 201 {
+		t.Fatal(r)
+	}
+	id := decode(t, r.body)["id"].(string)
+	for _, c := range []struct{ method, path, body string }{
+		{"PATCH", "/api/todos/" + id + "?title=eq.other", `{"title":"changed"}`},
+		{"PATCH", "/api/todos/" + id + "?done=not.is.true", `{"title":"changed"}`},
+		{"DELETE", "/api/todos/" + id + "?title=eq.other", ""},
+		{"GET", "/api/todos/" + id + "?priority=gt.5", ""},
+		{"POST", "/api/todos?title=eq.x", `{"title":"new"}`},
+	} {
+		r := do(t, s, c.method, c.path, alice, c.body)
+		if r.status != 400 || !strings.Contains(r.body, "list filter") {
+			t.Errorf("%s %s: %s, want 400 naming the filter", c.method, c.path, r)
+		}
+	}
+	if r := do(t, s, "GET", "/api/todos/"+id, alice, ""); r.status != 200 || !strings.Contains(r.body, `"title":"keep"`) {
+		t.Errorf("the row changed: %s", r)
+	}
+	for _, q := range []string{"?_=123", "?title=plain", "?nocolumn=eq.1"} {
+		if r := do(t, s, "GET", "/api/todos/"+id+q, alice, ""); r.status != 200 {
+			t.Errorf("GET %s: %s", q, r)
+		}
+	}
+}
