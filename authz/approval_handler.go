@@ -145,6 +145,14 @@ func (h *approvalHandler) list(r *http.Request, caller authctx.Caller) (any, err
 	if err != nil {
 		return nil, problem.New(problem.KindBadRequest, "The query string is malformed.")
 	}
+	for k, vs := range q {
+		switch {
+		case k != "state" && k != "actor" && k != "limit" && k != "cursor":
+			return nil, problem.Newf(problem.KindBadRequest, "Unknown query parameter %q: state, actor, limit and cursor are.", truncateParam(k))
+		case len(vs) > 1:
+			return nil, problem.Newf(problem.KindBadRequest, "Query parameter %q is given more than once.", k)
+		}
+	}
 	o := &ListOpts{State: State(q.Get("state")), Actor: q.Get("actor"), Limit: 50}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -193,4 +201,12 @@ func methodIn(method, allow string) bool {
 		}
 	}
 	return false
+}
+
+// truncateParam shortens a parameter name for a problem's detail.
+func truncateParam(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }

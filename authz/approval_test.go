@@ -412,6 +412,8 @@ func TestApprovalsEndpoint(t *testing.T) {
 		{"GET", "/api/approvals?cursor=!!!", approver, 400},
 		{"GET", "/api/approvals?cursor=e30", approver, 400},
 		{"GET", "/api/approvals?actor=nope", approver, 400},
+		{"GET", "/api/approvals?state=pending&state=denied", approver, 400},
+		{"GET", "/api/approvals?status=pending", approver, 400},
 		{"GET", "/api/approvals/nope", approver, 404},
 		{"GET", "/api/approvals/" + ids[1] + "/x", approver, 404},
 		{"DELETE", "/api/approvals/" + ids[1], approver, 405},
