@@ -173,7 +173,7 @@ func (r *Resource) reportRoute(req *http.Request, op Operation, ba *boundAction)
 	if telemetry.FromContext(req.Context()) == nil {
 		return
 	}
-	pattern := "/"
+	pattern := "" // the collection: the mount itself, /api/todos
 	switch {
 	case ba != nil:
 		pattern = ba.docPath

@@ -77,10 +77,11 @@ func RequestID(ctx context.Context) string {
 // SetRoute tells the request served by [Telemetry.Handler] which route
 // served it: localPath is the escaped path the handler saw (after any
 // http.StripPrefix), pattern its route relative to the same mount point
-// ("/", "/{id}", "/{id}/complete"), operation and table what it does. The
-// route reported is the mount point (the part of the original path that
-// was stripped) followed by pattern, e.g. "/api/todos/{id}": it never holds
-// a key or a query value. Outside such a request it does nothing.
+// ("" for the mount itself, "/{id}", "/{id}/complete"), operation and table
+// what it does. The route reported is the mount point (the part of the
+// original path that was stripped) followed by pattern, e.g.
+// "/api/todos/{id}", or "/api/todos" for the collection: it never holds a
+// key or a query value. Outside such a request it does nothing.
 func SetRoute(ctx context.Context, localPath, pattern, operation, table string) {
 	rec := recordFrom(ctx)
 	if rec == nil {

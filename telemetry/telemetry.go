@@ -120,6 +120,9 @@ type Telemetry struct {
 // route returns mount+pattern, built once per mount point and pattern.
 func (t *Telemetry) route(mount, pattern string) string {
 	if mount == "" {
+		if pattern == "" {
+			return "/"
+		}
 		return pattern
 	}
 	return cached(&t.cacheMu, t.routes, [2]string{mount, pattern}, func(k [2]string) string { return k[0] + k[1] })

@@ -238,7 +238,7 @@ func TestServeAdminMetrics(t *testing.T) {
 		t.Errorf("admin /nope: %d %s", code, h.Get("Content-Type"))
 	}
 
-	route := map[string]string{"http_route": "/v1/todos/", "http_response_status_code": "200", "tablegate_operation": "list", "tablegate_caller_kind": "user"}
+	route := map[string]string{"http_route": "/v1/todos", "http_response_status_code": "200", "tablegate_operation": "list", "tablegate_caller_kind": "user"}
 	before := scrape(t, admin)
 	const n = 5
 	auth := map[string]string{"Authorization": "Bearer " + token}

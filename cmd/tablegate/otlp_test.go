@@ -110,7 +110,7 @@ func TestServeExportsOTLP(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"GET /v1/todos/", "GET /v1/todos/{id}", "tablegate.resolve", "batch start"} {
+	for _, want := range []string{"GET /v1/todos", "GET /v1/todos/{id}", "tablegate.resolve", "batch start"} {
 		if !spans[want] {
 			t.Errorf("no exported span %q (got %v)", want, spans)
 		}
