@@ -80,3 +80,23 @@ func TestEverywhereNoted(t *testing.T) {
 		ln.Close()
 	}
 }
+
+// TestOTLPHeadersRefusedWithoutTheirValue: a malformed
+// OTEL_EXPORTER_OTLP_HEADERS is a usage error naming the variable and the
+// entry, never echoing the value (the exporter would log it, credential
+// included); well-formed headers pass.
+func TestOTLPHeadersRefusedWithoutTheirValue(t *testing.T) {
+	for _, v := range []string{"x-honeycomb-team: hcSECRETKEY123", "api-key=SECRET%zz", "=SECRET", "a=b,bad key=SECRET"} {
+		env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS": v}
+		_, err := setupObservability(t.Context(), func(k string) string { return env[k] }, observeOpts{})
+		if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_HEADERS") || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-a=1, x-b=two%20words,"}
+	obs, err := setupObservability(t.Context(), func(k string) string { return env[k] }, observeOpts{})
+	if err != nil {
+		t.Fatalf("well-formed headers: %v", err)
+	}
+	obs.close()
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -70,6 +71,46 @@ func otlpProtocol(getenv func(string) string, signal string) error {
 		return usagef("OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported: tablegate exports OTLP over http/protobuf", p)
 	}
 	return nil
+}
+
+// otlpHeaders checks OTEL_EXPORTER_OTLP_HEADERS and its per-signal
+// variable as the OTLP exporter parses them (key=value pairs separated by
+// commas, the value URL-encoded), so that a malformed one is refused
+// here, naming the variable and the entry but not its value: the
+// exporter would log the entry, credential included, and drop it.
+func otlpHeaders(getenv func(string) string, signal string) error {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_" + signal + "_HEADERS"} {
+		v := getenv(name)
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		for i, pair := range strings.Split(v, ",") {
+			if strings.TrimSpace(pair) == "" {
+				continue
+			}
+			k, val, ok := strings.Cut(pair, "=")
+			k = strings.TrimSpace(k)
+			_, err := url.PathUnescape(val)
+			if !ok || !validHeaderKey(k) || err != nil {
+				return usagef("%s: entry %d is not key=value with a URL-encoded value (the value is not shown)", name, i+1)
+			}
+		}
+	}
+	return nil
+}
+
+// validHeaderKey reports an HTTP header name (an RFC 9110 token).
+func validHeaderKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // setupObservability builds the SDK from the environment:
@@ -139,6 +180,9 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 		if err := otlpProtocol(getenv, "TRACES"); err != nil {
 			return nil, err
 		}
+		if err := otlpHeaders(getenv, "TRACES"); err != nil {
+			return nil, err
+		}
 		exp, err := otlptracehttp.New(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("OTLP trace exporter: %w", err)
@@ -161,6 +205,9 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(pexp)}
 	if slices.Contains(metrics, "otlp") {
 		if err := otlpProtocol(getenv, "METRICS"); err != nil {
+			return nil, err
+		}
+		if err := otlpHeaders(getenv, "METRICS"); err != nil {
 			return nil, err
 		}
 		mexp, err := otlpmetrichttp.New(ctx)
