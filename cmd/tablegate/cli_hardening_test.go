@@ -4,6 +4,8 @@ import (
 	"flag"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -99,4 +101,31 @@ func TestOTLPHeadersRefusedWithoutTheirValue(t *testing.T) {
 		t.Fatalf("well-formed headers: %v", err)
 	}
 	obs.close()
+}
+
+// TestInitWritesNothingWhenKeysCannotSign: a kept signing keys file whose
+// keys only verify fails init before it writes any file, so a rerun is
+// not refused by its own half-written project.
+func TestInitWritesNothingWhenKeysCannotSign(t *testing.T) {
+	dir := t.TempDir()
+	k, err := newSigningJWK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.KeyOps = []string{"verify"}
+	if err := os.MkdirAll(filepath.Join(dir, "supabase"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeKeyFile(filepath.Join(dir, "supabase", "signing_keys.json"), []jwk{k}); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "init", "--dir", dir, "--database-url", "postgres://postgres@127.0.0.1:5432/postgres")
+	if r.code == 0 || !strings.Contains(r.stderr, "sign") {
+		t.Fatalf("init with verify-only keys: %d %s", r.code, r.stderr)
+	}
+	for _, f := range []string{"tablegate.json", ".env", "db/migrations/00001_create_todos.sql"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s was written", f)
+		}
+	}
 }

@@ -107,6 +107,18 @@ func runInit(_ context.Context, e *env, args []string) error {
 	default:
 		return err
 	}
+	// Mint the tokens before writing a file: a kept key file that cannot
+	// sign must not leave a half-written project behind.
+	now := time.Now()
+	userID, otherID := newUUID(), newUUID()
+	userToken, err := mintToken(ks, tokenSpec{Sub: userID, TTL: initTokenTTL, Email: "user@example.com"}, now)
+	if err != nil {
+		return err
+	}
+	otherToken, err := mintToken(ks, tokenSpec{Sub: otherID, TTL: initTokenTTL, Email: "other@example.com"}, now)
+	if err != nil {
+		return err
+	}
 	for _, f := range files {
 		data, err := f.data()
 		if err != nil {
@@ -119,16 +131,6 @@ func runInit(_ context.Context, e *env, args []string) error {
 			return err
 		}
 		fmt.Fprintf(out, "✓ wrote %s\n", path(f.rel))
-	}
-	now := time.Now()
-	userID, otherID := newUUID(), newUUID()
-	userToken, err := mintToken(ks, tokenSpec{Sub: userID, TTL: initTokenTTL, Email: "user@example.com"}, now)
-	if err != nil {
-		return err
-	}
-	otherToken, err := mintToken(ks, tokenSpec{Sub: otherID, TTL: initTokenTTL, Email: "other@example.com"}, now)
-	if err != nil {
-		return err
 	}
 	vars := []envVar{
 		{"DATABASE_URL", dbURL},
