@@ -459,8 +459,9 @@ var (
 	errCallerFull = errors.New("events: too many streams of one caller")
 )
 
-// prune deletes events older than Retention (at most 10000 per call, one
-// instance at a time) and records the highest pruned id.
+// prune deletes the oldest events, in number order, up to the first one
+// still within Retention (at most 10000 per call, one instance at a time),
+// and records the highest pruned number.
 func (h *Hub) prune() {
 	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CheckTimeout)
 	defer cancel()
@@ -469,9 +470,17 @@ func (h *Hub) prune() {
 		if err := q.QueryRow(ctx, `select pg_try_advisory_xact_lock(7263102, 20)`).Scan(&got); err != nil || !got {
 			return err
 		}
-		_, err := q.Exec(ctx, `with d as (
-  delete from tablegate.events where id in (
-    select id from tablegate.events where at < now() - make_interval(secs => $1) and seq is not null order by seq limit 10000)
+		// Prune the oldest events by number, up to the first one still
+		// within the retention: the horizon then never passes a retained
+		// event (an event of a long transaction carries an old time but a
+		// late number, and waits behind the events numbered before it).
+		_, err := q.Exec(ctx, `with first as (
+  select id, seq, at from tablegate.events where seq is not null order by seq limit 10000),
+keep as (
+  select coalesce((select min(seq) from first where at >= now() - make_interval(secs => $1)),
+                  (select max(seq) + 1 from first)) as seq),
+d as (
+  delete from tablegate.events where id in (select id from first where seq < (select seq from keep))
   returning seq)
 update tablegate.event_horizon set pruned = greatest(pruned, (select max(seq) from d))
 where exists (select 1 from d)`, h.cfg.Retention.Seconds())
