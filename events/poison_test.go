@@ -3,6 +3,7 @@ package events_test
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMalformedKeyDoesNotEndStreams: an action event whose key is not a
@@ -77,4 +78,25 @@ func TestStaleImageDoesNotEndResumes(t *testing.T) {
 	if got := other.expect("todos.created")[0]; !strings.Contains(got.Raw, "b's row") {
 		t.Errorf("other tenant got %s", got.Raw)
 	}
+}
+
+// TestKeylessEventsNeedMembership: an action event about no row reaches
+// the subscribers of the writer's tenant that are members of it: a user
+// whose tenant claim names the tenant without a membership (removed
+// since the token was issued) receives none.
+func TestKeylessEventsNeedMembership(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	const removed = "66666666-6666-4666-8666-666666666666"
+	aliceTok, bobTok := b.token(alice, tenantA, false), b.token(bob, tenantA, false)
+	member := b.subscribe("/api/todos/events?event=todo.announced", "Authorization", "Bearer "+aliceTok)
+	outsider := b.subscribe("/api/todos/events?event=todo.announced", "Authorization", "Bearer "+b.token(removed, tenantA, false))
+	if member.status != 200 || outsider.status != 200 {
+		t.Fatalf("subscribe: %d / %d %s", member.status, outsider.status, outsider.body)
+	}
+	if st, body := b.call("POST", "/api/todos/announce", bobTok, ""); st != 204 {
+		t.Fatalf("announce: %d %s", st, body)
+	}
+	member.expect("todo.announced")
+	outsider.quiet(time.Second)
 }

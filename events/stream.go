@@ -263,11 +263,16 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.caller = string(s.auth.Actor.Type) + ":" + s.auth.Actor.ID
 
 	// The caller's active tenant, read in Postgres exactly as the writer's
-	// (and checking the caller may run statements at all).
+	// (and checking the caller may run statements at all). A tenant the
+	// caller is not a member of (removed since the token was issued) is
+	// "", which no event's tenant matches: keyless action events of that
+	// tenant are not for it.
 	ctx, cancel := context.WithTimeout(r.Context(), st.h.cfg.CheckTimeout)
 	var zone string
 	err := st.h.d.Read(ctx, s.auth, func(q db.Querier) error {
-		return q.QueryRow(ctx, `select tablegate.current_tenant_id()::text, current_setting('TimeZone')`).Scan(&s.tenant, &zone)
+		return q.QueryRow(ctx, `select case when t is null or t = tablegate.member_tenant_id() then t::text else '' end,
+  current_setting('TimeZone')
+from tablegate.current_tenant_id() as t`).Scan(&s.tenant, &zone)
 	})
 	cancel()
 	if err != nil {
