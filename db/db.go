@@ -143,6 +143,12 @@ type ScopeOpts struct {
 	// non-zero; negative sets none.
 	StatementTimeout time.Duration
 
+	// Unshared takes the call's connections outside the caller's share
+	// (Config.MaxConnsPerCaller): for the server's own work on a caller's
+	// behalf that other callers wait on, such as the events hub checking
+	// what a subscriber may read. The caller's own requests never set it.
+	Unshared bool
+
 	arg any // the boxed timeoutText, filled by Prepare
 }
 
@@ -292,6 +298,9 @@ func (d *DB) ReadWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn
 		return err
 	}
 	s.timeout = d.timeoutFor(opts)
+	if opts != nil && opts.Unshared {
+		s.key = callerKey{}
+	}
 	return fn(&readQuerier{d: d, s: s})
 }
 

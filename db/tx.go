@@ -41,6 +41,9 @@ func (d *DB) TxWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn f
 		return err
 	}
 	s.timeout = d.timeoutFor(opts)
+	if opts != nil && opts.Unshared {
+		s.key = callerKey{}
+	}
 	l, err := d.acquire(ctx, s.key)
 	if err != nil {
 		return err

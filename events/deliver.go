@@ -367,6 +367,9 @@ func redactedErr(err error) any {
 	return err
 }
 
+// unshared runs the hub's checks outside the subscribers' shares.
+var unshared = &db.ScopeOpts{Unshared: true}
+
 // isDataError reports an error of the values a check statement reads (an
 // image or key that no longer casts to the table's types: SQLSTATE classes
 // 22 and 23, 42804), not of the database or the connection.
@@ -445,7 +448,10 @@ func (h *Hub) checkSet(ctx context.Context, ic *identityCheck, live, replay map[
 	}
 	h.checks.Add(1)
 	sql := strings.Join(parts, "\nunion all\n")
-	return h.d.Read(ctx, ic.auth, func(q db.Querier) error {
+	// Outside the subscriber's share of the pool: every subscriber's
+	// delivery waits on this check, so a subscriber keeping its own share
+	// busy must not hold it up (nor end its own streams).
+	return h.d.ReadWith(ctx, ic.auth, unshared, func(q db.Querier) error {
 		rows, err := q.Query(ctx, sql, args...)
 		if err != nil {
 			return err
