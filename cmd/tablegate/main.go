@@ -102,9 +102,14 @@ func main() {
 	// A stderr whose reader went away must not kill the process (the
 	// demo would leave its cluster and key behind): writes fail instead.
 	signal.Ignore(syscall.SIGPIPE)
-	// SIGHUP (a closed terminal or SSH session) stops as SIGINT does. Once
-	// one arrived, the next one stops the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// SIGHUP (a closed terminal or SSH session) stops as SIGINT does,
+	// unless it is ignored (nohup): then it stays ignored. Once a signal
+	// arrived, the next one stops the process at once.
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	go func() { <-ctx.Done(); stop() }()
 	// Everything the commands print to stderr goes through a queue, so a
 	// stalled reader (a full pipe) delays no shutdown message, and with it

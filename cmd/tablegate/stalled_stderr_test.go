@@ -74,3 +74,57 @@ func TestServeStopsWithStalledStderr(t *testing.T) {
 		t.Fatal("serve did not stop within 20 s of SIGTERM with a stalled stderr")
 	}
 }
+
+// TestServeUnderNohupIgnoresSIGHUP: started with SIGHUP ignored (nohup),
+// serve keeps it ignored and goes on serving when the terminal closes;
+// SIGTERM still stops it.
+func TestServeUnderNohupIgnoresSIGHUP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	nohup, err := exec.LookPath("nohup")
+	if err != nil {
+		t.Skip("no nohup on this machine")
+	}
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath, _ := serveFixture(t, nil)
+	addr := freeAddr(t)
+	var stderr syncBuffer
+	cmd := exec.Command(nohup, buildCLI(t), "serve", "--config", cfgPath, "--addr", addr)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "✓ serving"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", stderr.String())
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-exited:
+		t.Fatalf("serve stopped on SIGHUP under nohup: %s", stderr.String())
+	default:
+	}
+	if res, err := http.Get("http://" + addr + "/livez"); err != nil || res.StatusCode != 200 {
+		t.Fatalf("after SIGHUP: %v", err)
+	} else {
+		res.Body.Close()
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+}
