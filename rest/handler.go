@@ -142,26 +142,28 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // refuseItemFilters refuses a get, create, update or delete whose query
-// holds a list filter on a column (?title=eq.x): those address one row by
-// its key and take no filter, so a client expecting a conditional update
-// (PATCH /todos/1?version=eq.3) would otherwise change the row
-// unconditionally.
+// names a column (?title=eq.x, ?todos.title=…) or a logical filter (or,
+// and): those address one row by its key and take no filter, so a client
+// expecting a conditional update (PATCH /todos/1?version=eq.3) would
+// otherwise change the row unconditionally, whatever the operator's
+// spelling. A query that does not parse is refused too.
 func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, raw string) *problem.Problem {
 	if raw == "" || op == OpList || ba != nil {
 		return nil
 	}
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return nil // only hooks read this query, and refuse it themselves
+		return badQuery("The query string is malformed (bad escape, ';' separator or too many parameters).")
 	}
-	for k, vs := range q {
-		if _, ok := r.byName[k]; !ok {
-			continue
+	for k := range q {
+		col := k[strings.LastIndexByte(k, '.')+1:]
+		_, isCol := r.byName[col]
+		switch strings.TrimPrefix(k, "not.") {
+		case "or", "and":
+			isCol = true
 		}
-		for _, v := range vs {
-			if _, err := parseFilter(k, v); err == nil {
-				return badParam(k, "is a list filter; a "+string(op)+" addresses one row by its key and takes none")
-			}
+		if isCol {
+			return badParam(k, "names a column or filter; a "+string(op)+" addresses one row by its key and takes no filter")
 		}
 	}
 	return nil

@@ -6,10 +6,10 @@ import (
 )
 
 // TestItemRoutesRefuseFilters: a get, create, update or delete whose query
-// holds a list filter on a column is refused with 400 naming it, and
-// changes nothing; a client expecting a conditional update would
-// otherwise change the row unconditionally. Other query parameters stay
-// ignored.
+// names a column or a logical filter, in any spelling, or does not parse,
+// is refused with 400 and changes nothing; a client expecting a
+// conditional update would otherwise change the row unconditionally.
+// Other query parameters stay ignored.
 func TestItemRoutesRefuseFilters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -25,16 +25,33 @@ func TestItemRoutesRefuseFilters(t *testing.T) {
 		{"DELETE", "/api/todos/" + id + "?title=eq.other", ""},
 		{"GET", "/api/todos/" + id + "?priority=gt.5", ""},
 		{"POST", "/api/todos?title=eq.x", `{"title":"new"}`},
+		{"PATCH", "/api/todos/" + id + "?title=match.other", `{"title":"changed"}`},
+		{"PATCH", "/api/todos/" + id + "?title=cs.%7Bother%7D", `{"title":"changed"}`},
+		{"PATCH", "/api/todos/" + id + "?title=eq(any).%7Bother%7D", `{"title":"changed"}`},
+		{"PATCH", "/api/todos/" + id + "?or=(title.eq.other)", `{"title":"changed"}`},
+		{"PATCH", "/api/todos/" + id + "?not.and=(done.is.true)", `{"title":"changed"}`},
+		{"PATCH", "/api/todos/" + id + "?todos.title=eq.other", `{"title":"changed"}`},
+		{"PATCH", "/api/todos/" + id + "?title=in.(other", `{"title":"changed"}`},
+		{"PATCH", "/api/todos/" + id + "?title=like." + strings.Repeat("x", 300), `{"title":"changed"}`},
+		{"GET", "/api/todos/" + id + "?title=plain", ""},
 	} {
 		r := do(t, s, c.method, c.path, alice, c.body)
-		if r.status != 400 || !strings.Contains(r.body, "list filter") {
+		if r.status != 400 || !strings.Contains(r.body, "takes no filter") {
 			t.Errorf("%s %s: %s, want 400 naming the filter", c.method, c.path, r)
 		}
 	}
 	if r := do(t, s, "GET", "/api/todos/"+id, alice, ""); r.status != 200 || !strings.Contains(r.body, `"title":"keep"`) {
 		t.Errorf("the row changed: %s", r)
 	}
-	for _, q := range []string{"?_=123", "?title=plain", "?nocolumn=eq.1"} {
+	for _, c := range []struct{ method, path, body string }{
+		{"PATCH", "/api/todos/" + id + "?title=eq.other&%zz", `{"title":"changed"}`},
+		{"PATCH", "/api/todos/" + id + "?title=eq.other;x", `{"title":"changed"}`},
+	} {
+		if r := do(t, s, c.method, c.path, alice, c.body); r.status != 400 {
+			t.Errorf("%s %s: %s, want 400 (malformed query)", c.method, c.path, r)
+		}
+	}
+	for _, q := range []string{"?_=123", "?nocolumn=eq.1"} {
 		if r := do(t, s, "GET", "/api/todos/"+id+q, alice, ""); r.status != 200 {
 			t.Errorf("GET %s: %s", q, r)
 		}
