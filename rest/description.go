@@ -9,10 +9,13 @@ type Column struct {
 	// Type is the Postgres type as format_type prints it
 	// ("uuid", "timestamp with time zone", "text[]").
 	Type string
-	// TypeName is pg_type.typname ("uuid", "timestamptz", "_text"). For
-	// a domain it is the domain's base type ("int4" for a domain over
-	// integer), and for an array of domains "_" and their base type; Type
-	// keeps the domain's name.
+	// TypeName is pg_type.typname ("uuid", "timestamptz", "_text"),
+	// schema-qualified for a type outside pg_catalog ("public.mood", and
+	// "_public.mood" for an array of it), so that a type of yours named
+	// like a built-in is never taken for it. For a domain it is the
+	// domain's base type ("int4" for a domain over integer), and for an
+	// array of domains "_" and their base type; Type keeps the domain's
+	// name.
 	TypeName string
 	// NotNull reports a NOT NULL constraint.
 	NotNull bool

@@ -12,14 +12,19 @@ import (
 )
 
 const introspectSQL = `
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, -1), t.typname,
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, -1),
+       CASE WHEN e.oid IS NOT NULL
+            THEN '_' || CASE WHEN en.nspname = 'pg_catalog' THEN e.typname ELSE en.nspname || '.' || e.typname END
+            ELSE CASE WHEN tn.nspname = 'pg_catalog' THEN t.typname ELSE tn.nspname || '.' || t.typname END END,
        a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '',
        a.attidentity = 'a' OR a.attgenerated <> '',
        coalesce(a.attnum = ANY (i.indkey), false), a.atttypid,
        t.typtype = 'd' OR coalesce(e.typtype = 'd', false)
 FROM pg_attribute a
 JOIN pg_type t ON t.oid = a.atttypid
+JOIN pg_namespace tn ON tn.oid = t.typnamespace
 LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'
+LEFT JOIN pg_namespace en ON en.oid = e.typnamespace
 LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
 WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum`
@@ -158,8 +163,9 @@ func baseTypeName(ctx context.Context, d *db.DB, oid uint32) (string, error) {
 		var name, kind string
 		var base, elem uint32
 		var array bool
-		err := d.Pool().QueryRow(ctx, `SELECT typname, typtype, typbasetype, typelem, typcategory = 'A' AND typelem <> 0
-FROM pg_catalog.pg_type WHERE oid = $1`, oid).Scan(&name, &kind, &base, &elem, &array)
+		err := d.Pool().QueryRow(ctx, `SELECT CASE WHEN n.nspname = 'pg_catalog' THEN t.typname ELSE n.nspname || '.' || t.typname END,
+       t.typtype, t.typbasetype, t.typelem, t.typcategory = 'A' AND t.typelem <> 0
+FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = $1`, oid).Scan(&name, &kind, &base, &elem, &array)
 		if err != nil {
 			return "", err
 		}
