@@ -41,7 +41,8 @@ func HeaderCookies(lines []string, name string) []*http.Cookie {
 // HeaderCookiesFor is [HeaderCookies] for several names in one pass over
 // the header: the cookies of each name (itself and its chunks), in the
 // header's order. Reading many names one at a time costs a pass over the
-// whole header for each.
+// whole header for each. No name may be a chunk name of another ("a" and
+// "a.0"): such a cookie is read as the name it equals.
 func HeaderCookiesFor(lines []string, names ...string) []*http.Cookie {
 	seen := make(map[string]*[MaxChunks + 2]bool, len(names))
 	for _, n := range names {
