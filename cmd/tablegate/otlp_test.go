@@ -140,7 +140,11 @@ func TestServeExportsOTLP(t *testing.T) {
 // (no other OTEL_ variable), and returns its base URL, a user's token, and
 // a stop that sends SIGTERM and waits up to limit for a clean exit,
 // returning how long it took.
-func startServeBinary(t *testing.T, endpoint string, flags ...string) (string, string, func(limit time.Duration) (time.Duration, error)) {
+// serveBinaryCommand prepares the built CLI's serve (behind the command
+// prefix, e.g. nohup) on a fresh database with the demo schema, on a free
+// address; it returns the command (not started), the address and a user's
+// token. The environment is the test's, without OTEL_ variables.
+func serveBinaryCommand(t *testing.T, prefix []string, flags ...string) (cmd *exec.Cmd, addr, token string) {
 	t.Helper()
 	url := pgtest.URL(t)
 	pool := pgtest.Pool(t, url)
@@ -148,14 +152,22 @@ func startServeBinary(t *testing.T, endpoint string, flags ...string) (string, s
 		t.Fatal(err)
 	}
 	cfgPath, token := serveFixture(t, nil)
-	addr := freeAddr(t)
-	cmd := exec.Command(buildCLI(t), append([]string{"serve", "--config", cfgPath, "--addr", addr}, flags...)...)
+	addr = freeAddr(t)
+	args := append(append(append([]string(nil), prefix...), buildCLI(t), "serve", "--config", cfgPath, "--addr", addr), flags...)
+	cmd = exec.Command(args[0], args[1:]...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OTEL_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "DATABASE_URL="+url, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint)
+	cmd.Env = append(cmd.Env, "DATABASE_URL="+url)
+	return cmd, addr, token
+}
+
+func startServeBinary(t *testing.T, endpoint string, flags ...string) (string, string, func(limit time.Duration) (time.Duration, error)) {
+	t.Helper()
+	cmd, addr, token := serveBinaryCommand(t, nil, flags...)
+	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+endpoint)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
 // TestServeStopsWithStalledStderr: with a reader of stderr that stopped
@@ -23,20 +20,12 @@ func TestServeStopsWithStalledStderr(t *testing.T) {
 		t.Skip("builds and runs the CLI")
 	}
 	t.Parallel()
-	url := pgtest.URL(t)
-	pool := pgtest.Pool(t, url)
-	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath, token := serveFixture(t, nil)
-	addr := freeAddr(t)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	cmd := exec.Command(buildCLI(t), "serve", "--config", cfgPath, "--addr", addr, "--shutdown-timeout", "1s")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+	cmd, addr, token := serveBinaryCommand(t, nil, "--shutdown-timeout", "1s")
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -87,16 +76,8 @@ func TestServeUnderNohupIgnoresSIGHUP(t *testing.T) {
 		t.Skip("no nohup on this machine")
 	}
 	t.Parallel()
-	url := pgtest.URL(t)
-	pool := pgtest.Pool(t, url)
-	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath, _ := serveFixture(t, nil)
-	addr := freeAddr(t)
 	var stderr syncBuffer
-	cmd := exec.Command(nohup, buildCLI(t), "serve", "--config", cfgPath, "--addr", addr)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+	cmd, addr, _ := serveBinaryCommand(t, []string{nohup})
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
