@@ -67,8 +67,16 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 	seen := map[uint32]bool{}
 	for _, c := range cols {
 		if c.domain {
-			if c.TypeName, err = baseTypeName(ctx, d, c.typeOID); err != nil {
+			var base string
+			if c.TypeName, base, err = baseTypeName(ctx, d, c.typeOID); err != nil {
 				return nil, nil, fmt.Errorf("introspect: column %s: %w", c.Name, err)
+			}
+			if base != "" {
+				// Compared as the base type, both sides: Postgres has no
+				// operators for some domains (a domain over an enum), and a
+				// filter value outside the domain just matches nothing.
+				c.cast = "::text::" + base
+				c.expr = "t." + c.ident + "::" + base
 			}
 		}
 		if c.TypeName == "json" { // json has no operators: compare as jsonb
@@ -119,6 +127,11 @@ WHERE t.oid = $1`, oid).Scan(&kind, &ns, &name, &array, &base, &elem, &rel, &btr
 	case ns == "pg_catalog" && (name == "tsvector" || name == "tsquery" || strings.HasPrefix(name, "reg")):
 	case array:
 		ok, err = comparableType(ctx, d, elem, seen, depth+1)
+		if ok && err == nil {
+			// An array of domains compares its elements as the domain,
+			// which has no operators when it is over an enum.
+			ok, err = noDomainOverEnum(ctx, d, elem)
+		}
 	case kind == "e", kind == "r", kind == "m":
 		ok = true
 	case kind == "c":
@@ -131,6 +144,19 @@ WHERE t.oid = $1`, oid).Scan(&kind, &ns, &name, &array, &base, &elem, &rel, &btr
 	}
 	seen[oid] = ok
 	return ok, nil
+}
+
+// noDomainOverEnum reports false for a domain whose base type (through
+// domains) is an enum: Postgres has no operators for it.
+func noDomainOverEnum(ctx context.Context, d *db.DB, oid uint32) (bool, error) {
+	var over bool
+	err := d.Pool().QueryRow(ctx, `WITH RECURSIVE b AS (
+  SELECT t.oid, t.typtype, t.typbasetype, 0 AS n FROM pg_catalog.pg_type t WHERE t.oid = $1
+  UNION ALL
+  SELECT t.oid, t.typtype, t.typbasetype, b.n + 1 FROM b JOIN pg_catalog.pg_type t ON t.oid = b.typbasetype
+  WHERE b.typtype = 'd' AND b.n < 64)
+SELECT (SELECT typtype FROM b WHERE n = 0) = 'd' AND EXISTS (SELECT FROM b WHERE typtype = 'e')`, oid).Scan(&over)
+	return !over, err
 }
 
 // comparableFields reports whether every field of composite relation rel
@@ -156,18 +182,19 @@ WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped`, rel)
 // baseTypeName is the name of the type a column of type oid is filtered,
 // keyed and described as: a domain's base type (through domains over
 // domains), and for an array of domains, "_" and its elements' base type.
-// Values are still cast to the domain itself, so its checks apply.
-func baseTypeName(ctx context.Context, d *db.DB, oid uint32) (string, error) {
+// cast is the base type as a cast names it, for a domain over a type that
+// is no array ("" otherwise: an array of domains is cast to itself).
+func baseTypeName(ctx context.Context, d *db.DB, oid uint32) (name, cast string, err error) {
 	prefix := ""
 	for range 64 {
-		var name, kind string
+		var kind, format string
 		var base, elem uint32
 		var array bool
 		err := d.Pool().QueryRow(ctx, `SELECT CASE WHEN n.nspname = 'pg_catalog' THEN t.typname ELSE n.nspname || '.' || t.typname END,
-       t.typtype, t.typbasetype, t.typelem, t.typcategory = 'A' AND t.typelem <> 0
-FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = $1`, oid).Scan(&name, &kind, &base, &elem, &array)
+       pg_catalog.format_type(t.oid, -1), t.typtype, t.typbasetype, t.typelem, t.typcategory = 'A' AND t.typelem <> 0
+FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = $1`, oid).Scan(&name, &format, &kind, &base, &elem, &array)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		switch {
 		case kind == "d":
@@ -175,11 +202,13 @@ FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespa
 		case array:
 			prefix += "_"
 			oid = elem
+		case prefix == "":
+			return name, format, nil
 		default:
-			return prefix + name, nil
+			return prefix + name, "", nil
 		}
 	}
-	return "", errors.New("its type nests domains and arrays too deeply")
+	return "", "", errors.New("its type nests domains and arrays too deeply")
 }
 
 // typeSchema maps a Postgres type to the JSON Schema of its JSON form

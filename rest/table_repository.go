@@ -51,13 +51,13 @@ type selectOutput struct {
 func newTableRepository(table string, sel []*column, key *column, byName map[string]*column) *tableRepository {
 	tr := &tableRepository{table: table, sel: sel, key: key, byName: byName}
 	tr.out.Store(tr.newOutput(false))
-	tr.deleteSQL = "DELETE FROM " + table + " AS t WHERE t." + key.ident + " = $1" + key.cast
+	tr.deleteSQL = "DELETE FROM " + table + " AS t WHERE " + key.expr + " = $1" + key.cast
 	return tr
 }
 
 func (tr *tableRepository) newOutput(allJSON bool) *selectOutput {
 	o := &selectOutput{output: selectList(tr.sel, allJSON), allJSON: allJSON}
-	o.getSQL = "SELECT " + o.output + " FROM " + tr.table + " t WHERE t." + tr.key.ident + " = $1" + tr.key.cast
+	o.getSQL = "SELECT " + o.output + " FROM " + tr.table + " t WHERE " + tr.key.expr + " = $1" + tr.key.cast
 	return o
 }
 
@@ -262,8 +262,8 @@ func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, va
 		writeColumnList(&b, cols)
 		b.WriteString(" FROM json_populate_record(NULL::")
 		b.WriteString(tr.table)
-		b.WriteString(", $2::json)) WHERE t.")
-		b.WriteString(tr.key.ident)
+		b.WriteString(", $2::json)) WHERE ")
+		b.WriteString(tr.key.expr)
 		b.WriteString(" = $1")
 		b.WriteString(tr.key.cast)
 		b.WriteString(" RETURNING ")
