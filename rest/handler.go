@@ -142,11 +142,14 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // refuseItemFilters refuses a get, create, update or delete whose query
-// names a column (?title=eq.x, ?todos.title=…) or a logical filter (or,
-// and): those address one row by its key and take no filter, so a client
+// reads as a filter: a parameter named as a selected column, a logical
+// filter (or, and), a JSON path or cast (data->>s, title::text), or any
+// parameter whose value is operator.value (Version=eq.3, a.b=eq.5). Those
+// routes address one row by its key and take no filter, so a client
 // expecting a conditional update (PATCH /todos/1?version=eq.3) would
-// otherwise change the row unconditionally, whatever the operator's
-// spelling. A query that does not parse is refused too.
+// otherwise change the row unconditionally. A query that does not parse
+// is refused too. Only selected columns are named, so the refusal tells
+// nothing the API's description does not.
 func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, raw string) *problem.Problem {
 	if raw == "" || op == OpList || ba != nil {
 		return nil
@@ -155,18 +158,44 @@ func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, raw string) 
 	if err != nil {
 		return badQuery("The query string is malformed (bad escape, ';' separator or too many parameters).")
 	}
-	for k := range q {
-		col := k[strings.LastIndexByte(k, '.')+1:]
-		_, isCol := r.byName[col]
-		switch strings.TrimPrefix(k, "not.") {
-		case "or", "and":
-			isCol = true
+	for k, vs := range q {
+		_, isCol := r.selName[k]
+		logical := strings.ToLower(strings.Trim(k, " \t\x00"))
+		for strings.HasPrefix(logical, "not.") {
+			logical = logical[len("not."):]
 		}
-		if isCol {
-			return badParam(k, "names a column or filter; a "+string(op)+" addresses one row by its key and takes no filter")
+		filter := isCol || logical == "or" || logical == "and" ||
+			strings.Contains(k, "->") || strings.Contains(k, "::")
+		for _, v := range vs {
+			filter = filter || looksLikeFilter(v)
+		}
+		if filter {
+			return badParam(k, "reads as a filter; a "+string(op)+" addresses one row by its key and takes none")
 		}
 	}
 	return nil
+}
+
+// filterOps are the operators of PostgREST's filters (tablegate's lists
+// take some of them): a value "op.x" with one of them reads as a filter.
+var filterOps = map[string]bool{
+	"eq": true, "neq": true, "gt": true, "gte": true, "lt": true, "lte": true, "like": true, "ilike": true,
+	"match": true, "imatch": true, "in": true, "is": true, "isdistinct": true, "fts": true, "plfts": true,
+	"phfts": true, "wfts": true, "cs": true, "cd": true, "ov": true, "sl": true, "sr": true, "nxr": true,
+	"nxl": true, "adj": true, "not": true,
+}
+
+// looksLikeFilter reports a value of the form [not.]op[(any|all)].x.
+func looksLikeFilter(v string) bool {
+	op, _, ok := strings.Cut(strings.TrimSpace(v), ".")
+	if !ok {
+		return false
+	}
+	op = strings.ToLower(op)
+	if i := strings.IndexByte(op, '('); i > 0 {
+		op = op[:i]
+	}
+	return filterOps[op]
 }
 
 // reportRoute tells telemetry (when a telemetry.Handler serves the
