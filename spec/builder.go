@@ -452,21 +452,14 @@ func pageSchema(items any) *omap {
 				set("description", "Rows matching the filters; present with count=exact.")))
 }
 
-// textKeys are key types every path segment is a valid value of.
-var textKeys = map[string]bool{"text": true, "varchar": true, "bpchar": true, "name": true, "citext": true}
-
 // errorStatuses lists the error statuses an operation can answer with.
+// Every operation can answer 400: a malformed query string, and on item
+// routes and creates a query that reads as a filter.
 func errorStatuses(oi rest.OperationInfo, key rest.Column) []int {
 	write := oi.Method != http.MethodGet
 	takesBody := oi.Operation == rest.OpCreate || oi.Operation == rest.OpUpdate ||
 		(oi.Action != nil && (oi.Input != nil || oi.Method != http.MethodGet))
-	badKey := oi.Item && !textKeys[key.TypeName]
-	bad := oi.Operation == rest.OpList || badKey || oi.Query != nil || takesBody
-	var out []int
-	if bad {
-		out = append(out, http.StatusBadRequest)
-	}
-	out = append(out, http.StatusUnauthorized, http.StatusForbidden)
+	out := []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden}
 	if oi.Item {
 		out = append(out, http.StatusNotFound)
 	}
