@@ -535,14 +535,23 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 }
 
 // columnTypes reads the types of table's columns as filters compare them:
-// a domain's base type (one level), an enum's labels in declared order.
+// a domain's base type (through domains over domains), named as rest names
+// it (schema-qualified outside pg_catalog, so that a type of yours named
+// uuid is not read as one), and an enum's labels in declared order.
 func columnTypes(ctx context.Context, q db.Querier, table string) (map[string]colType, error) {
-	rows, err := q.Query(ctx, `select a.attname, b.typname,
-  case when b.typtype = 'e' then array(select e.enumlabel::text from pg_catalog.pg_enum e
-    where e.enumtypid = b.oid order by e.enumsortorder) end
-from pg_catalog.pg_attribute a join pg_catalog.pg_type t on t.oid = a.atttypid
-join pg_catalog.pg_type b on b.oid = case when t.typtype = 'd' then t.typbasetype else t.oid end
-where a.attrelid = $1::regclass and a.attnum > 0 and not a.attisdropped`, table)
+	rows, err := q.Query(ctx, `with recursive b as (
+  select a.attname, t.oid, t.typtype, t.typbasetype, 0 as n
+  from pg_catalog.pg_attribute a join pg_catalog.pg_type t on t.oid = a.atttypid
+  where a.attrelid = $1::regclass and a.attnum > 0 and not a.attisdropped
+  union all
+  select b.attname, t.oid, t.typtype, t.typbasetype, b.n + 1
+  from b join pg_catalog.pg_type t on t.oid = b.typbasetype
+  where b.typtype = 'd' and b.n < 64)
+select b.attname, case when n.nspname = 'pg_catalog' then t.typname else n.nspname || '.' || t.typname end,
+  case when t.typtype = 'e' then array(select e.enumlabel::text from pg_catalog.pg_enum e
+    where e.enumtypid = t.oid order by e.enumsortorder) end
+from b join pg_catalog.pg_type t on t.oid = b.oid join pg_catalog.pg_namespace n on n.oid = t.typnamespace
+where b.typtype <> 'd'`, table)
 	if err != nil {
 		return nil, err
 	}
