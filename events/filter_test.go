@@ -157,7 +157,7 @@ create table typed (id int primary key, z zip, q qty, s stage, note text)`); err
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"id": "int4", "z": "text", "q": "int8", "s": "stage", "note": "text"}
+	want := map[string]string{"id": "int4", "z": "text", "q": "int8", "s": "public.stage", "note": "text"}
 	for col, name := range want {
 		if types[col].name != name {
 			t.Errorf("%s: %q, want %q", col, types[col].name, name)
