@@ -143,8 +143,9 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // refuseItemFilters refuses a get, create, update or delete whose query
 // reads as a filter: a parameter named as a selected column, a logical
-// filter (or, and), a JSON path or cast (data->>s, title::text), or any
-// parameter whose value is operator.value (Version=eq.3, a.b=eq.5). Those
+// filter (or, and) or another list parameter (select, columns, order, …),
+// a JSON path or cast (data->>s, title::text), or any parameter whose
+// value is operator.value (Version=eq.3, a.b=eq.5). Those
 // routes address one row by its key and take no filter, so a client
 // expecting a conditional update (PATCH /todos/1?version=eq.3) would
 // otherwise change the row unconditionally. A query that does not parse
@@ -164,7 +165,7 @@ func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, raw string) 
 		for strings.HasPrefix(logical, "not.") {
 			logical = logical[len("not."):]
 		}
-		filter := isCol || logical == "or" || logical == "and" ||
+		filter := isCol || listParams[logical] ||
 			strings.Contains(k, "->") || strings.Contains(k, "::")
 		for _, v := range vs {
 			filter = filter || looksLikeFilter(v)
@@ -175,6 +176,11 @@ func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, raw string) 
 	}
 	return nil
 }
+
+// listParams are parameters of a list (and PostgREST's select, columns,
+// on_conflict) that a single-row route would silently ignore.
+var listParams = map[string]bool{"or": true, "and": true, "select": true, "columns": true,
+	"on_conflict": true, "limit": true, "offset": true, "order": true}
 
 // filterOps are the operators of PostgREST's filters (tablegate's lists
 // take some of them): a value "op.x" with one of them reads as a filter.

@@ -225,8 +225,15 @@ func typeSchema(c *column) *jsonschema.Schema {
 	switch tn {
 	case "int2", "int4", "int8", "oid":
 		s.Type = "integer"
-	case "float4", "float8", "numeric", "money":
+	case "float4", "float8", "numeric":
 		s.Type = "number"
+	case "money":
+		// Served as Postgres formats it ("$1.50"); taken as text or a number.
+		s.Types = []string{"string", "number"}
+		if !c.NotNull {
+			s.Types = append(s.Types, "null")
+		}
+		return s
 	case "bool":
 		s.Type = "boolean"
 	case "uuid":

@@ -44,6 +44,9 @@ func TestItemRoutesRefuseFilters(t *testing.T) {
 		{"PATCH", "/api/todos/" + id + "?OR=(title.eq.x)", `{"title":"changed"}`},
 		{"PATCH", "/api/todos/" + id + "?not.not.or=(x)", `{"title":"changed"}`},
 		{"PATCH", "/api/todos/" + id + "?x=NOT.EQ.3", `{"title":"changed"}`},
+		{"POST", "/api/todos?columns=title", `{"title":"new","done":true}`},
+		{"PATCH", "/api/todos/" + id + "?select=id", `{"title":"changed"}`},
+		{"POST", "/api/todos?on_conflict=slug", `{"title":"new"}`},
 	} {
 		r := do(t, s, c.method, c.path, alice, c.body)
 		if r.status != 400 || !strings.Contains(r.body, "reads as a filter") {
