@@ -460,11 +460,38 @@ var (
 )
 
 // prune deletes the oldest events, in number order, up to the first one
-// still within Retention (at most 10000 per call, one instance at a time),
-// and records the highest pruned number.
+// still within Retention (in batches, one instance at a time), and records
+// the highest pruned number.
 func (h *Hub) prune() {
+	// Batches of pruneBatch, one transaction each, until a batch is not
+	// full: an outbox written faster than one batch a minute would grow
+	// without bound. At most pruneBatches a call, so that a huge backlog
+	// does not hold the hub's loop.
+	for range pruneBatches {
+		n, err := h.pruneBatch()
+		if err != nil {
+			if h.ctx.Err() == nil {
+				h.log.Warn("events: prune the outbox", "error", err)
+			}
+			return
+		}
+		if n < pruneBatch {
+			return
+		}
+	}
+}
+
+// pruneBatch and pruneBatches bound one prune pass (variables for tests).
+var (
+	pruneBatch   = 10000
+	pruneBatches = 20
+)
+
+// pruneBatch deletes one batch of the oldest events and returns how many.
+func (h *Hub) pruneBatch() (int, error) {
 	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CheckTimeout)
 	defer cancel()
+	var n int
 	err := h.d.Tx(ctx, service, func(q db.Querier) error {
 		var got bool
 		if err := q.QueryRow(ctx, `select pg_try_advisory_xact_lock(7263102, 20)`).Scan(&got); err != nil || !got {
@@ -474,21 +501,20 @@ func (h *Hub) prune() {
 		// within the retention: the horizon then never passes a retained
 		// event (an event of a long transaction carries an old time but a
 		// late number, and waits behind the events numbered before it).
-		_, err := q.Exec(ctx, `with first as (
-  select id, seq, at from tablegate.events where seq is not null order by seq limit 10000),
+		return q.QueryRow(ctx, `with first as (
+  select id, seq, at from tablegate.events where seq is not null order by seq limit $2),
 keep as (
   select coalesce((select min(seq) from first where at >= now() - make_interval(secs => $1)),
                   (select max(seq) + 1 from first)) as seq),
 d as (
   delete from tablegate.events where id in (select id from first where seq < (select seq from keep))
-  returning seq)
-update tablegate.event_horizon set pruned = greatest(pruned, (select max(seq) from d))
-where exists (select 1 from d)`, h.cfg.Retention.Seconds())
-		return err
+  returning seq),
+u as (
+  update tablegate.event_horizon set pruned = greatest(pruned, (select max(seq) from d))
+  where exists (select 1 from d))
+select count(*) from d`, h.cfg.Retention.Seconds(), pruneBatch).Scan(&n)
 	})
-	if err != nil && h.ctx.Err() == nil {
-		h.log.Warn("events: prune the outbox", "error", err)
-	}
+	return n, err
 }
 
 // horizon returns the highest pruned id.

@@ -62,3 +62,47 @@ from o where o.id = e.id`); err != nil {
 		t.Errorf("%d events left, want 4 (the two oldest pruned; the late one waits behind the retained ones)", left)
 	}
 }
+
+// TestPruneLoopsOverFullBatches: one prune pass deletes every expired event
+// in as many batches as it takes (up to its bound), not one batch a
+// minute, so that a busy outbox does not grow without bound.
+func TestPruneLoopsOverFullBatches(t *testing.T) {
+	pool := pgtest.DB(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `create table pl (id int primary key); grant all on pl to service_role;
+select tablegate.enable_events('pl');
+insert into pl select generate_series(1, 7)`); err != nil {
+		t.Fatal(err)
+	}
+	// Set before the hub's loop starts, restored after it stopped.
+	defer func(b int) { pruneBatch = b }(pruneBatch)
+	pruneBatch = 2
+	h, err := New(ctx, &Config{DB: db.New(pool, nil), Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var n int
+		if err := pool.QueryRow(ctx, `select count(seq) from tablegate.events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 7 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 7 events numbered", n)
+		}
+	}
+	if _, err := pool.Exec(ctx, `update tablegate.events set at = now() - interval '2 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	h.prune()
+	var left int
+	if err := pool.QueryRow(ctx, `select count(*) from tablegate.events`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d expired events left after one pass of batches of 2", left)
+	}
+}
