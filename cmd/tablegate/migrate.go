@@ -90,7 +90,11 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	case "down":
 		return migrateDown(ctx, e.stdout, open, pool, *to)
 	}
-	return migrateStatus(ctx, e.stdout, open, pool)
+	upCmd := "tablegate migrate up"
+	if *dir != "" {
+		upCmd += " --dir " + shellQuote(*dir)
+	}
+	return migrateStatus(ctx, e.stdout, open, pool, upCmd)
 }
 
 // migratorFunc opens a goose provider on a pool; closing the provider
@@ -266,7 +270,9 @@ func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxp
 	return nil
 }
 
-func migrateStatus(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool) error {
+// migrateStatus lists the migrations; upCmd is the command that applies
+// the pending ones.
+func migrateStatus(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool, upCmd string) error {
 	p, err := open(pool)
 	if err != nil {
 		return err
@@ -288,7 +294,7 @@ func migrateStatus(ctx context.Context, w io.Writer, open migratorFunc, pool *pg
 		fmt.Fprintf(w, "%s %05d %-40s %s\n", mark, s.Source.Version, filepath.Base(s.Source.Path), when)
 	}
 	if pending > 0 {
-		fmt.Fprintf(w, "%d pending: run \"tablegate migrate up\"\n", pending)
+		fmt.Fprintf(w, "%d pending: run \"%s\"\n", pending, upCmd)
 	} else {
 		fmt.Fprintln(w, "all migrations applied")
 	}

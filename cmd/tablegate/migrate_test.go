@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -123,4 +125,19 @@ func countMigrationsMax(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestMigrateStatusNamesTheDir: status of a --dir set tells the command
+// that applies it, --dir included.
+func TestMigrateStatusNamesTheDir(t *testing.T) {
+	t.Parallel()
+	url := pgtest.EmptyURL(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "00001_a.sql"), []byte("-- +goose Up\ncreate table a (id int);\n-- +goose Down\ndrop table a;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "status", "--dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, `1 pending: run "tablegate migrate up --dir `+dir+`"`) {
+		t.Errorf("status --dir: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
