@@ -119,3 +119,49 @@ func TestApprovalsNeedMembership(t *testing.T) {
 		t.Errorf("a removed member used the approval %s", got)
 	}
 }
+
+// TestKeylessEventsNeedMembership: an event about no row (it reaches the
+// writer's tenant's subscribers) is refused (42501) from a writer whose
+// tenant claim names a tenant it is not a member of; a member, a writer
+// without a tenant claim, and events about a row are unchanged.
+func TestKeylessEventsNeedMembership(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	admin(t, pool, `insert into tablegate.tenants (id, name) values ($1, 'A') on conflict do nothing`, tenantA)
+	admin(t, pool, `insert into tablegate.memberships (user_id, scope, scope_id, roles) values ($1, 'tenant', $2, '{member}')`, userA1, tenantA)
+	admin(t, pool, `create table ev (id int primary key); grant select on ev to service_role; insert into ev values (1)`)
+	emit := func(claims, key string) string {
+		t.Helper()
+		tx, err := pool.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(t.Context())
+		if _, err := tx.Exec(t.Context(), `select set_config('request.jwt.claims', $1, true)`, claims); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(t.Context(), `set local role service_role`); err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.Exec(t.Context(), `select tablegate.emit_event('note.posted', 'public.ev', nullif($1, ''), '{}')`, key)
+		return sqlState(err)
+	}
+	claims := func(sub, tenant string) string {
+		if tenant == "" {
+			return `{"sub":"` + sub + `","role":"authenticated"}`
+		}
+		return `{"sub":"` + sub + `","role":"authenticated","tenant_id":"` + tenant + `"}`
+	}
+	for _, c := range []struct {
+		name, claims, key, state string
+	}{
+		{"member, no key", claims(userA1, tenantA), "", ""},
+		{"no tenant claim, no key", claims(userB1, ""), "", ""},
+		{"not a member, no key", claims(userB1, tenantA), "", "42501"},
+		{"not a member, about a row", claims(userB1, tenantA), "1", ""},
+	} {
+		if got := emit(c.claims, c.key); got != c.state {
+			t.Errorf("%s: SQLSTATE %q, want %q", c.name, got, c.state)
+		}
+	}
+}
