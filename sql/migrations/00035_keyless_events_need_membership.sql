@@ -4,9 +4,13 @@
 -- writer's active tenant (the tenant claim). A user removed from a tenant
 -- kept that claim until the token expired, and an action that emitted
 -- such an event put it into the tenant's streams. tablegate.insert_event
--- now refuses (42501) an event without a key from a writer whose tenant
--- claim names a tenant it is not a member of. Row events (with a key) are
--- unchanged: each subscriber's own policies decide those.
+-- now refuses (42501) an action event without a key (and without a row
+-- image) from a writer whose tenant claim names a tenant it is not a
+-- member of. Row events, which carry the row's image (also when their key
+-- column is NULL), are unchanged: each subscriber's own policies decide
+-- those. Membership is read as the policies read it: from the token's
+-- memberships claim first, when an access-token hook issues one, so with
+-- that claim a removed member passes until the token expires.
 --
 -- approver_test.go (TestKeylessEventsNeedMembership) checks it.
 
@@ -21,7 +25,7 @@ declare
 begin
   -- An event about no row reaches the subscribers of the writer's tenant:
   -- the writer must be a member of it (a removed member's claim is not).
-  if p_key is null and tablegate.current_tenant_id() is not null
+  if p_key is null and p_image is null and tablegate.current_tenant_id() is not null
      and tablegate.member_tenant_id() is distinct from tablegate.current_tenant_id() then
     raise exception 'events about no row need a member of the active tenant' using errcode = '42501';
   end if;
