@@ -143,14 +143,17 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // refuseItemFilters refuses a get, create, update or delete whose query
 // reads as a filter: a parameter named as a selected column, a logical
-// filter (or, and) or another list parameter (select, columns, order, …),
-// a JSON path or cast (data->>s, title::text), or any parameter whose
-// value is operator.value (Version=eq.3, a.b=eq.5). Those
-// routes address one row by its key and take no filter, so a client
-// expecting a conditional update (PATCH /todos/1?version=eq.3) would
-// otherwise change the row unconditionally. A query that does not parse
-// is refused too. Only selected columns are named, so the refusal tells
-// nothing the API's description does not.
+// filter (or, and) or PostgREST's select, columns or on_conflict (also
+// behind a table prefix: todos.or), a JSON path or cast (data->>s,
+// title::text), or a parameter that names a selected column in another
+// spelling (Version, version%20, todos.version) with a value of the form
+// operator.value. Those routes address one row by its key and take no
+// filter, so a client expecting a conditional update (PATCH
+// /todos/1?version=eq.3) would otherwise change the row unconditionally.
+// A query that does not parse is refused too. Other parameters, whatever
+// their values (?next=in.example.com), are left to hooks. Only selected
+// columns are named, so the refusal tells nothing the API's description
+// does not.
 func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, raw string) *problem.Problem {
 	if raw == "" || op == OpList || ba != nil {
 		return nil
@@ -160,27 +163,30 @@ func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, raw string) 
 		return badQuery("The query string is malformed (bad escape, ';' separator or too many parameters).")
 	}
 	for k, vs := range q {
-		_, isCol := r.selName[k]
-		logical := strings.ToLower(strings.Trim(k, " \t\x00"))
-		for strings.HasPrefix(logical, "not.") {
-			logical = logical[len("not."):]
+		// The key as a filter's column would be read: trimmed, any
+		// not. prefixes and table prefix dropped, in any case.
+		norm := strings.ToLower(strings.Trim(k, " \t\x00"))
+		for strings.HasPrefix(norm, "not.") {
+			norm = norm[len("not."):]
 		}
-		filter := isCol || listParams[logical] ||
-			strings.Contains(k, "->") || strings.Contains(k, "::")
-		for _, v := range vs {
-			filter = filter || looksLikeFilter(v)
+		norm = norm[strings.LastIndexByte(norm, '.')+1:]
+		_, isCol := r.selName[k]
+		filter := isCol || listParams[norm] || strings.Contains(k, "->") || strings.Contains(k, "::")
+		if !filter && r.selFold[norm] {
+			for _, v := range vs {
+				filter = filter || looksLikeFilter(v)
+			}
 		}
 		if filter {
-			return badParam(k, "reads as a filter; a "+string(op)+" addresses one row by its key and takes none")
+			return badParam(k, "reads as a filter, which a "+string(op)+" does not take (only a list filters)")
 		}
 	}
 	return nil
 }
 
-// listParams are parameters of a list (and PostgREST's select, columns,
-// on_conflict) that a single-row route would silently ignore.
-var listParams = map[string]bool{"or": true, "and": true, "select": true, "columns": true,
-	"on_conflict": true, "limit": true, "offset": true, "order": true}
+// listParams are PostgREST parameters that a single-row route would
+// silently ignore: logical filters, and select, columns and on_conflict.
+var listParams = map[string]bool{"or": true, "and": true, "select": true, "columns": true, "on_conflict": true}
 
 // filterOps are the operators of PostgREST's filters (tablegate's lists
 // take some of them): a value "op.x" with one of them reads as a filter.

@@ -58,6 +58,7 @@ type Resource struct {
 	byName  map[string]*column // all columns
 	sel     []*column          // selected, select order
 	selName map[string]*column // selected
+	selFold map[string]bool    // selected column names in lower case
 	key     *column
 	keyKind keyKind
 	// itemRoute is the item route pattern, "/{<key>}", for telemetry.
@@ -173,6 +174,7 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 
 	// Select list.
 	r.selName = map[string]*column{}
+	r.selFold = map[string]bool{}
 	if o.Select == nil {
 		r.sel = r.cols
 	} else {
@@ -194,6 +196,7 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 	for _, c := range r.sel {
 		c.Selected = true
 		r.selName[c.Name] = c
+		r.selFold[strings.ToLower(c.Name)] = true
 	}
 
 	// Operations.
