@@ -49,3 +49,30 @@ create table ct (id int primary key, tt dt2, mm dm2, cu app.uuid);`); err != nil
 		t.Error("mm=eq.happy: a label the enum does not have was taken")
 	}
 }
+
+// TestCitextByExtensionNotByName: the citext extension's type compares
+// case-insensitively in stream filters, in whatever schema it is
+// installed; a type of yours named citext does not.
+func TestCitextByExtensionNotByName(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	if _, err := pool.Exec(t.Context(), `create schema ext; create extension if not exists citext schema ext;
+create schema mine; create type mine.citext as (x int);
+create table cx (id int primary key, c ext.citext, m mine.citext);`); err != nil {
+		t.Fatalf("citext (PostgreSQL contrib) is needed: %v", err)
+	}
+	var types map[string]colType
+	if err := db.New(pool, nil).Read(t.Context(), service, func(q db.Querier) error {
+		var err error
+		types, err = columnTypes(t.Context(), q, "public.cx")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if k := kindOf(types["c"].name); k != kindCitext {
+		t.Errorf("the extension's citext (%q): kind %v, want citext", types["c"].name, k)
+	}
+	if k := kindOf(types["m"].name); k == kindCitext {
+		t.Errorf("a type named mine.citext (%q) was read as citext", types["m"].name)
+	}
+}

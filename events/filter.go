@@ -70,9 +70,6 @@ type colType struct {
 
 // kindOf is the valueKind of a column of type typname (pg_type.typname).
 func kindOf(typname string) valueKind {
-	if strings.HasSuffix(typname, ".citext") { // the extension's type, in whatever schema
-		return kindCitext
-	}
 	switch typname {
 	case "text", "varchar", "char", "name":
 		return kindText

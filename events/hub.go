@@ -467,8 +467,11 @@ func (h *Hub) prune() {
 	// full: an outbox written faster than one batch a minute would grow
 	// without bound. At most pruneBatches a call, so that a huge backlog
 	// does not hold the hub's loop.
+	// One deadline for the pass: the hub's loop delivers nothing meanwhile.
+	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CheckTimeout)
+	defer cancel()
 	for range pruneBatches {
-		n, err := h.pruneBatch()
+		n, err := h.pruneBatch(ctx)
 		if err != nil {
 			if h.ctx.Err() == nil {
 				h.log.Warn("events: prune the outbox", "error", err)
@@ -488,9 +491,7 @@ var (
 )
 
 // pruneBatch deletes one batch of the oldest events and returns how many.
-func (h *Hub) pruneBatch() (int, error) {
-	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CheckTimeout)
-	defer cancel()
+func (h *Hub) pruneBatch(ctx context.Context) (int, error) {
 	var n int
 	err := h.d.Tx(ctx, service, func(q db.Querier) error {
 		var got bool

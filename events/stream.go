@@ -537,7 +537,8 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 // columnTypes reads the types of table's columns as filters compare them:
 // a domain's base type (through domains over domains), named as rest names
 // it (schema-qualified outside pg_catalog, so that a type of yours named
-// uuid is not read as one), and an enum's labels in declared order.
+// uuid is not read as one; the citext extension's type, in whatever
+// schema, is citext), and an enum's labels in declared order.
 func columnTypes(ctx context.Context, q db.Querier, table string) (map[string]colType, error) {
 	rows, err := q.Query(ctx, `with recursive b as (
   select a.attname, t.oid, t.typtype, t.typbasetype, 0 as n
@@ -547,7 +548,12 @@ func columnTypes(ctx context.Context, q db.Querier, table string) (map[string]co
   select b.attname, t.oid, t.typtype, t.typbasetype, b.n + 1
   from b join pg_catalog.pg_type t on t.oid = b.typbasetype
   where b.typtype = 'd' and b.n < 64)
-select b.attname, case when n.nspname = 'pg_catalog' then t.typname else n.nspname || '.' || t.typname end,
+select b.attname,
+  case when n.nspname = 'pg_catalog' then t.typname
+       when exists (select from pg_catalog.pg_depend d join pg_catalog.pg_extension x on x.oid = d.refobjid
+                    where d.classid = 'pg_catalog.pg_type'::regclass and d.objid = t.oid and d.deptype = 'e'
+                      and x.extname = 'citext' and t.typname = 'citext') then 'citext'
+       else n.nspname || '.' || t.typname end,
   case when t.typtype = 'e' then array(select e.enumlabel::text from pg_catalog.pg_enum e
     where e.enumtypid = t.oid order by e.enumsortorder) end
 from b join pg_catalog.pg_type t on t.oid = b.oid join pg_catalog.pg_namespace n on n.oid = t.typnamespace
