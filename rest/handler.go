@@ -89,21 +89,24 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.reportRoute(req, call.Operation, ba)
-	if p := r.refuseItemFilters(call.Operation, ba, req.URL.RawQuery); p != nil {
-		r.opts.Problems.Write(w, p)
-		return
-	}
-	// Parse the query only where it is read: list, actions, and hooks
-	// (Target.Query).
-	if call.Operation == OpList || ba != nil || r.hasHooks {
-		// Not URL.Query(): it drops pairs it cannot decode (and every pair
-		// past Go's parameter limit), which would silently ignore filters.
+	// Parse the query once, where it is read (list, actions, hooks through
+	// Target.Query) or present (item routes and creates refuse filters).
+	// Not URL.Query(): it drops pairs it cannot decode (and every pair past
+	// Go's parameter limit), which would silently ignore filters.
+	reads := call.Operation == OpList || ba != nil || r.hasHooks
+	if reads || req.URL.RawQuery != "" {
 		q, err := url.ParseQuery(req.URL.RawQuery)
 		if err != nil {
 			r.opts.Problems.Write(w, badQuery("The query string is malformed (bad escape, ';' separator or too many parameters)."))
 			return
 		}
-		call.Query = q
+		if p := r.refuseItemFilters(call.Operation, ba, q); p != nil {
+			r.opts.Problems.Write(w, p)
+			return
+		}
+		if reads {
+			call.Query = q
+		}
 	}
 	if takesBody {
 		body, p := r.readBody(w, req)
@@ -150,17 +153,13 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // operator.value. Those routes address one row by its key and take no
 // filter, so a client expecting a conditional update (PATCH
 // /todos/1?version=eq.3) would otherwise change the row unconditionally.
-// A query that does not parse is refused too. Other parameters, whatever
+// (A query that does not parse is refused before.) Other parameters, whatever
 // their values (?next=in.example.com), are left to hooks. Only selected
 // columns are named, so the refusal tells nothing the API's description
 // does not.
-func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, raw string) *problem.Problem {
-	if raw == "" || op == OpList || ba != nil {
+func (r *Resource) refuseItemFilters(op Operation, ba *boundAction, q url.Values) *problem.Problem {
+	if op == OpList || ba != nil {
 		return nil
-	}
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return badQuery("The query string is malformed (bad escape, ';' separator or too many parameters).")
 	}
 	for k, vs := range q {
 		// The key as a filter's column would be read: trimmed, any
