@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -17,31 +18,8 @@ import (
 // the retained events numbered below it.
 func TestPruneKeepsTheHorizonBelowRetainedEvents(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.DB(t)
+	pool, h := prunedOutbox(t, 6)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `create table pe (id int primary key); grant all on pe to service_role;
-select tablegate.enable_events('pe');
-insert into pe select generate_series(1, 6)`); err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(ctx, &Config{DB: db.New(pool, nil), Retention: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	// Wait until the hub has numbered the six events.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var n int
-		if err := pool.QueryRow(ctx, `select count(seq) from tablegate.events`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 6 events numbered", n)
-		}
-	}
 	// The two oldest by number are past the retention, and so is the
 	// newest (its transaction began long ago); the three between are not.
 	if _, err := pool.Exec(ctx, `with o as (select id, row_number() over (order by seq) n from tablegate.events)
@@ -67,33 +45,13 @@ from o where o.id = e.id`); err != nil {
 // in as many batches as it takes (up to its bound), not one batch a
 // minute, so that a busy outbox does not grow without bound.
 func TestPruneLoopsOverFullBatches(t *testing.T) {
-	pool := pgtest.DB(t)
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `create table pl (id int primary key); grant all on pl to service_role;
-select tablegate.enable_events('pl');
-insert into pl select generate_series(1, 7)`); err != nil {
-		t.Fatal(err)
-	}
-	// Set before the hub's loop starts, restored after it stopped.
-	defer func(b int) { pruneBatch = b }(pruneBatch)
+	// Set before the hub's loop starts, restored after it stopped (the
+	// hub's Cleanup, registered later, runs first).
+	old := pruneBatch
+	t.Cleanup(func() { pruneBatch = old })
 	pruneBatch = 2
-	h, err := New(ctx, &Config{DB: db.New(pool, nil), Retention: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var n int
-		if err := pool.QueryRow(ctx, `select count(seq) from tablegate.events`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 7 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 7 events numbered", n)
-		}
-	}
+	pool, h := prunedOutbox(t, 7)
+	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `update tablegate.events set at = now() - interval '2 hours'`); err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +62,37 @@ insert into pl select generate_series(1, 7)`); err != nil {
 	}
 	if left != 0 {
 		t.Errorf("%d expired events left after one pass of batches of 2", left)
+	}
+}
+
+// prunedOutbox is a database with n events of one table, numbered by a
+// running hub (closed at the end of the test).
+func prunedOutbox(t *testing.T, n int) (*pgxpool.Pool, *Hub) {
+	t.Helper()
+	pool := pgtest.DB(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `create table pe (id int primary key); grant all on pe to service_role;
+select tablegate.enable_events('pe')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `insert into pe select generate_series(1, $1)`, n); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(ctx, &Config{DB: db.New(pool, nil), Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var got int
+		if err := pool.QueryRow(ctx, `select count(seq) from tablegate.events`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == n {
+			return pool, h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events numbered", got, n)
+		}
 	}
 }
