@@ -237,9 +237,13 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.problems.Write(w, problem.New(problem.KindMethodNotAllowed, "The event stream answers GET only."))
 		return
 	}
-	res, ok := authctx.FromContext(r.Context())
-	if !ok {
-		res = authctx.Result{Auth: authctx.Anon(authctx.ReasonNone), Source: authctx.SourceNone}
+	// The resource's own rule: its Config.Caller when set, else the
+	// authctx middleware's result.
+	res, err := st.res.ResolveCaller(r)
+	if err != nil {
+		st.h.log.Error("events: the resource's caller function failed", "table", st.name, "error", err)
+		st.problems.Write(w, problem.New(problem.KindUnexpected, "The server could not resolve the caller."))
+		return
 	}
 	if p := authctx.Admit(res.Auth, st.allow...); p != nil {
 		st.problems.Write(w, p)
@@ -269,7 +273,7 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// tenant are not for it.
 	ctx, cancel := context.WithTimeout(r.Context(), st.h.cfg.CheckTimeout)
 	var zone string
-	err := st.h.d.Read(ctx, s.auth, func(q db.Querier) error {
+	err = st.h.d.Read(ctx, s.auth, func(q db.Querier) error {
 		return q.QueryRow(ctx, `select case when t is null or t = tablegate.member_tenant_id() then t::text else '' end,
   current_setting('TimeZone')
 from tablegate.current_tenant_id() as t`).Scan(&s.tenant, &zone)

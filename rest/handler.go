@@ -255,6 +255,27 @@ func (r *Resource) caller(req *http.Request) (authctx.Auth, error) {
 	return defaultCaller(req)
 }
 
+// ResolveCaller returns the caller of req as the resource's own routes
+// resolve it: [Config.Caller]'s answer when one is set (its Source is
+// [authctx.SourceResolver]), else the result authctx middleware stored in
+// the request context ([authctx.FromContext]; anon with
+// [authctx.SourceNone] without one). A handler serving the resource's
+// rows on a route of its own, such as an events stream, calls it so that
+// it admits exactly the callers the resource admits.
+func (r *Resource) ResolveCaller(req *http.Request) (authctx.Result, error) {
+	if r.opts.Caller != nil {
+		a, err := r.opts.Caller(req)
+		if err != nil {
+			return authctx.Result{}, err
+		}
+		return authctx.Result{Auth: a, Source: authctx.SourceResolver}, nil
+	}
+	if res, ok := authctx.FromContext(req.Context()); ok {
+		return res, nil
+	}
+	return authctx.Result{Auth: authctx.Anon(authctx.ReasonNone), Source: authctx.SourceNone}, nil
+}
+
 // defaultCaller is the caller when Config.Caller is nil: the state the
 // authctx middleware stored in the request context, anon without one.
 func defaultCaller(r *http.Request) (authctx.Auth, error) {

@@ -1,0 +1,67 @@
+package events_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/events"
+	"github.com/tablegate/tablegate/rest"
+)
+
+// TestStreamUsesTheResourcesCaller: a resource whose callers a
+// rest.Config.Caller resolves admits exactly those callers on its stream
+// too. The stream used to read the authctx middleware's caller instead, so
+// a Bearer token the resource's own rule ignores was admitted to its events,
+// and the callers the rule names were refused.
+func TestStreamUsesTheResourcesCaller(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	// The application's rule: the caller is named by X-App-User; a
+	// Bearer header means nothing to this resource.
+	caller := func(r *http.Request) (authctx.Auth, error) {
+		switch r.Header.Get("X-App-User") {
+		case "":
+			return authctx.Anon(authctx.ReasonNone), nil
+		case "alice":
+			return authctx.NewUser(authctx.Claims{"sub": alice, "role": "authenticated", "tenant_id": tenantA}, "", nil), nil
+		}
+		return authctx.Auth{}, errors.New("lookup failed for secret-app-key-123")
+	}
+	res, err := rest.NewResource(t.Context(), b.db, "todos", &rest.Config{
+		Select: []string{"id", "tenant_id", "owner_id", "title", "done"}, Caller: caller})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.hub.Stream(t.Context(), res, &events.StreamOpts{Table: true, Resolver: b.rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Mounted behind the resolver's middleware, which does accept the
+	// Bearer token: the resource's rule still decides.
+	srv := httptest.NewServer(b.rv.Middleware(st))
+	t.Cleanup(srv.Close)
+
+	bearer := subscribeTo(t, srv.URL, "Authorization", "Bearer "+b.token(alice, tenantA, false))
+	if bearer.status != 401 {
+		t.Errorf("Bearer token the resource's caller ignores: %d %s, want 401", bearer.status, bearer.body)
+	}
+	failed := subscribeTo(t, srv.URL, "X-App-User", "mallory")
+	if failed.status != 500 || strings.Contains(failed.body, "secret-app-key") {
+		t.Errorf("caller function error: %d %s, want 500 without the error's text", failed.status, failed.body)
+	}
+
+	c := subscribeTo(t, srv.URL, "X-App-User", "alice")
+	if c.status != 200 {
+		t.Fatalf("the caller the resource's rule names: %d %s", c.status, c.body)
+	}
+	id := b.create(b.token(alice, tenantA, false), "seen through the app's caller")
+	evs := c.expect("todos.created")
+	if k := evs[0].Data.Key; k == nil || *k != strconv.FormatInt(id, 10) {
+		t.Errorf("event key %v, want %d", k, id)
+	}
+}
