@@ -97,3 +97,55 @@ insert into ds values (1, '2024-05-01 10:00:00+00');`)
 		t.Fatalf("GET under DateStyle German: %d %s, want 200 %s", code, body, want)
 	}
 }
+
+// TestWriteRendersWhatItWrote: a create or update whose row the resource
+// could not render in Go (a session TimeZone Go does not know, a column
+// retyped while serving) answers its row the first time. It used to answer
+// 503 "try again" after its one-statement transaction had committed, so a
+// client that retried as told wrote the row twice.
+func TestWriteRendersWhatItWrote(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(`create table wr (id int8 generated always as identity primary key, ts timestamptz, v int4);
+grant select, insert, update on wr to authenticated;`)
+	send := func(res *Resource, method, target, body string) (int, string) {
+		req := httptest.NewRequest(method, target, strings.NewReader(body))
+		req.Header.Set("X-Test-User", alice)
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		res.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+	count := func() (n int) {
+		if err := b.pool.QueryRow(context.Background(), `select count(*) from wr`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// A zone Go cannot load: Postgres's offset, first time.
+	res := b.resourceOn(zonePool(t, b.pool, "<+03>-03", pgx.QueryExecModeCacheStatement), "wr", nil)
+	if code, body := send(res, "POST", "/", `{"ts":"2024-05-01T10:00:00Z","v":1}`); code != http.StatusCreated ||
+		!strings.Contains(body, `"ts":"2024-05-01T13:00:00+03:00"`) {
+		t.Fatalf("create in an unknown zone: %d %s", code, body)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d rows after one create, want 1", n)
+	}
+	if code, body := send(res, "PATCH", "/1", `{"v":2}`); code != http.StatusOK || !strings.Contains(body, `"v":2`) {
+		t.Fatalf("update in an unknown zone: %d %s", code, body)
+	}
+
+	// A column retyped after the resource was built.
+	res = b.resource("wr", nil)
+	b.exec(`alter table wr alter column v type numeric`)
+	if code, body := send(res, "POST", "/", `{"v":"2.50"}`); code != http.StatusCreated || !strings.Contains(body, `"v":2.50`) {
+		t.Fatalf("create after a retype: %d %s", code, body)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d rows after two creates, want 2", n)
+	}
+	if code, body := send(res, "PATCH", "/1", `{"v":"3.5"}`); code != http.StatusOK || !strings.Contains(body, `"v":3.5`) {
+		t.Fatalf("update after a retype: %d %s", code, body)
+	}
+}

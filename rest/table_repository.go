@@ -37,6 +37,11 @@ type tableRepository struct {
 
 	out       atomic.Pointer[selectOutput]
 	deleteSQL string
+	// writeOutput is what a create or update returns: every column as
+	// to_json(t.col), which renders any value, so a write that has run
+	// never fails to render its row (a one-statement write has committed
+	// by then, and a 503 "try again" would write it twice).
+	writeOutput string
 }
 
 // selectOutput is what the statements select for the row they answer.
@@ -51,6 +56,7 @@ type selectOutput struct {
 func newTableRepository(table string, sel []*column, key *column, byName map[string]*column) *tableRepository {
 	tr := &tableRepository{table: table, sel: sel, key: key, byName: byName}
 	tr.out.Store(tr.newOutput(false))
+	tr.writeOutput = selectList(sel, true)
 	tr.deleteSQL = "DELETE FROM " + table + " AS t WHERE " + key.expr + " = $1" + key.cast
 	return tr
 }
@@ -175,12 +181,8 @@ func writeColumnList(b *strings.Builder, cols []*column) {
 
 const maxCachedStmts = 1024
 
-// cached returns the statement for key and out, building and caching it
-// once.
-func (tr *tableRepository) cached(key string, out *selectOutput, build func() string) string {
-	if out.allJSON {
-		key = "j" + key
-	}
+// cached returns the statement for key, building and caching it once.
+func (tr *tableRepository) cached(key string, build func() string) string {
 	if v, ok := tr.stmts.Load(key); ok {
 		return v.(string)
 	}
@@ -210,8 +212,7 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 	if err != nil {
 		return nil, err
 	}
-	out := tr.out.Load()
-	sql := tr.cached(stmtKey('i', cols), out, func() string {
+	sql := tr.cached(stmtKey('i', cols), func() string {
 		var b strings.Builder
 		b.WriteString("INSERT INTO ")
 		b.WriteString(tr.table)
@@ -228,7 +229,7 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 			b.WriteString(", $1::json)")
 		}
 		b.WriteString(" RETURNING ")
-		b.WriteString(out.output)
+		b.WriteString(tr.writeOutput)
 		return b.String()
 	})
 	var args []any
@@ -251,8 +252,7 @@ func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, va
 	if len(cols) == 0 { // nothing to set: answer with the current row
 		return tr.Get(ctx, q, key)
 	}
-	out := tr.out.Load()
-	sql := tr.cached(stmtKey('u', cols), out, func() string {
+	sql := tr.cached(stmtKey('u', cols), func() string {
 		var b strings.Builder
 		b.WriteString("UPDATE ")
 		b.WriteString(tr.table)
@@ -267,7 +267,7 @@ func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, va
 		b.WriteString(" = $1")
 		b.WriteString(tr.key.cast)
 		b.WriteString(" RETURNING ")
-		b.WriteString(out.output)
+		b.WriteString(tr.writeOutput)
 		return b.String()
 	})
 	body, err := json.Marshal(values)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -35,8 +36,8 @@ serializes them.
 --dir DIR applies your application's goose SQL migrations from DIR instead
 (files NNNNN_name.sql with "-- +goose Up" / "-- +goose Down" sections, as
 "tablegate init" writes them), with goose's own version table
-goose_db_version: run "tablegate migrate up" first, then
-"tablegate migrate up --dir DIR".
+goose_db_version, which "up" closes to the API roles as tablegate's own:
+run "tablegate migrate up" first, then "tablegate migrate up --dir DIR".
 
 The database comes from --database-url, else DATABASE_URL.
 `
@@ -86,7 +87,14 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	defer pool.Close()
 	switch sub {
 	case "up":
-		return migrateUp(ctx, e.stdout, open, pool, *to)
+		if err := migrateUp(ctx, e.stdout, open, pool, *to); err != nil {
+			return err
+		}
+		if *dir != "" {
+			// tablegate's own table is closed by migration 00016.
+			return closeVersionTable(ctx, pool, goose.DefaultTablename)
+		}
+		return nil
 	case "down":
 		return migrateDown(ctx, e.stdout, open, pool, *to)
 	}
@@ -118,6 +126,45 @@ func dirMigrator(dir string) migratorFunc {
 		}
 		return p, nil
 	}
+}
+
+// closeVersionTable closes goose's version table of an application's
+// migrations to the API roles, as migration 00016 does for tablegate's:
+// goose creates it in the first schema of the search path, normally public,
+// which a Supabase database grants to anon, authenticated and service_role
+// by default privileges and serves over its REST API. Anyone holding the
+// publishable key could then insert a high version (so later migrations,
+// security fixes included, are skipped) or delete rows (so they run
+// again). Every privilege of the API roles on the table and its sequences
+// is revoked and row-level security is enabled with no policy (the owner,
+// who migrates, is not bound by it). No table, no change.
+func closeVersionTable(ctx context.Context, pool *pgxpool.Pool, table string) error {
+	var rel string
+	var roles, seqs []string
+	err := pool.QueryRow(ctx, `select c.oid::regclass::text,
+  array(select quote_ident(r.rolname) from pg_catalog.pg_roles r
+        where r.rolname in ('anon', 'authenticated', 'service_role') order by 1),
+  array(select s from pg_catalog.pg_attribute a, pg_catalog.pg_get_serial_sequence(c.oid::regclass::text, a.attname) s
+        where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped and s is not null)
+from pg_catalog.pg_class c where c.oid = to_regclass($1)`, table).Scan(&rel, &roles, &seqs)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && rel == "") {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("close the version table %s to the API roles: %w", table, err)
+	}
+	grantees := strings.Join(append([]string{"public"}, roles...), ", ")
+	stmts := []string{"revoke all on table " + rel + " from " + grantees,
+		"alter table " + rel + " enable row level security"}
+	for _, sq := range seqs {
+		stmts = append(stmts, "revoke all on sequence "+sq+" from "+grantees)
+	}
+	for _, st := range stmts {
+		if _, err := pool.Exec(ctx, st); err != nil {
+			return fmt.Errorf("close the version table %s to the API roles: %w", rel, err)
+		}
+	}
+	return nil
 }
 
 // databaseURL returns the first database URL given: the --database-url

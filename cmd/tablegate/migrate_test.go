@@ -141,3 +141,66 @@ func TestMigrateStatusNamesTheDir(t *testing.T) {
 		t.Errorf("status --dir: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestMigrateDirClosesVersionTable: goose's version table of an
+// application's migrations (goose_db_version, created in public) is closed
+// to the API roles, which a Supabase database grants every new table of
+// public by default privileges and serves over its REST API: anon could
+// insert a high version (later migrations skipped, "up" reporting success)
+// or delete rows (migrations run again). A table an earlier build left
+// open is closed by the next "up", with nothing pending.
+func TestMigrateDirClosesVersionTable(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(t.Context(), `
+alter default privileges in schema public grant all on tables to anon, authenticated, service_role;
+alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;`); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "00001_a.sql"), []byte("-- +goose Up\ncreate table a (id int);\n-- +goose Down\ndrop table a;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up := func() {
+		t.Helper()
+		if r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "up", "--dir", dir); r.code != 0 {
+			t.Fatalf("migrate up --dir: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	}
+	closed := func(when string) {
+		t.Helper()
+		var rls, anyPriv bool
+		if err := pool.QueryRow(t.Context(), `select c.relrowsecurity,
+  exists (select from unnest(array['anon','authenticated','service_role']) r,
+          unnest(array['SELECT','INSERT','UPDATE','DELETE','TRUNCATE']) p
+          where has_table_privilege(r, c.oid, p))
+from pg_class c where c.oid = 'public.goose_db_version'::regclass`).Scan(&rls, &anyPriv); err != nil {
+			t.Fatal(err)
+		}
+		if !rls || anyPriv {
+			t.Errorf("%s: goose_db_version row security %v, an API role holds a privilege: %v", when, rls, anyPriv)
+		}
+		tx, err := pool.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(t.Context())
+		if _, err := tx.Exec(t.Context(), `set local role anon`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(t.Context(), `insert into public.goose_db_version (version_id, is_applied) values (99999, true)`); err == nil {
+			t.Errorf("%s: anon inserted a version", when)
+		}
+	}
+	up()
+	closed("after the first up")
+
+	// As an earlier build left it: open to the API roles.
+	if _, err := pool.Exec(t.Context(), `grant all on public.goose_db_version to anon, authenticated, service_role;
+alter table public.goose_db_version disable row level security`); err != nil {
+		t.Fatal(err)
+	}
+	up()
+	closed("after an up with nothing pending")
+}
