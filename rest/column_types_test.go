@@ -138,17 +138,20 @@ insert into more (id, cp, ir, vc) values (1, '(1,x)', '[1,5)', '{a}'), (2, '(2,y
 		}
 		for _, o := range []string{c, c + ".desc"} {
 			r := do(t, s, "GET", "/api/more?order="+o+"&limit=1", alice, "")
-			if r.status >= 500 || refused[c] != (r.status == 400) {
+			// Composites are filtered, never ordered: one whose fields
+			// are all NULL IS NULL yet sorts among the values, and keyset
+			// pages would repeat rows (TestCompositeOrderRefused).
+			unordered := refused[c] || c == "cp" || c == "cpa"
+			if r.status >= 500 || unordered != (r.status == 400) {
 				t.Errorf("order %s: %s (refused: %v)", o, r, refused[c])
 			}
 		}
 	}
 	for q, want := range map[string]string{
-		"cp=eq.(2,y)":           `"id":2`,
-		"ir=eq.[1,5)":           `"id":1`,
-		"vc=eq.{b}":             `"id":2`,
-		"order=cp.desc&limit=1": `"id":2`,
-		"order=ir&limit=1":      `"id":1`,
+		"cp=eq.(2,y)":      `"id":2`,
+		"ir=eq.[1,5)":      `"id":1`,
+		"vc=eq.{b}":        `"id":2`,
+		"order=ir&limit=1": `"id":1`,
 	} {
 		if r := do(t, s, "GET", "/api/more?"+q, alice, ""); r.status != 200 || !strings.Contains(r.body, want) {
 			t.Errorf("%s: %s, want %s", q, r, want)

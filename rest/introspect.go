@@ -19,7 +19,7 @@ SELECT a.attname, format_type(a.atttypid, a.atttypmod), format_type(a.atttypid, 
        a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '',
        a.attidentity = 'a' OR a.attgenerated <> '',
        coalesce(a.attnum = ANY (i.indkey), false), a.atttypid,
-       t.typtype = 'd' OR coalesce(e.typtype = 'd', false)
+       t.typtype = 'd' OR coalesce(e.typtype = 'd', false), a.attndims
 FROM pg_attribute a
 JOIN pg_type t ON t.oid = a.atttypid
 JOIN pg_namespace tn ON tn.oid = t.typnamespace
@@ -42,7 +42,7 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		c := &column{}
 		var isPK bool
 		var castType string
-		if err := rows.Scan(&c.Name, &c.Type, &castType, &c.TypeName, &c.NotNull, &c.HasDefault, &c.ReadOnly, &isPK, &c.typeOID, &c.domain); err != nil {
+		if err := rows.Scan(&c.Name, &c.Type, &castType, &c.TypeName, &c.NotNull, &c.HasDefault, &c.ReadOnly, &isPK, &c.typeOID, &c.domain, &c.ndims); err != nil {
 			rows.Close()
 			return nil, nil, fmt.Errorf("introspect: %w", err)
 		}
@@ -65,7 +65,14 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		return nil, nil, errors.New("no such table or view, or it has no columns")
 	}
 	seen := map[uint32]bool{}
+	forms := &typeForms{ctx: ctx, d: d, cache: map[formKey]*jsonschema.Schema{}}
 	for _, c := range cols {
+		if c.outForm, err = forms.columnForm(c.typeOID, c.ndims, false); err != nil {
+			return nil, nil, fmt.Errorf("introspect: column %s: %w", c.Name, err)
+		}
+		if c.inForm, err = forms.columnForm(c.typeOID, c.ndims, true); err != nil {
+			return nil, nil, fmt.Errorf("introspect: column %s: %w", c.Name, err)
+		}
 		if c.domain {
 			var base string
 			if c.TypeName, base, err = baseTypeName(ctx, d, c.typeOID); err != nil {
@@ -86,6 +93,10 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		} else if c.comparable, err = comparableType(ctx, d, c.typeOID, seen, 0); err != nil {
 			return nil, nil, fmt.Errorf("introspect: column %s: %w", c.Name, err)
 		}
+		// A composite whose fields are all NULL is NULL to IS NULL yet
+		// sorts among the values, so keyset pages ordered by it would
+		// repeat or skip rows: filtered, never ordered.
+		c.composite = holdsObjects(c.outForm)
 	}
 	return cols, pk, nil
 }
@@ -114,7 +125,14 @@ func comparableType(ctx context.Context, d *db.DB, oid uint32, seen map[uint32]b
        EXISTS (SELECT FROM pg_catalog.pg_opclass o JOIN pg_catalog.pg_am m ON m.oid = o.opcmethod
                WHERE m.amname = 'btree' AND o.opcdefault
                  AND (o.opcintype = t.oid OR o.opcintype IN (SELECT c.casttarget FROM pg_catalog.pg_cast c
-                      WHERE c.castsource = t.oid AND c.castmethod = 'b' AND c.castcontext = 'i')))
+                      WHERE c.castsource = t.oid AND c.castmethod = 'b' AND c.castcontext = 'i'))
+                 -- the filters are written with <, =, >: a class whose
+                 -- operators are named otherwise (hstore's #<#) does not do
+                 AND (SELECT count(DISTINCT op.oprname) FROM pg_catalog.pg_amop ap
+                      JOIN pg_catalog.pg_operator op ON op.oid = ap.amopopr
+                      WHERE ap.amopfamily = o.opcfamily AND ap.amoplefttype = o.opcintype
+                        AND ap.amoprighttype = o.opcintype
+                        AND (ap.amopstrategy, op.oprname) IN ((1, '<'), (2, '<='), (3, '='), (4, '>='), (5, '>'))) = 5)
 FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
 WHERE t.oid = $1`, oid).Scan(&kind, &ns, &name, &array, &base, &elem, &rel, &btree)
 	if err != nil {
@@ -211,59 +229,26 @@ FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespa
 	return "", "", errors.New("its type nests domains and arrays too deeply")
 }
 
-// typeSchema maps a Postgres type to the JSON Schema of its JSON form
-// (as to_json renders it).
-func typeSchema(c *column) *jsonschema.Schema {
-	s := &jsonschema.Schema{}
-	tn := c.TypeName
-	if len(tn) > 1 && tn[0] == '_' { // array
-		el := &column{Column: Column{TypeName: tn[1:], NotNull: true}}
-		s.Type = "array"
-		s.Items = typeSchema(el)
-		return nullable(s, c.NotNull)
+// typeSchema is the JSON Schema of c's values in rows (input false) or
+// bodies (input true): its JSON form (json_form.go), nullable unless NOT
+// NULL. The result is the caller's.
+func typeSchema(c *column, input bool) *jsonschema.Schema {
+	f := c.outForm
+	if input {
+		f = c.inForm
 	}
-	switch tn {
-	case "int2", "int4", "int8", "oid":
-		s.Type = "integer"
-	case "float4", "float8", "numeric":
-		s.Type = "number"
-	case "money":
-		// Served as Postgres formats it ("$1.50"); taken as text or a number.
-		s.Types = []string{"string", "number"}
-		if !c.NotNull {
-			s.Types = append(s.Types, "null")
-		}
-		return s
-	case "bool":
-		s.Type = "boolean"
-	case "uuid":
-		s.Type, s.Format = "string", "uuid"
-	case "timestamptz", "timestamp":
-		s.Type, s.Format = "string", "date-time"
-	case "date":
-		s.Type, s.Format = "string", "date"
-	case "json", "jsonb":
-		return s // any JSON value
-	default:
-		s.Type = "string"
+	if f == nil { // a column built without introspection
+		f = builtinForm(c.TypeName)
 	}
-	return nullable(s, c.NotNull)
+	return nullable(f.CloneSchemas(), c.NotNull)
 }
 
-func nullable(s *jsonschema.Schema, notNull bool) *jsonschema.Schema {
-	if notNull {
-		return s
-	}
-	s.Types = []string{s.Type, "null"}
-	s.Type = ""
-	return s
-}
-
-// rowSchema is the object schema of a row holding cols.
-func rowSchema(cols []*column, _ any) *jsonschema.Schema {
+// rowSchema is the object schema of a row holding cols, as rows carry it
+// (input false) or as a body sends it (input true).
+func rowSchema(cols []*column, input bool) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
 	for _, c := range cols {
-		s.Properties[c.Name] = typeSchema(c)
+		s.Properties[c.Name] = typeSchema(c, input)
 		s.PropertyOrder = append(s.PropertyOrder, c.Name)
 		s.Required = append(s.Required, c.Name)
 	}

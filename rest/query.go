@@ -298,7 +298,7 @@ func ParseInList(s string) ([]string, bool) {
 	return append(out, cur.String()), true
 }
 
-func orderable(c *column) bool { return c.comparable }
+func orderable(c *column) bool { return c.comparable && !c.composite }
 
 // checkFilterType refuses operators the column's type cannot take, so the
 // caller gets a 400 instead of a database error.

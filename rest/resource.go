@@ -44,7 +44,13 @@ type column struct {
 	// type has btree operators, and values the caller sends cannot fail
 	// to parse in ways only the database reports as its own error).
 	comparable bool
-	key        string // its JSON object key with the colon: "col":
+	// composite: its values are composites, or arrays of them; filtered
+	// when comparable, never ordered.
+	composite bool
+	key       string // its JSON object key with the colon: "col":
+
+	ndims           int                // declared array dimensions (int[][]: 2)
+	outForm, inForm *jsonschema.Schema // the JSON forms of its values in rows and in bodies (json_form.go)
 }
 
 // Resource serves one table as REST routes; it is an [http.Handler].
@@ -403,7 +409,7 @@ func (r *Resource) describe() {
 	for _, c := range r.cols {
 		d.AllColumns = append(d.AllColumns, c.Column)
 	}
-	d.Row = rowSchema(r.sel, nil)
+	d.Row = rowSchema(r.sel, false)
 	d.DefaultLimit, d.MaxLimit, d.MaxBodyBytes = r.defaultLimit, r.maxLimit, r.maxBody
 	itemPath := "/{" + r.key.Name + "}"
 	for _, op := range crud {
@@ -504,7 +510,7 @@ func (r *Resource) bodySchema(op Operation) *jsonschema.Schema {
 		}
 		w = append(w, c)
 	}
-	s := rowSchema(w, nil)
+	s := rowSchema(w, true)
 	if op == OpCreate {
 		s.Required = nil
 		for _, c := range w {

@@ -190,7 +190,11 @@ func (b *builder) resource(name string, r *rest.Resource) error {
 	d := r.Describe()
 	allow := allowOf(b.opts, name)
 	entity := componentName(strings.TrimPrefix(rest.OperationID(d.Table, rest.OpGet), "get"))
-	if err := b.addSchema(entity, rowSchema(d)); err != nil {
+	row, err := rowSchema(d)
+	if err != nil {
+		return err
+	}
+	if err := b.addSchema(entity, row); err != nil {
 		return err
 	}
 	for _, oi := range d.Operations {
@@ -319,12 +323,6 @@ func crudText(name string, d *rest.Description, op rest.Operation) (summary, des
 		return "Delete a row of " + name, "Deletes the row with the key."
 	}
 	return string(op), ""
-}
-
-// keySchema is the schema of the key path parameter (never null).
-func keySchema(c rest.Column) *omap {
-	s := typeSchema(c.TypeName, c.Type)
-	return s
 }
 
 // Reserved list parameters (rest's list grammar).
