@@ -226,3 +226,60 @@ func TestRealtimeWithoutSupabase(t *testing.T) {
 		t.Fatalf("same-tenant user receives %d", got)
 	}
 }
+
+// TestSignalsOnlyTheWritersTenant: the change-signal trigger posts into the
+// topic of the row's tenant, as its owner. A user of one tenant writing a
+// row that names another (a table whose policies allow it) posted into the
+// other tenant's topics, which the send policy refuses that user; now a
+// signed-in writer signals its own tenant only. Service writers signal any
+// tenant, as before.
+func TestSignalsOnlyTheWritersTenant(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t, pgtest.EmptyURL(t))
+	if err := db.Migrate(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
+	fixture(t, pool, "supabase_realtime.sql")
+	if !adminScalar[bool](t, pool, `select tablegate.enable_realtime_policies()`) {
+		t.Fatal("enable_realtime_policies: false")
+	}
+	d := db.New(pool, nil)
+	// Owner-only policies: nothing ties a row's tenant to the writer's.
+	admin(t, pool, `create table public.notes (id bigint generated always as identity primary key, tenant_id uuid,
+  owner_id uuid not null default auth.uid(), body text);
+alter table public.notes enable row level security;
+create policy own on public.notes for all to authenticated
+  using (owner_id = (select auth.uid())) with check (owner_id = (select auth.uid()));
+grant select, insert, update on public.notes to authenticated, service_role;
+grant usage on sequence public.notes_id_seq to authenticated, service_role;`)
+	admin(t, pool, `select tablegate.enable_realtime('public.notes')`)
+	full := userAt("tenant_id", userA1, tenantA, false)
+	signals := func(tenant string) int {
+		return adminScalar[int](t, pool, `select count(*) from realtime.messages where topic = $1`, "tenant:"+tenant+":notes")
+	}
+	for _, w := range []struct {
+		who    string
+		c      authctx.Caller
+		tenant string
+		wantA  int
+		wantB  int
+	}{
+		{"user of A names B", full, tenantB, 0, 0},
+		{"user of A names A", full, tenantA, 1, 0},
+		{"service names B", service, tenantB, 1, 1},
+	} {
+		if err := exec(t, d, w.c, `insert into public.notes (tenant_id, owner_id, body) values ($1, $2, 'x')`, w.tenant, userA1); err != nil {
+			t.Fatalf("%s: %v", w.who, err)
+		}
+		if a, b := signals(tenantA), signals(tenantB); a != w.wantA || b != w.wantB {
+			t.Errorf("after %s: %d signals on A's topic, %d on B's; want %d, %d", w.who, a, b, w.wantA, w.wantB)
+		}
+	}
+	// A user moving its row from A to B signals A only.
+	if err := exec(t, d, full, `update public.notes set tenant_id = $1 where tenant_id = $2`, tenantB, tenantA); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := signals(tenantA), signals(tenantB); a != 2 || b != 1 {
+		t.Errorf("after a move from A to B: %d signals on A's topic, %d on B's; want 2, 1", a, b)
+	}
+}

@@ -121,6 +121,13 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 		{"anonymous sign-in", g, "avatars", tenantA + "/" + guestA + "/g.png", "42501"},
 		{"no session", noSession, "files", tenantA + "/n.txt", "42501"},
 		{"service", service, "files", tenantB + "/svc.txt", ""},
+		// No "." or ".." segment: a path normalized elsewhere would
+		// land in another tenant's or user's folder.
+		{"full user", full, "files", tenantA + "/../" + tenantB + "/x.txt", "42501"},
+		{"full user", full, "files", tenantA + "/./x.txt", "42501"},
+		{"full user", full, "files", tenantA + "/sub/..", "42501"},
+		{"full user", full, "avatars", tenantA + "/" + userA1 + "/../" + userA2 + "/x.png", "42501"},
+		{"full user", full, "files", tenantA + "/..x/a..b/.hidden", ""},
 	} {
 		if tc.bucket == "other-bucket" {
 			admin(t, pool, `insert into storage.buckets (id, name) values ('other-bucket', 'other') on conflict do nothing`)

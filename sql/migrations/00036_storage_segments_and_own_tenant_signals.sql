@@ -1,0 +1,184 @@
+-- Two defence-in-depth checks for the storage and realtime modules.
+--
+-- Storage: the writers' policies of an opted-in bucket refuse object names
+-- with a "." or ".." segment ('<tenant>/../<other tenant>/x'). The row was
+-- the caller's folder's, but anything that normalizes the key (a file
+-- backend, an S3 gateway, path.join in an application) would read or
+-- overwrite another tenant's object. Installed policies are re-created.
+--
+-- Realtime: tablegate.broadcast_change, the change-signal trigger, sends to
+-- the topic of the row's tenant. A signed-in writer (claims role
+-- authenticated or anon) now signals its own active tenant only: a table
+-- whose policies let a user write a row naming another tenant no longer
+-- lets it post into that tenant's topics, which the send policy refuses
+-- it. Writers without a user's claims (service_role, the backend) are
+-- unchanged.
+
+-- +goose Up
+-- +goose StatementBegin
+create or replace function tablegate.install_storage_policies(bucket text, per_user boolean, anon_read boolean, require_membership boolean)
+returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  own text;       -- the caller's folder: readers
+  own_full text;  -- the same, for full users only: writers
+begin
+  if require_membership then
+    own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.member_tenant_id())::text', bucket);
+    own_full := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.full_member_tenant_id())::text', bucket);
+  else
+    own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.current_tenant_id())::text', bucket);
+    own_full := own || ' and not (select tablegate.is_anonymous())';
+  end if;
+  if per_user then
+    own := own || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
+    own_full := own_full || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
+  end if;
+  -- No "." or ".." segment: the row is the folder's, but a server, proxy
+  -- or application that normalizes the path would read another's.
+  own_full := own_full || ' and not (''/'' || name || ''/'' like any (array[''%/./%'', ''%/../%'']))';
+  perform tablegate.drop_storage_policies_of(bucket);
+  execute format('create policy %I on storage.objects for select to authenticated using (%s)',
+    tablegate.storage_policy_name(bucket, 'select'), case when anon_read then own else own_full end);
+  execute format('create policy %I on storage.objects for insert to authenticated with check (%s)',
+    tablegate.storage_policy_name(bucket, 'insert'), own_full);
+  execute format('create policy %I on storage.objects for update to authenticated using (%s) with check (%s)',
+    tablegate.storage_policy_name(bucket, 'update'), own_full, own_full);
+  execute format('create policy %I on storage.objects for delete to authenticated using (%s)',
+    tablegate.storage_policy_name(bucket, 'delete'), own_full);
+end
+$$;
+-- +goose StatementEnd
+select tablegate.apply_storage_policies();
+
+-- +goose StatementBegin
+create or replace function tablegate.broadcast_change() returns trigger
+language plpgsql security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  rec jsonb;
+  old_tenant text;
+  new_tenant text;
+  keys jsonb := '{}'::jsonb;
+  writer_tenant text;
+  i int;
+  payload jsonb;
+begin
+  if tg_op in ('INSERT', 'UPDATE') then
+    rec := to_jsonb(new);
+    new_tenant := rec ->> tg_argv[0];
+  end if;
+  if tg_op in ('UPDATE', 'DELETE') then
+    old_tenant := to_jsonb(old) ->> tg_argv[0];
+    if rec is null then
+      rec := to_jsonb(old);
+    end if;
+  end if;
+  for i in 1 .. tg_nargs - 1 loop
+    keys := keys || jsonb_build_object(tg_argv[i], rec -> tg_argv[i]);
+  end loop;
+  -- A signed-in writer signals its own tenant only: a table whose policies
+  -- let it write a row naming another tenant must not let it post into
+  -- that tenant's topics, which its own messages may not reach. Writers
+  -- without a user's claims (service_role, the backend) signal any tenant.
+  if tablegate.claim_text('role') in ('authenticated', 'anon') then
+    writer_tenant := tablegate.current_tenant_id()::text;
+    if new_tenant is distinct from writer_tenant then
+      new_tenant := null;
+    end if;
+    if old_tenant is distinct from writer_tenant then
+      old_tenant := null;
+    end if;
+  end if;
+  payload := jsonb_build_object('schema', tg_table_schema, 'table', tg_table_name,
+                                'operation', tg_op, 'keys', keys);
+  if new_tenant is not null then
+    perform tablegate.send_signal(payload, tg_op, 'tenant:' || new_tenant || ':' || tg_table_name);
+  end if;
+  -- an update that moves a row to another tenant signals the old one too
+  if old_tenant is not null and old_tenant is distinct from new_tenant then
+    perform tablegate.send_signal(payload, tg_op, 'tenant:' || old_tenant || ':' || tg_table_name);
+  end if;
+  return null;
+end
+$$;
+-- +goose StatementEnd
+
+-- +goose Down
+-- +goose StatementBegin
+create or replace function tablegate.install_storage_policies(bucket text, per_user boolean, anon_read boolean, require_membership boolean)
+returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  own text;       -- the caller's folder: readers
+  own_full text;  -- the same, for full users only: writers
+begin
+  if require_membership then
+    own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.member_tenant_id())::text', bucket);
+    own_full := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.full_member_tenant_id())::text', bucket);
+  else
+    own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.current_tenant_id())::text', bucket);
+    own_full := own || ' and not (select tablegate.is_anonymous())';
+  end if;
+  if per_user then
+    own := own || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
+    own_full := own_full || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
+  end if;
+  perform tablegate.drop_storage_policies_of(bucket);
+  execute format('create policy %I on storage.objects for select to authenticated using (%s)',
+    tablegate.storage_policy_name(bucket, 'select'), case when anon_read then own else own_full end);
+  execute format('create policy %I on storage.objects for insert to authenticated with check (%s)',
+    tablegate.storage_policy_name(bucket, 'insert'), own_full);
+  execute format('create policy %I on storage.objects for update to authenticated using (%s) with check (%s)',
+    tablegate.storage_policy_name(bucket, 'update'), own_full, own_full);
+  execute format('create policy %I on storage.objects for delete to authenticated using (%s)',
+    tablegate.storage_policy_name(bucket, 'delete'), own_full);
+end
+$$;
+-- +goose StatementEnd
+select tablegate.apply_storage_policies();
+
+-- +goose StatementBegin
+create or replace function tablegate.broadcast_change() returns trigger
+language plpgsql security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  rec jsonb;
+  old_tenant text;
+  new_tenant text;
+  keys jsonb := '{}'::jsonb;
+  i int;
+  payload jsonb;
+begin
+  if tg_op in ('INSERT', 'UPDATE') then
+    rec := to_jsonb(new);
+    new_tenant := rec ->> tg_argv[0];
+  end if;
+  if tg_op in ('UPDATE', 'DELETE') then
+    old_tenant := to_jsonb(old) ->> tg_argv[0];
+    if rec is null then
+      rec := to_jsonb(old);
+    end if;
+  end if;
+  for i in 1 .. tg_nargs - 1 loop
+    keys := keys || jsonb_build_object(tg_argv[i], rec -> tg_argv[i]);
+  end loop;
+  payload := jsonb_build_object('schema', tg_table_schema, 'table', tg_table_name,
+                                'operation', tg_op, 'keys', keys);
+  if new_tenant is not null then
+    perform tablegate.send_signal(payload, tg_op, 'tenant:' || new_tenant || ':' || tg_table_name);
+  end if;
+  -- an update that moves a row to another tenant signals the old one too
+  if old_tenant is not null and old_tenant is distinct from new_tenant then
+    perform tablegate.send_signal(payload, tg_op, 'tenant:' || old_tenant || ':' || tg_table_name);
+  end if;
+  return null;
+end
+$$;
+-- +goose StatementEnd
