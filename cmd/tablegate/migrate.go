@@ -42,7 +42,7 @@ run "tablegate migrate up" first, then "tablegate migrate up --dir DIR".
 The database comes from --database-url, else DATABASE_URL.
 `
 
-func runMigrate(ctx context.Context, e *env, args []string) error {
+func runMigrate(ctx context.Context, e *env, args []string) (err error) {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, migrateUsage)
 		return usagef("missing subcommand: up, down or status")
@@ -85,16 +85,19 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	if *dir != "" {
+		// goose creates its table on any subcommand, and an up that fails
+		// part way has created it too: close it whatever happened.
+		// tablegate's own table is closed by migration 00016.
+		defer func() {
+			if cerr := closeVersionTable(context.WithoutCancel(ctx), pool, goose.DefaultTablename); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+	}
 	switch sub {
 	case "up":
-		if err := migrateUp(ctx, e.stdout, open, pool, *to); err != nil {
-			return err
-		}
-		if *dir != "" {
-			// tablegate's own table is closed by migration 00016.
-			return closeVersionTable(ctx, pool, goose.DefaultTablename)
-		}
-		return nil
+		return migrateUp(ctx, e.stdout, open, pool, *to)
 	case "down":
 		return migrateDown(ctx, e.stdout, open, pool, *to)
 	}

@@ -193,8 +193,29 @@ from pg_class c where c.oid = 'public.goose_db_version'::regclass`).Scan(&rls, &
 			t.Errorf("%s: anon inserted a version", when)
 		}
 	}
+	// status creates goose's table too.
+	if r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "status", "--dir", dir); r.code != 0 {
+		t.Fatalf("migrate status --dir: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	closed("after a status on a new database")
 	up()
 	closed("after the first up")
+
+	// An up that fails part way.
+	if err := os.WriteFile(filepath.Join(dir, "00002_bad.sql"), []byte("-- +goose Up\nselect 1/0;\n-- +goose Down\nselect 1;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `grant all on public.goose_db_version to anon;
+alter table public.goose_db_version disable row level security`); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "up", "--dir", dir); r.code == 0 {
+		t.Fatalf("migrate up --dir with a failing migration exited 0:\n%s", r.stdout)
+	}
+	closed("after a failed up")
+	if err := os.Remove(filepath.Join(dir, "00002_bad.sql")); err != nil {
+		t.Fatal(err)
+	}
 
 	// As an earlier build left it: open to the API roles.
 	if _, err := pool.Exec(t.Context(), `grant all on public.goose_db_version to anon, authenticated, service_role;
