@@ -148,9 +148,12 @@ func listParams(d *rest.Description) []param {
 		cond,
 		{Type: "array", Items: cond, MinItems: jsonschema.Ptr(1)},
 	}}
-	var cols []string
+	var cols, sortable []string
 	for _, c := range d.Filterable() {
 		cols = append(cols, c.Name)
+		if c.Sortable {
+			sortable = append(sortable, c.Name)
+		}
 	}
 	colNames := make([]any, len(cols))
 	for i, c := range cols {
@@ -166,7 +169,7 @@ func listParams(d *rest.Description) []param {
 	return []param{
 		{argFilters, filters},
 		{argOrder, &jsonschema.Schema{Type: "string",
-			Description: "Order: comma-separated col.asc|desc[.nullsfirst|.nullslast] over the columns " + strings.Join(cols, ", ") + "."}},
+			Description: "Order: comma-separated col.asc|desc[.nullsfirst|.nullslast] over the columns " + strings.Join(sortable, ", ") + "."}},
 		{argLimit, &jsonschema.Schema{Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(d.MaxLimit)),
 			Description: fmt.Sprintf("Page size (default %d).", d.DefaultLimit)}},
 		{argCursor, &jsonschema.Schema{Type: "string", Description: "The next_cursor of the previous page, to continue the list."}},

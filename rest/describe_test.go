@@ -56,7 +56,7 @@ func TestDescribeAndInputSchemas(t *testing.T) {
 		}
 	}
 	row, _ := json.Marshal(d.Row)
-	if !strings.Contains(string(row), `"created_at":{"type":"string","format":"date-time"}`) {
+	if ca := d.Row.Properties["created_at"]; ca == nil || ca.Type != "string" || ca.Format != "date-time" {
 		t.Errorf("row schema %s", row)
 	}
 	if _, ok := d.Operation(OpDelete); ok {

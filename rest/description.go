@@ -26,6 +26,9 @@ type Column struct {
 	ReadOnly bool
 	// Selected reports whether the column is in the resource's select list.
 	Selected bool
+	// Sortable reports whether a list may order by the column (its type
+	// has a sort order, and it holds no composite).
+	Sortable bool
 }
 
 // OperationInfo describes one served operation or action.

@@ -85,7 +85,7 @@ func (r *Resource) parseBody(op Operation, body []byte) (Row, error) {
 		return nil, badBody("The body must be a JSON object.")
 	}
 	row := Row(m)
-	var errs []problem.FieldError
+	var errs, textErrs []problem.FieldError
 	for k := range row {
 		c, ok := r.byName[k]
 		switch {
@@ -93,12 +93,21 @@ func (r *Resource) parseBody(op Operation, body []byte) (Row, error) {
 			errs = append(errs, problem.FieldError{Path: "/" + pointerEscape(k), Message: "is not a column"})
 		case c.ReadOnly || (op == OpUpdate && c == r.key):
 			errs = append(errs, problem.FieldError{Path: "/" + pointerEscape(k), Message: "is read-only"})
+		case c.textIn && row[k] != nil:
+			if _, isText := row[k].(string); !isText {
+				textErrs = append(textErrs, problem.FieldError{Path: "/" + pointerEscape(k),
+					Message: "must be a string: the " + c.Type + " text form"})
+			}
 		}
 	}
 	if errs != nil {
 		sort.Slice(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
 		p := problem.New(problem.KindBadRequest, "The body names unknown or read-only columns.")
 		return nil, withFieldErrors(p, errs)
+	}
+	if textErrs != nil {
+		sort.Slice(textErrs, func(i, j int) bool { return textErrs[i].Path < textErrs[j].Path })
+		return nil, schemaFailed("body", textErrs)
 	}
 	if v := r.input[op]; v != nil {
 		if errs := v.check(map[string]any(row)); errs != nil {

@@ -97,6 +97,7 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		// sorts among the values, so keyset pages ordered by it would
 		// repeat or skip rows: filtered, never ordered.
 		c.composite = holdsObjects(c.outForm)
+		c.textIn = c.outForm.Type == "" && len(c.outForm.Types) == 0 && c.inForm.Type == "string"
 	}
 	return cols, pk, nil
 }

@@ -18,9 +18,9 @@ import (
 //	money                        → string (formatted by lc_monetary; a number is accepted)
 //	bool                         → boolean
 //	uuid                         → string, format uuid
-//	timestamptz                  → string, format date-time
+//	timestamptz                  → string, format date-time (infinity and BC as Postgres writes them)
 //	timestamp                    → string (no offset: 2024-05-01T10:00:00)
-//	date                         → string, format date
+//	date                         → string, format date (the same)
 //	json, jsonb                  → any JSON value
 //	enum                         → string, one of its labels
 //	composite                    → object of its fields
@@ -150,6 +150,10 @@ WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, rel)
 	return s, nil
 }
 
+// outOfRange describes the values of the date and time types RFC 3339
+// has no form for.
+const outOfRange = `"infinity", "-infinity" and years BC ("0044-03-15 BC") come as Postgres writes them.`
+
 // builtinForm is the form of a base type of pg_catalog by name.
 func builtinForm(name string) *jsonschema.Schema {
 	switch name {
@@ -170,11 +174,11 @@ func builtinForm(name string) *jsonschema.Schema {
 	case "uuid":
 		return &jsonschema.Schema{Type: "string", Format: "uuid"}
 	case "timestamptz":
-		return &jsonschema.Schema{Type: "string", Format: "date-time"}
+		return &jsonschema.Schema{Type: "string", Format: "date-time", Description: outOfRange}
 	case "timestamp":
-		return &jsonschema.Schema{Type: "string", Description: "Timestamp without time zone, e.g. 2024-05-01T10:00:00."}
+		return &jsonschema.Schema{Type: "string", Description: "Timestamp without time zone, e.g. 2024-05-01T10:00:00. " + outOfRange}
 	case "date":
-		return &jsonschema.Schema{Type: "string", Format: "date"}
+		return &jsonschema.Schema{Type: "string", Format: "date", Description: outOfRange}
 	case "json", "jsonb":
 		return &jsonschema.Schema{Description: "Any JSON value."}
 	}

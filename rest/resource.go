@@ -47,7 +47,11 @@ type column struct {
 	// composite: its values are composites, or arrays of them; filtered
 	// when comparable, never ordered.
 	composite bool
-	key       string // its JSON object key with the colon: "col":
+	// textIn: a body gives its value as the type's text form only (a type
+	// whose rows carry the JSON of its cast to json, such as hstore:
+	// json_populate_record would hand an object's JSON to its parser).
+	textIn bool
+	key    string // its JSON object key with the colon: "col":
 
 	ndims           int                // declared array dimensions (int[][]: 2)
 	outForm, inForm *jsonschema.Schema // the JSON forms of its values in rows and in bodies (json_form.go)
@@ -141,6 +145,11 @@ func NewResource(ctx context.Context, d *db.DB, table string, opts *Config) (*Re
 	}
 	if err := r.build(&o, pk, pgx.Identifier{schema, name}.Sanitize()); err != nil {
 		return nil, fmt.Errorf("%w: table %q: %v", ErrBuild, table, err)
+	}
+	if tr, ok := r.repo.(*tableRepository); ok {
+		if err := tr.checkZone(ctx, d); err != nil {
+			return nil, fmt.Errorf("%w: table %q: %v", ErrBuild, table, err)
+		}
 	}
 	return r, nil
 }
@@ -399,15 +408,20 @@ func (r *Resource) Describe() *Description { return &r.desc }
 func (r *Resource) describe() {
 	d := &r.desc
 	d.Table, d.Schema = r.table, r.schema
-	d.Key = r.key.Column
+	described := func(c *column) Column {
+		dc := c.Column
+		dc.Sortable = orderable(c)
+		return dc
+	}
+	d.Key = described(r.key)
 	for _, c := range r.sel {
-		d.Columns = append(d.Columns, c.Column)
+		d.Columns = append(d.Columns, described(c))
 		if r.filterable == nil || r.filterable[c.Name] {
-			d.FilterColumns = append(d.FilterColumns, c.Column)
+			d.FilterColumns = append(d.FilterColumns, described(c))
 		}
 	}
 	for _, c := range r.cols {
-		d.AllColumns = append(d.AllColumns, c.Column)
+		d.AllColumns = append(d.AllColumns, described(c))
 	}
 	d.Row = rowSchema(r.sel, false)
 	d.DefaultLimit, d.MaxLimit, d.MaxBodyBytes = r.defaultLimit, r.maxLimit, r.maxBody

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -65,6 +66,21 @@ func (tr *tableRepository) newOutput(allJSON bool) *selectOutput {
 	o := &selectOutput{output: selectList(tr.sel, allJSON), allJSON: allJSON}
 	o.getSQL = "SELECT " + o.output + " FROM " + tr.table + " t WHERE " + tr.key.expr + " = $1" + tr.key.cast
 	return o
+}
+
+// checkZone selects every column as to_json from the start when the
+// sessions' TimeZone is one Go cannot load (a POSIX string such as
+// "UTC+3"), rather than failing the first read after every start with a
+// 503 (retyped): timestamps then carry Postgres's own offsets.
+func (tr *tableRepository) checkZone(ctx context.Context, d *db.DB) error {
+	var zone string
+	if err := d.Pool().QueryRow(ctx, `SELECT pg_catalog.current_setting('TimeZone')`).Scan(&zone); err != nil {
+		return fmt.Errorf("read the session TimeZone: %w", err)
+	}
+	if _, err := time.LoadLocation(zone); err != nil {
+		tr.out.Store(tr.newOutput(true))
+	}
+	return nil
 }
 
 // retyped handles a row that could not be rendered because a column's
@@ -139,6 +155,18 @@ func (tr *tableRepository) keyError(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") {
 		return badKey(tr.key.Name, "a valid "+tr.key.Type).WithCause(err)
+	}
+	return err
+}
+
+// valueError turns a syntax error (42601) of a write into the 400 of a
+// value Postgres could not read as its column's type: the statement's own
+// SQL is fixed, so the error comes from a type's input function (tsvector,
+// tsquery, ltree and other types report bad text so).
+func valueError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42601" {
+		return problem.New(problem.KindBadRequest, "A value has the wrong format for its column.").WithCause(err)
 	}
 	return err
 }
@@ -240,7 +268,8 @@ func (tr *tableRepository) Create(ctx context.Context, q db.Querier, values Row)
 		}
 		args = append(args, string(body))
 	}
-	return tr.queryRow(ctx, q, sql, args...)
+	raw, err := tr.queryRow(ctx, q, sql, args...)
+	return raw, valueError(err)
 }
 
 // Update sets the given columns through json_populate_record, like Create.
@@ -279,7 +308,7 @@ func (tr *tableRepository) Update(ctx context.Context, q db.Querier, key any, va
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, valueError(err)
 	}
 	return raw, nil
 }

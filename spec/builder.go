@@ -343,7 +343,9 @@ func listParams(d *rest.Description) []*parameter {
 	}
 	var cols []string
 	for _, c := range d.Filterable() {
-		cols = append(cols, c.Name)
+		if c.Sortable {
+			cols = append(cols, c.Name)
+		}
 	}
 	out = append(out,
 		&parameter{Name: "order", In: "query",
