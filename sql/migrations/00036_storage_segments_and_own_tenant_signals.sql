@@ -1,18 +1,21 @@
 -- Two defence-in-depth checks for the storage and realtime modules.
 --
--- Storage: the writers' policies of an opted-in bucket refuse object names
--- with a "." or ".." segment ('<tenant>/../<other tenant>/x'). The row was
--- the caller's folder's, but anything that normalizes the key (a file
--- backend, an S3 gateway, path.join in an application) would read or
--- overwrite another tenant's object. Installed policies are re-created.
+-- Storage: the insert and update policies of an opted-in bucket refuse a
+-- new object name with a "." or ".." segment ('<tenant>/../<other
+-- tenant>/x'). The row was the caller's folder's, but anything that
+-- normalizes the key (a file backend, an S3 gateway, path.join in an
+-- application) would read or overwrite another tenant's object. Names
+-- stored before stay readable and deletable. Installed policies are
+-- re-created.
 --
 -- Realtime: tablegate.broadcast_change, the change-signal trigger, sends to
--- the topic of the row's tenant. A signed-in writer (claims role
--- authenticated or anon) now signals its own active tenant only: a table
--- whose policies let a user write a row naming another tenant no longer
--- lets it post into that tenant's topics, which the send policy refuses
--- it. Writers without a user's claims (service_role, the backend) are
--- unchanged.
+-- the topic of the row's tenant. A user writer (claims with a subject, or
+-- the role authenticated or anon) now signals only the tenant the send
+-- policy lets it post into itself (its active tenant; a full member's with
+-- require_membership; none for an anonymous sign-in): a table whose
+-- policies let a user write a row naming another tenant no longer lets it
+-- post into that tenant's topics. Writers without a user's claims
+-- (service_role, the backend) are unchanged.
 
 -- +goose Up
 -- +goose StatementBegin
@@ -24,6 +27,7 @@ as $$
 declare
   own text;       -- the caller's folder: readers
   own_full text;  -- the same, for full users only: writers
+  own_new text;   -- the same, for a name written
 begin
   if require_membership then
     own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.member_tenant_id())::text', bucket);
@@ -36,16 +40,17 @@ begin
     own := own || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
     own_full := own_full || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
   end if;
-  -- No "." or ".." segment: the row is the folder's, but a server, proxy
-  -- or application that normalizes the path would read another's.
-  own_full := own_full || ' and not (''/'' || name || ''/'' like any (array[''%/./%'', ''%/../%'']))';
+  -- A new name has no "." or ".." segment: the row is the folder's, but
+  -- a server, proxy or application that normalizes the path would reach
+  -- another's. Names stored before stay readable and deletable.
+  own_new := own_full || ' and not (''/'' || name || ''/'' like any (array[''%/./%'', ''%/../%'']))';
   perform tablegate.drop_storage_policies_of(bucket);
   execute format('create policy %I on storage.objects for select to authenticated using (%s)',
     tablegate.storage_policy_name(bucket, 'select'), case when anon_read then own else own_full end);
   execute format('create policy %I on storage.objects for insert to authenticated with check (%s)',
-    tablegate.storage_policy_name(bucket, 'insert'), own_full);
+    tablegate.storage_policy_name(bucket, 'insert'), own_new);
   execute format('create policy %I on storage.objects for update to authenticated using (%s) with check (%s)',
-    tablegate.storage_policy_name(bucket, 'update'), own_full, own_full);
+    tablegate.storage_policy_name(bucket, 'update'), own_full, own_new);
   execute format('create policy %I on storage.objects for delete to authenticated using (%s)',
     tablegate.storage_policy_name(bucket, 'delete'), own_full);
 end
@@ -80,12 +85,17 @@ begin
   for i in 1 .. tg_nargs - 1 loop
     keys := keys || jsonb_build_object(tg_argv[i], rec -> tg_argv[i]);
   end loop;
-  -- A signed-in writer signals its own tenant only: a table whose policies
-  -- let it write a row naming another tenant must not let it post into
-  -- that tenant's topics, which its own messages may not reach. Writers
-  -- without a user's claims (service_role, the backend) signal any tenant.
-  if tablegate.claim_text('role') in ('authenticated', 'anon') then
-    writer_tenant := tablegate.current_tenant_id()::text;
+  -- A user writer (its claims name a subject, or the role authenticated
+  -- or anon) signals only the tenant whose topics the send policy lets it
+  -- post into itself: a table whose policies let it write a row naming
+  -- another tenant must not let it post there. Writers without a user's
+  -- claims (service_role, the backend, migrations) signal any tenant.
+  if tablegate.claim_text('sub') is not null or tablegate.claim_text('role') in ('authenticated', 'anon') then
+    if coalesce((select st.value = 'true' from tablegate.settings st where st.key = 'realtime_require_membership'), false) then
+      writer_tenant := tablegate.full_member_tenant_id()::text;
+    elsif not tablegate.is_anonymous() then
+      writer_tenant := tablegate.current_tenant_id()::text;
+    end if;
     if new_tenant is distinct from writer_tenant then
       new_tenant := null;
     end if;

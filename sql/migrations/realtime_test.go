@@ -282,4 +282,43 @@ grant usage on sequence public.notes_id_seq to authenticated, service_role;`)
 	if a, b := signals(tenantA), signals(tenantB); a != 2 || b != 1 {
 		t.Errorf("after a move from A to B: %d signals on A's topic, %d on B's; want 2, 1", a, b)
 	}
+
+	// A token without a role claim is a user all the same; an anonymous
+	// sign-in may not post even to its own tenant's topics; with
+	// require_membership, neither may a non-member.
+	noRole := authctx.NewUser(authctx.Claims{"sub": userA1, "tenant_id": tenantA}, "", nil).Caller()
+	guest := userAt("tenant_id", guestA, tenantA, true)
+	outsider := userAt("tenant_id", userB1, tenantA, false) // claims A, a member of B only
+	for _, w := range []struct {
+		who    string
+		c      authctx.Caller
+		tenant string
+		owner  string
+	}{
+		{"a token without a role names B", noRole, tenantB, userA1},
+		{"an anonymous sign-in names its own tenant", guest, tenantA, guestA},
+	} {
+		if err := exec(t, d, w.c, `insert into public.notes (tenant_id, owner_id, body) values ($1, $2, 'x')`, w.tenant, w.owner); err != nil {
+			t.Fatalf("%s: %v", w.who, err)
+		}
+		if a, b := signals(tenantA), signals(tenantB); a != 2 || b != 1 {
+			t.Errorf("after %s: %d signals on A's topic, %d on B's; want 2, 1", w.who, a, b)
+		}
+	}
+	admin(t, pool, `select tablegate.enable_realtime_policies(require_membership => true)`)
+	admin(t, pool, `insert into tablegate.tenants (id, name) values ($1, 'A'), ($2, 'B') on conflict do nothing`, tenantA, tenantB)
+	admin(t, pool, `insert into tablegate.memberships (user_id, scope, scope_id, roles) values ($1, 'tenant', $2, '{member}'), ($3, 'tenant', $4, '{member}')`,
+		userA1, tenantA, userB1, tenantB)
+	if err := exec(t, d, outsider, `insert into public.notes (tenant_id, owner_id, body) values ($1, $2, 'x')`, tenantA, userB1); err != nil {
+		t.Fatal(err)
+	}
+	if a := signals(tenantA); a != 2 {
+		t.Errorf("a non-member of A signalled A's topic with require_membership: %d signals, want 2", a)
+	}
+	if err := exec(t, d, full, `insert into public.notes (tenant_id, owner_id, body) values ($1, $2, 'x')`, tenantA, userA1); err != nil {
+		t.Fatal(err)
+	}
+	if a := signals(tenantA); a != 3 {
+		t.Errorf("a member of A did not signal A's topic with require_membership: %d signals, want 3", a)
+	}
 }

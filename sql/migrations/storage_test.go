@@ -128,6 +128,7 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 		{"full user", full, "files", tenantA + "/sub/..", "42501"},
 		{"full user", full, "avatars", tenantA + "/" + userA1 + "/../" + userA2 + "/x.png", "42501"},
 		{"full user", full, "files", tenantA + "/..x/a..b/.hidden", ""},
+		{"full user", full, "files", tenantA + "/../x", "42501"},
 	} {
 		if tc.bucket == "other-bucket" {
 			admin(t, pool, `insert into storage.buckets (id, name) values ('other-bucket', 'other') on conflict do nothing`)
@@ -137,6 +138,14 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 			t.Errorf("%s uploads %s/%s: SQLSTATE %q, want %q", tc.who, tc.bucket, tc.name, got, tc.want)
 		}
 	}
+
+	// A name with a dot segment stored before the check stays its
+	// folder's: readable, not renamed into another folder.
+	admin(t, pool, `insert into storage.objects (bucket_id, name) values ('files', $1)`, tenantA+"/../old.txt")
+	if got := scalar[int](t, d, full, `select count(*) from storage.objects where name = $1`, tenantA+"/../old.txt"); got != 1 {
+		t.Errorf("full user reads %d stored dot-segment objects, want 1", got)
+	}
+	admin(t, pool, `delete from storage.objects where name = $1`, tenantA+"/../old.txt")
 
 	// Overwrites, moves and deletes.
 	affect := func(c authctx.Caller, sql string, args ...any) (int64, string) {
