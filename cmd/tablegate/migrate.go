@@ -42,7 +42,7 @@ run "tablegate migrate up" first, then "tablegate migrate up --dir DIR".
 The database comes from --database-url, else DATABASE_URL.
 `
 
-func runMigrate(ctx context.Context, e *env, args []string) (err error) {
+func runMigrate(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, migrateUsage)
 		return usagef("missing subcommand: up, down or status")
@@ -89,11 +89,7 @@ func runMigrate(ctx context.Context, e *env, args []string) (err error) {
 		// goose creates its table on any subcommand, and an up that fails
 		// part way has created it too: close it whatever happened.
 		// tablegate's own table is closed by migration 00016.
-		defer func() {
-			if cerr := closeVersionTable(context.WithoutCancel(ctx), pool, goose.DefaultTablename); cerr != nil && err == nil {
-				err = cerr
-			}
-		}()
+		defer closeVersionTable(ctx, e.stderr, pool, goose.DefaultTablename)
 	}
 	switch sub {
 	case "up":
@@ -140,21 +136,35 @@ func dirMigrator(dir string) migratorFunc {
 // security fixes included, are skipped) or delete rows (so they run
 // again). Every privilege of the API roles on the table and its sequences
 // is revoked and row-level security is enabled with no policy (the owner,
-// who migrates, is not bound by it). No table, no change.
-func closeVersionTable(ctx context.Context, pool *pgxpool.Pool, table string) error {
+// who migrates, is not bound by it).
+//
+// A table already closed, or none, is left alone. Closing is best effort:
+// the migration's own outcome stands, and what could not be done (the
+// role does not own the table, a read-only server, a lock held past
+// lockWait) is a warning on w saying how to do it by hand.
+func closeVersionTable(ctx context.Context, w io.Writer, pool *pgxpool.Pool, table string) {
+	if ctx.Err() != nil {
+		return
+	}
 	var rel string
+	var rls, open bool
 	var roles, seqs []string
-	err := pool.QueryRow(ctx, `select c.oid::regclass::text,
+	err := pool.QueryRow(ctx, `select c.oid::regclass::text, c.relrowsecurity,
   array(select quote_ident(r.rolname) from pg_catalog.pg_roles r
         where r.rolname in ('anon', 'authenticated', 'service_role') order by 1),
   array(select s from pg_catalog.pg_attribute a, pg_catalog.pg_get_serial_sequence(c.oid::regclass::text, a.attname) s
-        where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped and s is not null)
-from pg_catalog.pg_class c where c.oid = to_regclass($1)`, table).Scan(&rel, &roles, &seqs)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && rel == "") {
-		return nil
+        where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped and s is not null),
+  exists (select from pg_catalog.pg_roles r
+          where r.rolname in ('anon', 'authenticated', 'service_role')
+            and (pg_catalog.has_table_privilege(r.oid, c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')))
+    or exists (select from pg_catalog.aclexplode(coalesce(c.relacl, pg_catalog.acldefault('r', c.relowner))) x
+               where x.grantee = 0)
+from pg_catalog.pg_class c where c.oid = to_regclass($1)`, table).Scan(&rel, &rls, &roles, &seqs, &open)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return
 	}
-	if err != nil {
-		return fmt.Errorf("close the version table %s to the API roles: %w", table, err)
+	if err == nil && rls && !open {
+		return
 	}
 	grantees := strings.Join(append([]string{"public"}, roles...), ", ")
 	stmts := []string{"revoke all on table " + rel + " from " + grantees,
@@ -162,13 +172,30 @@ from pg_catalog.pg_class c where c.oid = to_regclass($1)`, table).Scan(&rel, &ro
 	for _, sq := range seqs {
 		stmts = append(stmts, "revoke all on sequence "+sq+" from "+grantees)
 	}
-	for _, st := range stmts {
-		if _, err := pool.Exec(ctx, st); err != nil {
-			return fmt.Errorf("close the version table %s to the API roles: %w", rel, err)
-		}
+	if err == nil {
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "set local lock_timeout = '"+lockWait+"'"); err != nil {
+				return err
+			}
+			for _, st := range stmts {
+				if _, err := tx.Exec(ctx, st); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
-	return nil
+	if err != nil && ctx.Err() == nil {
+		if rel == "" {
+			rel = table
+		}
+		fmt.Fprintf(w, "! could not close the version table %s to the API roles (%v): anyone with the API's key may change it; as its owner run: %s\n",
+			rel, err, strings.Join(stmts, "; "))
+	}
 }
+
+// lockWait bounds how long closing the version table waits for its lock.
+const lockWait = "5s"
 
 // databaseURL returns the first database URL given: the --database-url
 // flag, else $DATABASE_URL, else the config file's database_url (pass ""

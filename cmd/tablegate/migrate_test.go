@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablegate/tablegate/internal/pgtest"
 	"github.com/tablegate/tablegate/sql/migrations"
@@ -224,4 +225,29 @@ alter table public.goose_db_version disable row level security`); err != nil {
 	}
 	up()
 	closed("after an up with nothing pending")
+
+	// A closed table is left alone: a status does not wait behind a
+	// reader of the table for the lock the closing takes.
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), `select count(*) from public.goose_db_version`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "status", "--dir", dir); r.code != 0 || time.Since(start) > 4*time.Second {
+		t.Errorf("status --dir beside a reader: %d after %v\n%s%s", r.code, time.Since(start), r.stdout, r.stderr)
+	}
+	_ = tx.Rollback(t.Context())
+
+	// Closing is best effort: on a read-only server the status stands, and
+	// a warning says what to run.
+	if _, err := pool.Exec(t.Context(), `grant all on public.goose_db_version to anon`); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, map[string]string{"DATABASE_URL": url + "&options=-c%20default_transaction_read_only%3Don"}, "migrate", "status", "--dir", dir)
+	if r.code != 0 || !strings.Contains(r.stderr, "could not close the version table") || !strings.Contains(r.stderr, "revoke all on table") {
+		t.Errorf("status --dir on a read-only server: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
