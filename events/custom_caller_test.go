@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/events"
+	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
 
@@ -29,6 +31,11 @@ func TestStreamUsesTheResourcesCaller(t *testing.T) {
 			return authctx.Anon(authctx.ReasonNone), nil
 		case "alice":
 			return authctx.NewUser(authctx.Claims{"sub": alice, "role": "authenticated", "tenant_id": tenantA}, "", nil), nil
+		case "expired":
+			return authctx.NewUser(authctx.Claims{"sub": alice, "role": "authenticated", "tenant_id": tenantA,
+				"exp": float64(time.Now().Add(-time.Hour).Unix())}, "", nil), nil
+		case "refused":
+			return authctx.Auth{}, problem.New(problem.KindUnauthorized, "Sign in again.")
 		}
 		return authctx.Auth{}, errors.New("lookup failed for secret-app-key-123")
 	}
@@ -53,6 +60,15 @@ func TestStreamUsesTheResourcesCaller(t *testing.T) {
 	failed := subscribeTo(t, srv.URL, "X-App-User", "mallory")
 	if failed.status != 500 || strings.Contains(failed.body, "secret-app-key") {
 		t.Errorf("caller function error: %d %s, want 500 without the error's text", failed.status, failed.body)
+	}
+
+	// The function's own problem answers as on the resource's routes, and
+	// a token whose exp has passed opens no stream.
+	if r := subscribeTo(t, srv.URL, "X-App-User", "refused"); r.status != 401 || !strings.Contains(r.body, "Sign in again.") {
+		t.Errorf("caller function's 401: %d %s", r.status, r.body)
+	}
+	if r := subscribeTo(t, srv.URL, "X-App-User", "expired"); r.status != 401 {
+		t.Errorf("expired custom caller: %d %s, want 401", r.status, r.body)
 	}
 
 	c := subscribeTo(t, srv.URL, "X-App-User", "alice")

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -241,10 +242,15 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// authctx middleware's result.
 	res, err := st.res.ResolveCaller(r)
 	if err != nil {
+		if p, ok := problem.As(err); ok { // the function's own answer (401, 503), as on the resource's routes
+			st.problems.Write(w, p)
+			return
+		}
 		st.h.log.Error("events: the resource's caller function failed", "table", st.name, "error", err)
 		st.problems.Write(w, problem.New(problem.KindUnexpected, "The server could not resolve the caller."))
 		return
 	}
+	res.Auth = withClaimedExpiry(res.Auth)
 	if p := authctx.Admit(res.Auth, st.allow...); p != nil {
 		st.problems.Write(w, p)
 		return
@@ -328,6 +334,36 @@ func (st *Stream) crossSite(r *http.Request, res authctx.Result) *problem.Proble
 			"A cross-site request may not rely on the session cookie; send the token as a Bearer header.")
 	}
 	return nil
+}
+
+// withClaimedExpiry returns a, with the expiry of its exp claim when it is
+// a user whose ExpiresAt is unset (a custom caller built with
+// authctx.NewUser): a stream must end when its token does.
+func withClaimedExpiry(a authctx.Auth) authctx.Auth {
+	if a.User == nil || !a.User.ExpiresAt.IsZero() {
+		return a
+	}
+	var exp float64
+	switch v := a.User.Claims["exp"].(type) {
+	case float64:
+		exp = v
+	case int64:
+		exp = float64(v)
+	case int:
+		exp = float64(v)
+	case json.Number:
+		f, err := v.Float64()
+		if err != nil {
+			return a
+		}
+		exp = f
+	default:
+		return a
+	}
+	u := *a.User
+	u.ExpiresAt = time.Unix(int64(exp), 0)
+	a.User = &u
+	return a
 }
 
 // parse reads the query and Last-Event-ID.

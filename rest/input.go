@@ -93,11 +93,9 @@ func (r *Resource) parseBody(op Operation, body []byte) (Row, error) {
 			errs = append(errs, problem.FieldError{Path: "/" + pointerEscape(k), Message: "is not a column"})
 		case c.ReadOnly || (op == OpUpdate && c == r.key):
 			errs = append(errs, problem.FieldError{Path: "/" + pointerEscape(k), Message: "is read-only"})
-		case c.textIn && row[k] != nil:
-			if _, isText := row[k].(string); !isText {
-				textErrs = append(textErrs, problem.FieldError{Path: "/" + pointerEscape(k),
-					Message: "must be a string: the " + c.Type + " text form"})
-			}
+		case c.textIn && !isText(row[k], c.textArrays):
+			textErrs = append(textErrs, problem.FieldError{Path: "/" + pointerEscape(k),
+				Message: "must be the " + c.Type + " text form (a string, or an array of them)"})
 		}
 	}
 	if errs != nil {

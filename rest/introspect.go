@@ -65,7 +65,7 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		return nil, nil, errors.New("no such table or view, or it has no columns")
 	}
 	seen := map[uint32]bool{}
-	forms := &typeForms{ctx: ctx, d: d, cache: map[formKey]*jsonschema.Schema{}}
+	forms := &typeForms{ctx: ctx, d: d, cache: map[formKey]formEntry{}}
 	for _, c := range cols {
 		if c.outForm, err = forms.columnForm(c.typeOID, c.ndims, false); err != nil {
 			return nil, nil, fmt.Errorf("introspect: column %s: %w", c.Name, err)
@@ -97,7 +97,7 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		// sorts among the values, so keyset pages ordered by it would
 		// repeat or skip rows: filtered, never ordered.
 		c.composite = holdsObjects(c.outForm)
-		c.textIn = c.outForm.Type == "" && len(c.outForm.Types) == 0 && c.inForm.Type == "string"
+		c.textIn, c.textArrays = textOnly(c.outForm, c.inForm)
 	}
 	return cols, pk, nil
 }

@@ -38,26 +38,41 @@ type formKey struct {
 	input bool
 }
 
+// formEntry is a cached form and its size in schema nodes.
+type formEntry struct {
+	s     *jsonschema.Schema
+	nodes int
+}
+
 // typeForms reads the JSON forms of types, caching them within one
 // introspection.
 type typeForms struct {
-	ctx   context.Context
-	d     *db.DB
-	cache map[formKey]*jsonschema.Schema
+	ctx    context.Context
+	d      *db.DB
+	cache  map[formKey]formEntry
+	budget int // schema nodes left for the column being described
 }
 
-// maxFormDepth bounds nesting (arrays of composites of arrays …).
-const maxFormDepth = 16
+const (
+	// maxFormDepth bounds nesting (arrays of composites of arrays …).
+	maxFormDepth = 16
+	// maxFormNodes bounds the schema of one column: composites nest
+	// composites, and one whose four fields are each of the type below,
+	// eight levels down, would describe 65 536 leaves (and take seconds
+	// and gigabytes to build). Past it a composite is described as an
+	// object, anything else as any value.
+	maxFormNodes = 512
+)
 
-// form returns the non-null JSON form of type oid; the caller owns the
-// result (a fresh copy).
-func (f *typeForms) form(oid uint32, input bool, depth int) (*jsonschema.Schema, error) {
+// form returns the non-null JSON form of type oid (the caller owns the
+// result, a fresh copy), its size in nodes, and whether it was cut short by
+// the depth or node bound (cut forms are not cached: the same type reached
+// with more room is described in full).
+func (f *typeForms) form(oid uint32, input bool, depth int) (*jsonschema.Schema, int, bool, error) {
 	k := formKey{oid, input}
-	if s, ok := f.cache[k]; ok {
-		return s.CloneSchemas(), nil
-	}
-	if depth > maxFormDepth {
-		return &jsonschema.Schema{Description: "A nested value (too deep to describe)."}, nil
+	if e, ok := f.cache[k]; ok && e.nodes <= f.budget {
+		f.budget -= e.nodes
+		return e.s.CloneSchemas(), e.nodes, false, nil
 	}
 	var (
 		kind, ns, name  string
@@ -74,19 +89,30 @@ func (f *typeForms) form(oid uint32, input bool, depth int) (*jsonschema.Schema,
 FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
 WHERE t.oid = $1`, oid).Scan(&kind, &ns, &name, &array, &base, &elem, &rel, &jsonCast, &labels)
 	if err != nil {
-		return nil, fmt.Errorf("the JSON form of type %d: %w", oid, err)
+		return nil, 0, false, fmt.Errorf("the JSON form of type %d: %w", oid, err)
 	}
+	if depth > maxFormDepth || f.budget <= 0 {
+		if kind == "c" {
+			return &jsonschema.Schema{Type: "object", Description: "A composite value (too large to describe here)."}, 1, true, nil
+		}
+		return &jsonschema.Schema{Description: "A nested value (too large to describe here)."}, 1, true, nil
+	}
+	f.budget--
+	nodes, cut := 1, false
 	var s *jsonschema.Schema
 	switch {
 	case kind == "d":
-		if s, err = f.form(base, input, depth+1); err != nil {
-			return nil, err
+		var n int
+		if s, n, cut, err = f.form(base, input, depth+1); err != nil {
+			return nil, 0, false, err
 		}
+		nodes += n
 	case array:
-		el, err := f.form(elem, input, depth+1)
+		el, n, c, err := f.form(elem, input, depth+1)
 		if err != nil {
-			return nil, err
+			return nil, 0, false, err
 		}
+		nodes, cut = nodes+n, c
 		s = &jsonschema.Schema{Type: "array", Items: nullable(el, false)} // elements may be NULL
 	case kind == "e":
 		s = &jsonschema.Schema{Type: "string", Enum: make([]any, len(labels))}
@@ -94,9 +120,11 @@ WHERE t.oid = $1`, oid).Scan(&kind, &ns, &name, &array, &base, &elem, &rel, &jso
 			s.Enum[i] = l
 		}
 	case kind == "c":
-		if s, err = f.composite(rel, input, depth); err != nil {
-			return nil, err
+		var n int
+		if s, n, cut, err = f.composite(rel, input, depth); err != nil {
+			return nil, 0, false, err
 		}
+		nodes += n
 	case jsonCast && !input:
 		s = &jsonschema.Schema{Description: "Any JSON value, as the type's cast to json renders it."}
 	case jsonCast:
@@ -106,17 +134,20 @@ WHERE t.oid = $1`, oid).Scan(&kind, &ns, &name, &array, &base, &elem, &rel, &jso
 	default:
 		s = &jsonschema.Schema{Type: "string"}
 	}
-	f.cache[k] = s
-	return s.CloneSchemas(), nil
+	if !cut {
+		f.cache[k] = formEntry{s: s.CloneSchemas(), nodes: nodes}
+	}
+	return s, nodes, cut, nil
 }
 
 // composite is the object form of composite relation rel: every field as
-// a key, in field order, each nullable.
-func (f *typeForms) composite(rel uint32, input bool, depth int) (*jsonschema.Schema, error) {
+// a key, in field order, each nullable; its size in nodes and whether a
+// field's form was cut short.
+func (f *typeForms) composite(rel uint32, input bool, depth int) (*jsonschema.Schema, int, bool, error) {
 	rows, err := f.d.Pool().Query(f.ctx, `SELECT attname, atttypid FROM pg_catalog.pg_attribute
 WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, rel)
 	if err != nil {
-		return nil, fmt.Errorf("the fields of a composite type: %w", err)
+		return nil, 0, false, fmt.Errorf("the fields of a composite type: %w", err)
 	}
 	type field struct {
 		name string
@@ -127,27 +158,29 @@ WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, rel)
 		var fl field
 		if err := rows.Scan(&fl.name, &fl.oid); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, 0, false, err
 		}
 		fields = append(fields, fl)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
+	nodes, cut := 0, false
 	for _, fl := range fields {
-		fs, err := f.form(fl.oid, input, depth+1)
+		fs, n, c, err := f.form(fl.oid, input, depth+1)
 		if err != nil {
-			return nil, err
+			return nil, 0, false, err
 		}
+		nodes, cut = nodes+n, cut || c
 		s.Properties[fl.name] = nullable(fs, false)
 		s.PropertyOrder = append(s.PropertyOrder, fl.name)
 		if !input {
 			s.Required = append(s.Required, fl.name) // to_json writes every field
 		}
 	}
-	return s, nil
+	return s, nodes, cut, nil
 }
 
 // outOfRange describes the values of the date and time types RFC 3339
@@ -189,7 +222,8 @@ func builtinForm(name string) *jsonschema.Schema {
 // ndims array dimensions: a column declared int[][] holds arrays of arrays
 // (sub-arrays are never NULL; elements may be).
 func (f *typeForms) columnForm(oid uint32, ndims int, input bool) (*jsonschema.Schema, error) {
-	s, err := f.form(oid, input, 0)
+	f.budget = maxFormNodes
+	s, _, _, err := f.form(oid, input, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +270,39 @@ func holdsObjects(s *jsonschema.Schema) bool {
 		if s.Type == "object" || slices.Contains(s.Types, "object") {
 			return true
 		}
+	}
+	return false
+}
+
+// textOnly reports whether a body gives values of this form as their text
+// only (rows carry any JSON, bodies a string: a type with a cast to json),
+// and in how many levels of arrays (0 for the type itself).
+func textOnly(out, in *jsonschema.Schema) (bool, int) {
+	for arrays := 0; out != nil && in != nil; arrays++ {
+		if out.Type == "" && len(out.Types) == 0 {
+			return in.Type == "string" || slices.Contains(in.Types, "string"), arrays
+		}
+		out, in = out.Items, in.Items
+	}
+	return false, 0
+}
+
+// isText reports whether v is a string or null, inside arrays levels of
+// arrays at most (Postgres does not enforce an array's dimensions).
+func isText(v any, arrays int) bool {
+	switch x := v.(type) {
+	case nil, string:
+		return true
+	case []any:
+		if arrays == 0 {
+			return false
+		}
+		for _, e := range x {
+			if !isText(e, arrays) {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }

@@ -50,8 +50,9 @@ type column struct {
 	// textIn: a body gives its value as the type's text form only (a type
 	// whose rows carry the JSON of its cast to json, such as hstore:
 	// json_populate_record would hand an object's JSON to its parser).
-	textIn bool
-	key    string // its JSON object key with the colon: "col":
+	textIn     bool
+	textArrays int    // textIn inside this many levels of arrays
+	key        string // its JSON object key with the colon: "col":
 
 	ndims           int                // declared array dimensions (int[][]: 2)
 	outForm, inForm *jsonschema.Schema // the JSON forms of its values in rows and in bodies (json_form.go)

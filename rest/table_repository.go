@@ -159,14 +159,18 @@ func (tr *tableRepository) keyError(err error) error {
 	return err
 }
 
-// valueError turns a syntax error (42601) of a write into the 400 of a
-// value Postgres could not read as its column's type: the statement's own
-// SQL is fixed, so the error comes from a type's input function (tsvector,
-// tsquery, ltree and other types report bad text so).
+// valueError turns an error a type's input function raised for a value
+// of a write into the 400 of a value Postgres could not read as its
+// column's type: a syntax error (42601: tsvector, tsquery, ltree), a name
+// too long (42622: an ltree label) or a size limit (54000: a tsvector
+// word). The statement's own SQL is fixed, so such an error without a
+// context comes from reading a value; one raised inside a function (a
+// trigger's dynamic SQL) has a context and stays the server's error.
 func valueError(err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "42601" {
-		return problem.New(problem.KindBadRequest, "A value has the wrong format for its column.").WithCause(err)
+	if errors.As(err, &pe) && pe.Where == "" && pe.InternalQuery == "" &&
+		(pe.Code == "42601" || pe.Code == "42622" || pe.Code == "54000") {
+		return problem.New(problem.KindBadRequest, "A value has the wrong format or size for its column.").WithCause(err)
 	}
 	return err
 }
