@@ -81,3 +81,31 @@ func TestStreamUsesTheResourcesCaller(t *testing.T) {
 		t.Errorf("event key %v, want %d", k, id)
 	}
 }
+
+// TestStreamJudgesTheSessionCookie: a Config.Caller that passes on the
+// middleware's caller, resolved from the session cookie, keeps the
+// stream's cross-site check: a cross-site page may not open a stream on
+// the visitor's session.
+func TestStreamJudgesTheSessionCookie(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	res, err := rest.NewResource(t.Context(), b.db, "todos", &rest.Config{
+		Select: []string{"id", "tenant_id", "owner_id", "title", "done"},
+		Caller: func(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom(r.Context()), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.hub.Stream(t.Context(), res, &events.StreamOpts{Table: true, Resolver: b.rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.rv.Middleware(st))
+	t.Cleanup(srv.Close)
+	cookie := b.sessionCookie(b.token(alice, tenantA, false))
+	if c := subscribeTo(t, srv.URL, "Cookie", cookie, "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"); c.status != 403 {
+		t.Errorf("cross-site stream on the session cookie: %d %s, want 403", c.status, c.body)
+	}
+	if c := subscribeTo(t, srv.URL, "Cookie", cookie, "Sec-Fetch-Site", "same-origin"); c.status != 200 {
+		t.Errorf("same-origin stream on the session cookie: %d %s, want 200", c.status, c.body)
+	}
+}

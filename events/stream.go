@@ -242,7 +242,13 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// authctx middleware's result.
 	res, err := st.res.ResolveCaller(r)
 	if err != nil {
-		if p, ok := problem.As(err); ok { // the function's own answer (401, 503), as on the resource's routes
+		// The function's own answer (401, 503), or a database error's, as
+		// on the resource's routes.
+		if p, ok := problem.As(err); ok {
+			st.problems.Write(w, p)
+			return
+		}
+		if p, ok := problem.As(db.Problem(err)); ok && p.Kind != problem.KindUnexpected {
 			st.problems.Write(w, p)
 			return
 		}
@@ -262,6 +268,14 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := st.crossSite(r, res); p != nil {
 		st.problems.Write(w, p)
 		return
+	}
+	// A Config.Caller may pass on the middleware's caller, resolved from
+	// the session cookie: that cookie is judged too.
+	if mw, ok := authctx.FromContext(r.Context()); ok && res.Source != authctx.SourceCookie {
+		if p := st.crossSite(r, mw); p != nil {
+			st.problems.Write(w, p)
+			return
+		}
 	}
 	s, last, p := st.parse(r)
 	if p != nil {
@@ -358,6 +372,9 @@ func withClaimedExpiry(a authctx.Auth) authctx.Auth {
 		}
 		exp = f
 	default:
+		return a
+	}
+	if exp <= 0 || exp > 1<<40 { // not a time a token expires at
 		return a
 	}
 	u := *a.User

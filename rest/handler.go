@@ -268,6 +268,9 @@ func (r *Resource) ResolveCaller(req *http.Request) (authctx.Result, error) {
 		if err != nil {
 			return authctx.Result{}, err
 		}
+		if a.Kind == "" { // the zero Auth: anon, as the resource's routes take it
+			a = authctx.Anon(authctx.ReasonNone)
+		}
 		return authctx.Result{Auth: a, Source: authctx.SourceResolver}, nil
 	}
 	if res, ok := authctx.FromContext(req.Context()); ok {

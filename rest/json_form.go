@@ -83,7 +83,8 @@ func (f *typeForms) form(oid uint32, input bool, depth int) (*jsonschema.Schema,
 	err := f.d.Pool().QueryRow(f.ctx, `SELECT t.typtype, n.nspname, t.typname, t.typcategory = 'A' AND t.typelem <> 0,
        t.typbasetype, t.typelem, t.typrelid,
        t.oid >= 16384 AND EXISTS (SELECT FROM pg_catalog.pg_cast c
-                                  WHERE c.castsource = t.oid AND c.casttarget = 'pg_catalog.json'::pg_catalog.regtype),
+                                  WHERE c.castsource = t.oid AND c.casttarget = 'pg_catalog.json'::pg_catalog.regtype
+                                    AND c.castmethod = 'f'),
        CASE WHEN t.typtype = 'e' THEN ARRAY(SELECT e.enumlabel::text FROM pg_catalog.pg_enum e
                                             WHERE e.enumtypid = t.oid ORDER BY e.enumsortorder) END
 FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace

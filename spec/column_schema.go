@@ -43,13 +43,17 @@ func columnSchema(c rest.Column, row *jsonschema.Schema) (*omap, error) {
 // numberFormat adds the OpenAPI format of a number type (and of the
 // elements of an array of one) to s.
 func numberFormat(s *omap, typname string) {
-	for len(typname) > 1 && typname[0] == '_' {
-		items, ok := s.get("items")
-		if !ok {
-			return
-		}
-		if s, ok = items.(*omap); !ok {
-			return
+	if len(typname) > 1 && typname[0] == '_' {
+		// The elements, under as many levels of arrays as the schema has
+		// (int4[][] nests arrays in one array type).
+		for {
+			items, ok := s.get("items")
+			if !ok {
+				break
+			}
+			if s, ok = items.(*omap); !ok {
+				return
+			}
 		}
 		typname = typname[1:]
 	}

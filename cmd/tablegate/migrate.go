@@ -156,7 +156,13 @@ func closeVersionTable(ctx context.Context, w io.Writer, pool *pgxpool.Pool, tab
         where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped and s is not null),
   exists (select from pg_catalog.pg_roles r
           where r.rolname in ('anon', 'authenticated', 'service_role')
-            and (pg_catalog.has_table_privilege(r.oid, c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')))
+            and (pg_catalog.has_table_privilege(r.oid, c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+                 or exists (select from pg_catalog.pg_depend d
+                            join pg_catalog.pg_class sq on sq.oid = d.objid and sq.relkind = 'S'
+                            where d.refobjid = c.oid and d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+                              and d.deptype in ('a', 'i')
+                              and case when sq.relkind = 'S' -- evaluated after the filter, whatever the plan
+                                       then pg_catalog.has_sequence_privilege(r.oid, sq.oid, 'USAGE, SELECT, UPDATE') end)))
     or exists (select from pg_catalog.aclexplode(coalesce(c.relacl, pg_catalog.acldefault('r', c.relowner))) x
                where x.grantee = 0)
 from pg_catalog.pg_class c where c.oid = to_regclass($1)`, table).Scan(&rel, &rls, &roles, &seqs, &open)
@@ -165,6 +171,9 @@ from pg_catalog.pg_class c where c.oid = to_regclass($1)`, table).Scan(&rel, &rl
 	}
 	if err == nil && rls && !open {
 		return
+	}
+	if err != nil { // the hint names what the query would have
+		rel, roles = table, []string{"anon", "authenticated", "service_role"}
 	}
 	grantees := strings.Join(append([]string{"public"}, roles...), ", ")
 	stmts := []string{"revoke all on table " + rel + " from " + grantees,

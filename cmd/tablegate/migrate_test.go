@@ -165,7 +165,7 @@ alter default privileges in schema public grant all on sequences to anon, authen
 	}
 	up := func() {
 		t.Helper()
-		if r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "up", "--dir", dir); r.code != 0 {
+		if r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "up", "--dir", dir); r.code != 0 || r.stderr != "" {
 			t.Fatalf("migrate up --dir: %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 	}
@@ -225,6 +225,21 @@ alter table public.goose_db_version disable row level security`); err != nil {
 	}
 	up()
 	closed("after an up with nothing pending")
+
+	// A table closed by hand whose id sequence is still granted.
+	var seq string
+	if err := pool.QueryRow(t.Context(), `select s from pg_attribute a, pg_get_serial_sequence('public.goose_db_version', a.attname) s
+where a.attrelid = 'public.goose_db_version'::regclass and a.attnum > 0 and s is not null`).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `grant usage, select, update on sequence `+seq+` to anon`); err != nil {
+		t.Fatal(err)
+	}
+	up()
+	var seqOpen bool
+	if err := pool.QueryRow(t.Context(), `select has_sequence_privilege('anon', $1, 'USAGE, SELECT, UPDATE')`, seq).Scan(&seqOpen); err != nil || seqOpen {
+		t.Errorf("goose_db_version's sequence %s still granted to anon after up (%v)", seq, err)
+	}
 
 	// A closed table is left alone: a status does not wait behind a
 	// reader of the table for the lock the closing takes.

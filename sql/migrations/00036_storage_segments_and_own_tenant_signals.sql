@@ -10,12 +10,13 @@
 --
 -- Realtime: tablegate.broadcast_change, the change-signal trigger, sends to
 -- the topic of the row's tenant. A user writer (claims with a subject, or
--- the role authenticated or anon) now signals only the tenant the send
--- policy lets it post into itself (its active tenant; a full member's with
--- require_membership; none for an anonymous sign-in): a table whose
--- policies let a user write a row naming another tenant no longer lets it
--- post into that tenant's topics. Writers without a user's claims
--- (service_role, the backend) are unchanged.
+-- the role authenticated or anon) now signals a tenant only if the send
+-- policy lets it post there itself (its active tenant; a full member's
+-- with require_membership) or it is a member of that tenant; an anonymous
+-- sign-in signals nothing. A table whose policies let a user write a row
+-- naming a tenant it has nothing to do with no longer lets it post into
+-- that tenant's topics. Writers without a user's claims (service_role, the
+-- backend) are unchanged.
 
 -- +goose Up
 -- +goose StatementBegin
@@ -86,21 +87,29 @@ begin
     keys := keys || jsonb_build_object(tg_argv[i], rec -> tg_argv[i]);
   end loop;
   -- A user writer (its claims name a subject, or the role authenticated
-  -- or anon) signals only the tenant whose topics the send policy lets it
-  -- post into itself: a table whose policies let it write a row naming
-  -- another tenant must not let it post there. Writers without a user's
-  -- claims (service_role, the backend, migrations) signal any tenant.
+  -- or anon) signals a tenant's topics only if the send policy lets it
+  -- post there itself (its active tenant; a full member's with
+  -- require_membership), or if it is a member of that tenant: a table
+  -- whose policies let it write a row naming a tenant it has nothing to do
+  -- with must not let it post there. An anonymous sign-in signals nothing.
+  -- Writers without a user's claims (service_role, the backend,
+  -- migrations) signal any tenant.
   if tablegate.claim_text('sub') is not null or tablegate.claim_text('role') in ('authenticated', 'anon') then
-    if coalesce((select st.value = 'true' from tablegate.settings st where st.key = 'realtime_require_membership'), false) then
-      writer_tenant := tablegate.full_member_tenant_id()::text;
-    elsif not tablegate.is_anonymous() then
-      writer_tenant := tablegate.current_tenant_id()::text;
-    end if;
-    if new_tenant is distinct from writer_tenant then
+    if tablegate.is_anonymous() then
       new_tenant := null;
-    end if;
-    if old_tenant is distinct from writer_tenant then
       old_tenant := null;
+    else
+      if coalesce((select st.value = 'true' from tablegate.settings st where st.key = 'realtime_require_membership'), false) then
+        writer_tenant := tablegate.full_member_tenant_id()::text;
+      else
+        writer_tenant := tablegate.current_tenant_id()::text;
+      end if;
+      if new_tenant is distinct from writer_tenant and not coalesce(tablegate.is_member('tenant', new_tenant), false) then
+        new_tenant := null;
+      end if;
+      if old_tenant is distinct from writer_tenant and not coalesce(tablegate.is_member('tenant', old_tenant), false) then
+        old_tenant := null;
+      end if;
     end if;
   end if;
   payload := jsonb_build_object('schema', tg_table_schema, 'table', tg_table_name,

@@ -321,4 +321,13 @@ grant usage on sequence public.notes_id_seq to authenticated, service_role;`)
 	if a := signals(tenantA); a != 3 {
 		t.Errorf("a member of A did not signal A's topic with require_membership: %d signals, want 3", a)
 	}
+
+	// A member of two tenants, active in A, writing a row of B signals B.
+	admin(t, pool, `insert into tablegate.memberships (user_id, scope, scope_id, roles) values ($1, 'tenant', $2, '{member}')`, userA1, tenantB)
+	if err := exec(t, d, full, `insert into public.notes (tenant_id, owner_id, body) values ($1, $2, 'x')`, tenantB, userA1); err != nil {
+		t.Fatal(err)
+	}
+	if b := signals(tenantB); b != 2 {
+		t.Errorf("a member of A and B, active in A, wrote a row of B: %d signals on B's topic, want 2", b)
+	}
 }
