@@ -208,3 +208,20 @@ func TestLargeCompositesDescribedInBounds(t *testing.T) {
 		t.Errorf("order by a huge composite: %s", r)
 	}
 }
+
+// TestListValueErrorsAre400: a filter value Postgres cannot take for its
+// column (a date past its range, a number past its type's) is the caller's
+// mistake: 400, not the 422 a body's value gets.
+func TestListValueErrorsAre400(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(`create table lv (id int8 primary key, d date, n int2, s text); grant select on lv to authenticated;
+insert into lv values (1, '2024-01-01', 1, 'a')`)
+	s := server(t, "lv", b.resource("lv", nil))
+	for _, q := range []string{"d=gt.5874898-01-01", "n=gt.99999"} {
+		k, v, _ := strings.Cut(q, "=")
+		if r := do(t, s, "GET", "/api/lv?"+k+"="+url.QueryEscape(v), alice, ""); r.status != 400 {
+			t.Errorf("%s: %s, want 400", q, r)
+		}
+	}
+}

@@ -3,11 +3,14 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/problem"
 )
 
 // sqlArgs collects bound parameters and hands out their placeholders.
@@ -270,7 +273,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 
 	rows, err := q.Query(ctx, b.String(), args.vals...)
 	if err != nil {
-		return nil, err
+		return nil, filterValueError(err)
 	}
 	defer rows.Close()
 	zone := sessionZone(rows)
@@ -316,7 +319,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, filterValueError(err)
 	}
 	page.ItemsJSON = append(items, ']')
 	// Size the next page's buffer after the widest rows so far (up to 2 KiB
@@ -325,4 +328,18 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 		tr.rowBytes.Store(min(int64(len(items)/n), 2048))
 	}
 	return page, nil
+}
+
+// filterValueError turns a data exception (class 22) of a list into a 400:
+// the statement's only inputs are the filter and cursor values, cast to
+// their columns' types, so a date out of range or a bad LIKE escape is the
+// caller's (it answered 422 "A value is out of range or invalid for its
+// column", naming nothing). One raised inside a function (a policy's
+// helper) has a context and stays the database's.
+func filterValueError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") && pe.Where == "" && pe.InternalQuery == "" {
+		return problem.New(problem.KindBadRequest, "A filter value is not valid for its column's type.").WithCause(err)
+	}
+	return err
 }
