@@ -273,7 +273,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 
 	rows, err := q.Query(ctx, b.String(), args.vals...)
 	if err != nil {
-		return nil, filterValueError(err)
+		return nil, filterValueError(err, lq)
 	}
 	defer rows.Close()
 	zone := sessionZone(rows)
@@ -319,7 +319,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, filterValueError(err)
+		return nil, filterValueError(err, lq)
 	}
 	page.ItemsJSON = append(items, ']')
 	// Size the next page's buffer after the widest rows so far (up to 2 KiB
@@ -330,13 +330,16 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	return page, nil
 }
 
-// filterValueError turns a data exception (class 22) of a list into a 400:
-// the statement's only inputs are the filter and cursor values, cast to
-// their columns' types, so a date out of range or a bad LIKE escape is the
-// caller's (it answered 422 "A value is out of range or invalid for its
-// column", naming nothing). One raised inside a function (a policy's
-// helper) has a context and stays the database's.
-func filterValueError(err error) error {
+// filterValueError turns a data exception (class 22) of a list that takes
+// filter or cursor values into a 400: those values are cast to their
+// columns' types, so a date out of range is the caller's (it answered 422
+// "A value is out of range or invalid for its column", naming nothing). A
+// list without them, and an error raised inside a function (a policy's
+// helper: it has a context), stay the database's.
+func filterValueError(err error, lq *ListQuery) error {
+	if len(lq.Filters) == 0 && lq.After == nil {
+		return err
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") && pe.Where == "" && pe.InternalQuery == "" {
 		return problem.New(problem.KindBadRequest, "A filter value is not valid for its column's type.").WithCause(err)
