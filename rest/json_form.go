@@ -115,6 +115,10 @@ WHERE t.oid = $1`, oid).Scan(&kind, &ns, &name, &array, &base, &elem, &rel, &jso
 		}
 		nodes, cut = nodes+n, c
 		s = &jsonschema.Schema{Type: "array", Items: nullable(el, false)} // elements may be NULL
+	case kind == "e" && jsonCast && !input:
+		// to_json applies an enum's cast to json (a composite's or an
+		// array's it does not).
+		s = &jsonschema.Schema{Description: "Any JSON value, as the type's cast to json renders it."}
 	case kind == "e":
 		s = &jsonschema.Schema{Type: "string", Enum: make([]any, len(labels))}
 		for i, l := range labels {

@@ -337,7 +337,11 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 // list without them, and an error raised inside a function (a policy's
 // helper: it has a context), stay the database's.
 func filterValueError(err error, lq *ListQuery) error {
-	if len(lq.Filters) == 0 && lq.After == nil {
+	valued := lq.After != nil
+	for _, f := range lq.Filters {
+		valued = valued || f.Op != FilterIs // is.null, is.true: no value to blame
+	}
+	if !valued {
 		return err
 	}
 	var pe *pgconn.PgError

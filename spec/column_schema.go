@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -55,7 +56,7 @@ func numberFormat(s *omap, typname string) {
 				return
 			}
 		}
-		typname = typname[1:]
+		typname = strings.TrimLeft(typname, "_")
 	}
 	switch typname {
 	case "int2", "int4":
