@@ -39,19 +39,9 @@ func TestStreamUsesTheResourcesCaller(t *testing.T) {
 		}
 		return authctx.Auth{}, errors.New("lookup failed for secret-app-key-123")
 	}
-	res, err := rest.NewResource(t.Context(), b.db, "todos", &rest.Config{
-		Select: []string{"id", "tenant_id", "owner_id", "title", "done"}, Caller: caller})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := b.hub.Stream(t.Context(), res, &events.StreamOpts{Table: true, Resolver: b.rv})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Mounted behind the resolver's middleware, which does accept the
 	// Bearer token: the resource's rule still decides.
-	srv := httptest.NewServer(b.rv.Middleware(st))
-	t.Cleanup(srv.Close)
+	srv := callerStream(t, b, caller)
 
 	bearer := subscribeTo(t, srv.URL, "Authorization", "Bearer "+b.token(alice, tenantA, false))
 	if bearer.status != 401 {
@@ -89,9 +79,22 @@ func TestStreamUsesTheResourcesCaller(t *testing.T) {
 func TestStreamJudgesTheSessionCookie(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
+	srv := callerStream(t, b, func(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom(r.Context()), nil })
+	cookie := b.sessionCookie(b.token(alice, tenantA, false))
+	if c := subscribeTo(t, srv.URL, "Cookie", cookie, "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"); c.status != 403 {
+		t.Errorf("cross-site stream on the session cookie: %d %s, want 403", c.status, c.body)
+	}
+	if c := subscribeTo(t, srv.URL, "Cookie", cookie, "Sec-Fetch-Site", "same-origin"); c.status != 200 {
+		t.Errorf("same-origin stream on the session cookie: %d %s, want 200", c.status, c.body)
+	}
+}
+
+// callerStream serves, behind the resolver's middleware, the stream of a
+// todos resource whose callers caller resolves.
+func callerStream(t *testing.T, b *bundle, caller func(*http.Request) (authctx.Auth, error)) *httptest.Server {
+	t.Helper()
 	res, err := rest.NewResource(t.Context(), b.db, "todos", &rest.Config{
-		Select: []string{"id", "tenant_id", "owner_id", "title", "done"},
-		Caller: func(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom(r.Context()), nil }})
+		Select: []string{"id", "tenant_id", "owner_id", "title", "done"}, Caller: caller})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +104,5 @@ func TestStreamJudgesTheSessionCookie(t *testing.T) {
 	}
 	srv := httptest.NewServer(b.rv.Middleware(st))
 	t.Cleanup(srv.Close)
-	cookie := b.sessionCookie(b.token(alice, tenantA, false))
-	if c := subscribeTo(t, srv.URL, "Cookie", cookie, "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"); c.status != 403 {
-		t.Errorf("cross-site stream on the session cookie: %d %s, want 403", c.status, c.body)
-	}
-	if c := subscribeTo(t, srv.URL, "Cookie", cookie, "Sec-Fetch-Site", "same-origin"); c.status != 200 {
-		t.Errorf("same-origin stream on the session cookie: %d %s, want 200", c.status, c.body)
-	}
+	return srv
 }
