@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/tablegate/tablegate/authctx"
@@ -138,8 +139,14 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if call.Operation == OpCreate && res.Key != "" {
 		h.Set("Location", collectionPath(req)+"/"+url.PathEscape(res.Key))
 	}
+	body := res.Body != nil && res.Status != http.StatusNoContent
+	if body {
+		// The whole body is at hand: saying its length spares net/http
+		// the chunked encoding (and a write) of bodies over 2 KB.
+		h.Set("Content-Length", strconv.Itoa(len(res.Body)))
+	}
 	w.WriteHeader(res.Status)
-	if res.Body != nil && res.Status != http.StatusNoContent {
+	if body {
 		_, _ = w.Write(res.Body)
 	}
 }
