@@ -98,13 +98,16 @@ var policyTables = []struct{ name, table string }{
 	{"demo", "public.todos"},
 	{"module", "public.todos_module"},
 	{"open", "public.todos_open"},
+	{"function", "public.todos_fn"},
 }
 
 // BenchmarkPolicyDB measures, at the database, the statements rest sends
 // for GET /{id} and for a 50-row first page of a list, on the realistic
 // fixture (realistic_fixture_test.go), under each read policy: the owner
-// policy (the floor), the demo's tenant + membership policy, the policies of
-// enable_tenant_policies(require_membership) and none (using (true)).
+// policy (the floor), the demo's tenant + membership policy (the view
+// tablegate.member_tenant), the policies of
+// enable_tenant_policies(require_membership), none (using (true)) and the
+// demo's policy before the views ("function": member_tenant_id()).
 // "before" runs the demo's schema and policies of version 16 on a database
 // migrated down to 16 (the helpers as they were), in the same run;
 // "demo-hook" is the demo's policy for a token carrying the memberships
@@ -270,6 +273,12 @@ var helperCalls = []struct{ name, expr, before string }{
 	{"member_tenant_id", `(case when g > 0 then tablegate.member_tenant_id() end)::text`,
 		`(case when g > 0 and tablegate.is_member('tenant', tablegate.current_tenant_id()::text) then tablegate.current_tenant_id() end)::text`},
 	{"full_member_tenant_id", `(case when g > 0 then tablegate.full_member_tenant_id() end)::text`,
+		`(case when g > 0 and not tablegate.is_anonymous() and tablegate.is_member('tenant', tablegate.current_tenant_id()::text) then tablegate.current_tenant_id() end)::text`},
+	// The views, read in a sub-select that refers to the row so that it
+	// runs once per row; before is the pair they replace.
+	{"member_tenant_view", `(select id from tablegate.member_tenant where g > 0)::text`,
+		`(case when g > 0 and tablegate.is_member('tenant', tablegate.current_tenant_id()::text) then tablegate.current_tenant_id() end)::text`},
+	{"full_member_tenant_view", `(select id from tablegate.full_member_tenant where g > 0)::text`,
 		`(case when g > 0 and not tablegate.is_anonymous() and tablegate.is_member('tenant', tablegate.current_tenant_id()::text) then tablegate.current_tenant_id() end)::text`},
 }
 

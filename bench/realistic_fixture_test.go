@@ -37,7 +37,9 @@ import (
 //     index on (owner_id, id) — the floor a multi-tenant policy is held to;
 //   - todos_open: using (true), no policy work at all;
 //   - todos_module: the policies of tablegate.enable_tenant_policies(…,
-//     require_membership => true), the SQL module's recommended one call.
+//     require_membership => true), the SQL module's recommended one call;
+//   - todos_fn: the demo's read policy before the member tenant views,
+//     tenant_id = (select tablegate.member_tenant_id()).
 const (
 	realTenants        = 8
 	realUsersPerTenant = 50
@@ -103,7 +105,21 @@ alter table public.todos_module add primary key (id);
 create index on public.todos_module (tenant_id, id);
 select tablegate.enable_tenant_policies('public.todos_module', require_membership => true);
 
-grant select on public.todos_owner, public.todos_open, public.todos_module to authenticated;
+-- todos_fn: the demo's read policy before the member tenant views, one
+-- SECURITY DEFINER function call per statement.
+create table public.todos_fn (like public.todos including defaults including constraints);
+insert into public.todos_fn overriding system value select * from public.todos;
+alter table public.todos_fn add primary key (id);
+create index on public.todos_fn (tenant_id, id);
+alter table public.todos_fn enable row level security;
+alter table public.todos_fn force row level security;
+do $$ begin -- (the database of the version before the fast helpers has no member_tenant_id)
+  if to_regprocedure('tablegate.member_tenant_id(text)') is not null then
+    create policy fn_read on public.todos_fn for select to authenticated using (tenant_id = (select tablegate.member_tenant_id()));
+  end if;
+end $$;
+
+grant select on public.todos_owner, public.todos_open, public.todos_module, public.todos_fn to authenticated;
 analyze;
 `
 

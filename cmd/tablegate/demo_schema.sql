@@ -36,21 +36,21 @@ create index if not exists todos_tenant_idx on public.todos (tenant_id, id);
 alter table public.todos enable row level security;
 alter table public.todos force row level security;
 
--- Every helper call sits in a sub-select, "(select tablegate.f())": Postgres
--- evaluates it once per statement (an init-plan), not once per row, and the
--- tenant comparison can use todos_tenant_idx. member_tenant_id() is the
--- caller's active tenant when the caller is a member of it (one index probe
--- of the memberships table, or the memberships claim), else NULL;
--- full_member_tenant_id() the same for full users only (NULL for an
--- anonymous sign-in). See docs/tenant.md for these patterns and what each
--- costs.
+-- Every check sits in a sub-select, "(select ...)": Postgres evaluates it
+-- once per statement (an init-plan), not once per row, and the tenant
+-- comparison can use todos_tenant_idx. tablegate.member_tenant is the
+-- caller's active tenant when the caller is a member of it (the memberships
+-- claim, or one index probe of the memberships table), no row otherwise;
+-- tablegate.full_member_tenant the same for full users only (no row for an
+-- anonymous sign-in). Being views, they cost a policy about what an owner
+-- check costs. See docs/tenant.md for these patterns and what each costs.
 drop policy if exists todos_member_read on public.todos;
 create policy todos_member_read on public.todos for select to authenticated
-  using (tenant_id = (select tablegate.member_tenant_id()));
+  using (tenant_id = (select id from tablegate.member_tenant));
 
 drop policy if exists todos_user_insert on public.todos;
 create policy todos_user_insert on public.todos for insert to authenticated
-  with check (tenant_id = (select tablegate.full_member_tenant_id())
+  with check (tenant_id = (select id from tablegate.full_member_tenant)
               and owner_id = (select auth.uid()));
 
 -- Writes, like the insert, need a full member of the row's tenant: a user
@@ -59,14 +59,14 @@ create policy todos_user_insert on public.todos for insert to authenticated
 -- without WHERE never reads).
 drop policy if exists todos_owner_update on public.todos;
 create policy todos_owner_update on public.todos for update to authenticated
-  using (tenant_id = (select tablegate.full_member_tenant_id())
+  using (tenant_id = (select id from tablegate.full_member_tenant)
          and owner_id = (select auth.uid()))
-  with check (tenant_id = (select tablegate.full_member_tenant_id())
+  with check (tenant_id = (select id from tablegate.full_member_tenant)
               and owner_id = (select auth.uid()));
 
 drop policy if exists todos_owner_delete on public.todos;
 create policy todos_owner_delete on public.todos for delete to authenticated
-  using (tenant_id = (select tablegate.full_member_tenant_id())
+  using (tenant_id = (select id from tablegate.full_member_tenant)
          and owner_id = (select auth.uid()));
 
 -- Grants open the door; the policies above decide. anon gets select so that a

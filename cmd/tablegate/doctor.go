@@ -527,13 +527,13 @@ func checkAnonWrites(ctx context.Context, pool *pgxpool.Pool, tables []string) c
 		  select t.name, cmds.cmd, case when t.rls then 'policy_without_check' else 'rls_disabled' end,
 		    array(select p.polname::text from pg_policy p where p.polrelid = t.oid and p.polcmd in (cmds.polcmd, '*')
 		      and p.polpermissive
-		      and coalesce(pg_get_expr(p.polqual, p.polrelid), '') || coalesce(pg_get_expr(p.polwithcheck, p.polrelid), '') !~ 'is_anonymous|is_full_user|full_member_tenant_id'
+		      and coalesce(pg_get_expr(p.polqual, p.polrelid), '') || coalesce(pg_get_expr(p.polwithcheck, p.polrelid), '') !~ 'is_anonymous|is_full_user|full_member_tenant'
 		      order by 1)
 		  from t cross join cmds
 		  where has_table_privilege('authenticated', t.oid, cmds.cmd)
 		    and (not t.rls or exists (select 1 from pg_policy p where p.polrelid = t.oid and p.polcmd in (cmds.polcmd, '*')
 		      and p.polpermissive
-		      and coalesce(pg_get_expr(p.polqual, p.polrelid), '') || coalesce(pg_get_expr(p.polwithcheck, p.polrelid), '') !~ 'is_anonymous|is_full_user|full_member_tenant_id'))
+		      and coalesce(pg_get_expr(p.polqual, p.polrelid), '') || coalesce(pg_get_expr(p.polwithcheck, p.polrelid), '') !~ 'is_anonymous|is_full_user|full_member_tenant'))
 		  order by 1, 2`
 	}
 	var oids []string

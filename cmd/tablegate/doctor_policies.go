@@ -36,7 +36,7 @@ var constantArgs = regexp.MustCompile(`^\s*((('([^']|'')*')|NULL|-?[0-9.]+)(::[a
 //     "(SELECT tablegate.current_tenant_id() …)");
 //   - tablegate.is_member('tenant', <column>) in an expression that also
 //     reads tablegate.current_tenant_id(): the pair is
-//     tenant = (select tablegate.member_tenant_id()).
+//     tenant = (select id from tablegate.member_tenant).
 //
 // A call inside a sub-select counts as per statement; a sub-select that
 // refers to the row (correlated) runs per row too, which this does not tell.
@@ -54,7 +54,7 @@ func perRowCalls(expr string) []string {
 		switch {
 		case name == "tablegate.is_member" && strings.HasPrefix(strings.TrimSpace(args), "'tenant'") &&
 			!constantArgs.MatchString(args) && strings.Contains(expr, "tablegate.current_tenant_id()"):
-			out = append(out, "tablegate.is_member('tenant', …) per row (use tenant_id = (select tablegate.member_tenant_id()))")
+			out = append(out, "tablegate.is_member('tenant', …) per row (use tenant_id = (select id from tablegate.member_tenant))")
 		case slices.Contains(perStatementHelpers, name) && constantArgs.MatchString(args):
 			out = append(out, expr[m[0]:close+1]+" per row (use (select "+expr[m[0]:close+1]+"))")
 		}
@@ -184,7 +184,7 @@ func checkPerRowHelpers(ctx context.Context, pool *pgxpool.Pool, tables []string
 	if len(found) > 0 {
 		return check{statusWarn, name, "helpers evaluated once per row: " + strings.Join(found, "; "),
 			"wrap each call as a sub-select, e.g. tenant_id = (select tablegate.current_tenant_id()); " +
-				"for tenant + membership use tenant_id = (select tablegate.member_tenant_id()); " +
+				"for tenant + membership use tenant_id = (select id from tablegate.member_tenant); " +
 				"tables of tablegate.enable_tenant_policies: call it again (see docs/tenant.md)"}
 	}
 	return check{statusOK, name, fmt.Sprintf("%d polic(ies) of the served tables evaluate their helpers once per statement", policies), ""}

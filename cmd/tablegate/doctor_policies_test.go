@@ -106,9 +106,9 @@ func TestDoctorWarnsAboutPerRowHelpers(t *testing.T) {
 				}
 			}
 			if tc.findings != nil && !slices.ContainsFunc(strings.Split(r.stdout, "\n"), func(s string) bool {
-				return strings.Contains(s, "member_tenant_id")
+				return strings.Contains(s, "(select id from tablegate.member_tenant)")
 			}) {
-				t.Errorf("no fix naming member_tenant_id:\n%s", r.stdout)
+				t.Errorf("no fix naming tablegate.member_tenant:\n%s", r.stdout)
 			}
 		})
 	}

@@ -200,8 +200,9 @@ insert into tablegate.memberships (user_id, scope, scope_id, roles) values
 // on a database with the fast helpers and on one migrated down to the
 // version before them, under the default tenant claim and a renamed one,
 // and with a renamed approver role: every answer must be the same. It also
-// checks member_tenant_id() against the expression it replaces, and
-// full_member_tenant_id() against that and not is_anonymous().
+// checks member_tenant_id() and the view tablegate.member_tenant against
+// the expression they replace, and full_member_tenant_id() and the view
+// tablegate.full_member_tenant against that and not is_anonymous().
 func TestHelpersAnswerAsBefore(t *testing.T) {
 	t.Parallel()
 	p := newEquivalencePair(t, equivalenceFixture)
@@ -229,11 +230,27 @@ func TestHelpersAnswerAsBefore(t *testing.T) {
 					t.Errorf("%s, %s: full_member_tenant_id(%s) = %q, before %q", setting, c.name, strings.TrimPrefix(role, ", "), got, want)
 				}
 				n += 2
+				if role != "" {
+					continue
+				}
+				// The views answer as the functions without a role.
+				got = answer(t.Context(), p.curDB, c.ctx, "select (select id from tablegate.member_tenant)::text")
+				want = answer(t.Context(), p.oldDB, c.ctx, "select "+fmt.Sprintf(memberTenantBefore, role))
+				if got != want {
+					t.Errorf("%s, %s: member_tenant view = %q, before %q", setting, c.name, got, want)
+				}
+				got = answer(t.Context(), p.curDB, c.ctx, "select (select id from tablegate.full_member_tenant)::text")
+				want = answer(t.Context(), p.oldDB, c.ctx, "select case when not tablegate.is_anonymous() then "+fmt.Sprintf(memberTenantBefore, role)+" end")
+				if got != want {
+					t.Errorf("%s, %s: full_member_tenant view = %q, before %q", setting, c.name, got, want)
+				}
+				n += 2
 			}
 		}
 		// The comparison must have seen both answers of each kind.
 		if n == 0 || !slices.ContainsFunc(callers, func(c caller) bool {
-			return answer(t.Context(), p.curDB, c.ctx, "select tablegate.member_tenant_id()::text") == tenantA
+			return answer(t.Context(), p.curDB, c.ctx, "select tablegate.member_tenant_id()::text") == tenantA &&
+				answer(t.Context(), p.curDB, c.ctx, "select (select id from tablegate.full_member_tenant)::text") == tenantA
 		}) {
 			t.Fatal("no caller is a member of tenant A: the comparison proves nothing")
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -81,6 +82,60 @@ func TestNonSuperuserOwner(t *testing.T) {
 		var claim string
 		if err := pool.QueryRow(ctx, `select tablegate.tenant_claim()`).Scan(&claim); err != nil || claim != "app_metadata.org_id" {
 			t.Fatalf("claim %q, %v", claim, err)
+		}
+		// The member tenant views read tablegate.tenant_members with this
+		// role's rights, kept by triggers from memberships.
+		if _, err := pool.Exec(ctx, `begin; set local role service_role;
+			insert into tablegate.tenants (id, name) values ('`+tenantA+`', 'A');
+			insert into tablegate.memberships (user_id, scope, scope_id) values ('`+userA1+`', 'tenant', '`+tenantA+`');
+			commit`); err != nil {
+			t.Fatal(err)
+		}
+		// ... with no policy work: not the policies of memberships, whose
+		// init-plans (the owner's pg_class lookup, the caller's auth.uid())
+		// would cost more than the probe.
+		var plan strings.Builder
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `select set_config('request.jwt.claims', '{"sub":"`+userA1+`","tenant_id":"`+tenantA+`"}', true);
+				set local role authenticated`); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, `explain (costs off) select (select id from tablegate.member_tenant)`)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					return err
+				}
+				plan.WriteString(line + "\n")
+			}
+			return rows.Err()
+		})
+		if err != nil || strings.Contains(plan.String(), "pg_class") || strings.Contains(plan.String(), "CURRENT_USER") || !strings.Contains(plan.String(), "tenant_members") {
+			t.Errorf("round %d: the member_tenant view does not read tenant_members without policies (%v):\n%s", round, err, plan.String())
+		}
+		inA := withClaims(authctx.Claims{"sub": userA1, "app_metadata": map[string]any{"org_id": tenantA}})
+		// A view of this role's over memberships still shows a caller its
+		// own memberships only.
+		if _, err := pool.Exec(ctx, `begin; set local role service_role;
+			insert into tablegate.memberships (user_id, scope, scope_id) values ('`+userB1+`', 'tenant', '`+tenantA+`');
+			commit;
+			create view public.all_memberships as select user_id from tablegate.memberships;
+			grant select on public.all_memberships to authenticated`); err != nil {
+			t.Fatal(err)
+		}
+		if got := answer(ctx, db.New(pool, nil), inA, `select count(*) from public.all_memberships`); got != "1" {
+			t.Errorf("round %d: a view of the migrating role shows a member %s memberships, want 1 (its own)", round, got)
+		}
+		if _, err := pool.Exec(ctx, `drop view public.all_memberships`); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"member_tenant", "full_member_tenant"} {
+			if got := answer(ctx, db.New(pool, nil), inA, `select (select id from tablegate.`+v+`)::text`); got != tenantA {
+				t.Errorf("round %d: %s for a member, as a non-superuser owner's view: %q, want %s", round, v, got, tenantA)
+			}
 		}
 		var events int
 		if err := pool.QueryRow(ctx, `select count(*) from tablegate.events where name = 't.created' and seq is not null`).Scan(&events); err != nil || events != 1 {

@@ -46,6 +46,16 @@ type TablegateEventHorizon struct {
 	Pruned int64 `json:"pruned"`
 }
 
+// tablegate.member_tenant for full users: no row for an anonymous sign-in. Read it in a sub-select: tenant_id = (select id from tablegate.full_member_tenant).
+type TablegateFullMemberTenant struct {
+	ID string `json:"id"`
+}
+
+// The caller's active tenant (id) when the caller is a member of it; no row otherwise. Read it in a sub-select: tenant_id = (select id from tablegate.member_tenant).
+type TablegateMemberTenant struct {
+	ID string `json:"id"`
+}
+
 type TablegateMembership struct {
 	UserID    string    `json:"user_id"`
 	Scope     string    `json:"scope"`
@@ -64,6 +74,12 @@ type TablegateTenant struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+// The tenant memberships as (user_id::text, scope_id), kept by triggers on tablegate.memberships; read by tablegate.member_tenant. Internal: no grants.
+type TablegateTenantMember struct {
+	UserKey string `json:"user_key"`
+	Tenant  string `json:"tenant"`
 }
 
 type Todo struct {
