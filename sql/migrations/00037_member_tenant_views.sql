@@ -47,6 +47,9 @@
 -- the views, and tables enabled before are re-installed.
 
 -- +goose Up
+-- Writers of memberships wait until the triggers below exist: a change
+-- committed between the copy and the triggers would be lost.
+lock table tablegate.memberships in share row exclusive mode;
 create table tablegate.tenant_members (
   user_key text not null,  -- memberships.user_id::text
   tenant   text not null,  -- memberships.scope_id of scope 'tenant'
@@ -55,6 +58,7 @@ create table tablegate.tenant_members (
 comment on table tablegate.tenant_members is
   'The tenant memberships as (user_id::text, scope_id), kept by triggers on tablegate.memberships; read by tablegate.member_tenant. Internal: no grants.';
 alter table tablegate.tenant_members enable row level security;
+revoke all on table tablegate.tenant_members from public, anon, authenticated, service_role;
 insert into tablegate.tenant_members (user_key, tenant)
 select user_id::text, scope_id from tablegate.memberships where scope = 'tenant';
 
@@ -64,6 +68,9 @@ language plpgsql security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
+  if tg_relid <> 'tablegate.memberships'::pg_catalog.regclass then
+    raise exception 'tablegate.sync_tenant_members() is a trigger of tablegate.memberships only';
+  end if;
   if tg_op = 'TRUNCATE' then
     delete from tablegate.tenant_members;
     return null;
@@ -81,11 +88,35 @@ $$;
 -- +goose StatementEnd
 comment on function tablegate.sync_tenant_members() is
   'Trigger: keeps tablegate.tenant_members equal to the tenant rows of tablegate.memberships.';
-revoke execute on function tablegate.sync_tenant_members() from public;
+revoke all on function tablegate.sync_tenant_members() from public, anon, authenticated, service_role;
 create trigger tenant_members_sync after insert or update or delete on tablegate.memberships
   for each row execute function tablegate.sync_tenant_members();
 create trigger tenant_members_sync_truncate after truncate on tablegate.memberships
   for each statement execute function tablegate.sync_tenant_members();
+
+-- Writes that fire no trigger (session_replication_role = replica, as seed
+-- files and data-only restores set it; disabled triggers) leave
+-- tenant_members behind: the tables' owner rebuilds it with this.
+-- +goose StatementBegin
+create function tablegate.resync_tenant_members() returns bigint
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  n bigint;
+begin
+  lock table tablegate.memberships in share row exclusive mode;
+  delete from tablegate.tenant_members;
+  insert into tablegate.tenant_members (user_key, tenant)
+  select user_id::text, scope_id from tablegate.memberships where scope = 'tenant';
+  get diagnostics n = row_count;
+  return n;
+end
+$$;
+-- +goose StatementEnd
+comment on function tablegate.resync_tenant_members() is
+  'Rebuilds tablegate.tenant_members from tablegate.memberships after writes that fired no trigger; returns the rows written. For the tables'' owner.';
+revoke all on function tablegate.resync_tenant_members() from public, anon, authenticated, service_role;
 
 -- The memberships claim (tablegate.access_token_hook) is read by a function,
 -- called only when the table has no membership: written out in the views,
@@ -382,5 +413,6 @@ drop view tablegate.member_tenant;
 drop function tablegate.claims_name_member(jsonb, text);
 drop trigger tenant_members_sync_truncate on tablegate.memberships;
 drop trigger tenant_members_sync on tablegate.memberships;
+drop function tablegate.resync_tenant_members();
 drop function tablegate.sync_tenant_members();
 drop table tablegate.tenant_members;

@@ -74,3 +74,35 @@ func TestTenantMembersClosedToTheAPI(t *testing.T) {
 		t.Errorf("a memberships policy reading member_tenant: user A1 sees %q tenant memberships, want 3 (A1, A2 and the guest of A)", got)
 	}
 }
+
+// TestTenantMembersResync: a write that fires no trigger (replica mode, as
+// seed files and data-only restores set it) leaves tenant_members behind
+// until the owner runs tablegate.resync_tenant_members(); the sync
+// function refuses to run for another table.
+func TestTenantMembersResync(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.DB(t)
+	d := db.New(pool, nil)
+	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, `begin; set local session_replication_role = replica;
+	  delete from tablegate.memberships where user_id = '`+userA1+`'; commit`)
+	if got := answer(t.Context(), d, user(userA1, tenantA), `select (select id from tablegate.member_tenant)::text`); got != tenantA {
+		t.Fatalf("the replica-mode delete reached tenant_members (%q): the test proves nothing", got)
+	}
+	var n int64
+	if err := pool.QueryRow(t.Context(), `select tablegate.resync_tenant_members()`).Scan(&n); err != nil || n != 4 {
+		t.Fatalf("resync: %d rows, %v; want the 4 tenant memberships left", n, err)
+	}
+	if got := answer(t.Context(), d, user(userA1, tenantA), `select (select id from tablegate.member_tenant)::text`); got != "<nil>" {
+		t.Errorf("after resync, the removed member still has tenant %q", got)
+	}
+	if got := answer(t.Context(), d, user(userA1, tenantA), `select tablegate.resync_tenant_members()`); !strings.HasPrefix(got, "error 42501") {
+		t.Errorf("authenticated runs resync_tenant_members: %q", got)
+	}
+	_, err := pool.Exec(t.Context(), `create temp table fake (user_id uuid, scope text, scope_id text);
+	  create trigger fake_sync after insert on pg_temp.fake for each row execute function tablegate.sync_tenant_members();
+	  insert into pg_temp.fake values ('`+userA1+`', 'tenant', '`+tenantA+`')`)
+	if err == nil || !strings.Contains(err.Error(), "trigger of tablegate.memberships only") {
+		t.Errorf("the sync function ran for another table: %v", err)
+	}
+}
