@@ -14,9 +14,9 @@
 -- (an init-plan) and runs as one index probe with no function call:
 --
 --   tablegate.member_tenant       id: the caller's active tenant when the
---                                 caller is a member of it (the memberships
---                                 claim first, then tablegate.memberships);
---                                 no row otherwise
+--                                 caller is a member of it (a row of
+--                                 tablegate.memberships, else the token's
+--                                 memberships claim); no row otherwise
 --   tablegate.full_member_tenant  the same for full users: no row for an
 --                                 anonymous sign-in
 --
