@@ -214,6 +214,7 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 		add(checkAnonWrites(ctx, pool, o.tables))
 		add(checkPerRowHelpers(ctx, pool, o.tables))
 		add(checkTenantClaim(ctx, pool))
+		add(checkTenantMembers(ctx, pool)...)
 	}
 	add(checkReuseInterval(o))
 	return out
@@ -580,6 +581,33 @@ func checkAnonWrites(ctx context.Context, pool *pgxpool.Pool, tables []string) c
 // tenantRead finds literal reads of a tenant-looking claim in SQL text:
 // ->> 'org_id', -> 'tenant_id', #>> '{app_metadata,tenant_id}'.
 var tenantRead = regexp.MustCompile(`(?:->>?\s*'([A-Za-z_]*(?:tenant|org)[A-Za-z0-9_]*)'|#>>?\s*'\{([^}]*(?:tenant|org)[^}]*)\}')`)
+
+// checkTenantMembers compares tablegate.tenant_members, which the views
+// tablegate.member_tenant and full_member_tenant read, with the tenant rows
+// of tablegate.memberships it is kept equal to by triggers: writes that
+// fire no trigger (replica mode in seed files and data-only restores,
+// disabled triggers) leave it behind. No check before migration 00037.
+func checkTenantMembers(ctx context.Context, pool *pgxpool.Pool) []check {
+	const name = "tenant memberships"
+	var have bool
+	if err := pool.QueryRow(ctx, `select to_regclass('tablegate.tenant_members') is not null`).Scan(&have); err != nil || !have {
+		return nil
+	}
+	var missing, extra int64
+	err := pool.QueryRow(ctx, `select
+	    (select count(*) from (select user_id::text, scope_id from tablegate.memberships where scope = 'tenant'
+	                           except select user_key, tenant from tablegate.tenant_members) d),
+	    (select count(*) from (select user_key, tenant from tablegate.tenant_members
+	                           except select user_id::text, scope_id from tablegate.memberships where scope = 'tenant') d)`).Scan(&missing, &extra)
+	switch {
+	case err != nil:
+		return []check{{statusSkip, name, "cannot compare tablegate.tenant_members with tablegate.memberships: " + err.Error(), "run the doctor as the tables' owner"}}
+	case missing > 0 || extra > 0:
+		return []check{{statusFail, name, fmt.Sprintf("tablegate.tenant_members lacks %d membership(s) and holds %d removed one(s): the policies reading tablegate.member_tenant decide from it", missing, extra),
+			"as the tables' owner: select tablegate.resync_tenant_members(); (writes with session_replication_role = replica or disabled triggers skip the sync)"}}
+	}
+	return []check{{statusOK, name, "tablegate.tenant_members matches tablegate.memberships", ""}}
+}
 
 // checkTenantClaim compares tablegate.tenant_claim() with the claim names
 // that policies and functions read directly.
