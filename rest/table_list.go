@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
@@ -246,15 +248,27 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	} else {
 		b.WriteString("SELECT ")
 	}
-	b.WriteString(tr.out.Load().output)
-	for _, o := range lq.Order {
+	out := tr.out.Load()
+	b.WriteString(out.output)
+	// The cursor carries each order column's text form. An integer, uuid
+	// or text column that is selected anyway gives it from its own field
+	// (orderText); any other is selected once more as ::text.
+	from := make([]int, len(lq.Order)) // the select column giving the text, or -1
+	extra := 0
+	for i, o := range lq.Order {
 		c, ok := tr.byName[o.Column]
 		if !ok {
 			return nil, fmt.Errorf("unknown order column %q", o.Column)
 		}
+		from[i] = -1
+		if k := slices.Index(tr.sel, c); k >= 0 && !out.allJSON && textFromField(c.typeOID) {
+			from[i] = k
+			continue
+		}
 		b.WriteString(",t.")
 		b.WriteString(c.ident)
 		b.WriteString("::text")
+		extra++
 	}
 	b.WriteString(" FROM ")
 	b.WriteString(tr.table)
@@ -283,7 +297,7 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 	n := 0
 	for rows.Next() {
 		fds, vals := rows.FieldDescriptions(), rows.RawValues()
-		if len(vals) != skip+len(tr.sel)+len(lq.Order) {
+		if len(vals) != skip+len(tr.sel)+extra {
 			return nil, fmt.Errorf("rest: list: %d fields", len(vals))
 		}
 		if lq.Count {
@@ -309,11 +323,8 @@ func (tr *tableRepository) List(ctx context.Context, q db.Querier, lq *ListQuery
 			return nil, tr.retyped(err)
 		}
 		if n++; n == lq.Limit {
-			last = make([]any, len(lq.Order))
-			for i, v := range vals[skip+len(tr.sel):] {
-				if v != nil {
-					last[i] = string(v)
-				}
+			if last, err = orderValues(from, fds[skip:], vals[skip:], len(tr.sel)); err != nil {
+				return nil, tr.retyped(err)
 			}
 		}
 	}
@@ -349,4 +360,69 @@ func filterValueError(err error, lq *ListQuery) error {
 		return problem.New(problem.KindBadRequest, "A filter value is not valid for its column's type.").WithCause(err)
 	}
 	return err
+}
+
+// textFromField reports whether a column of this type gives its ::text
+// form from its own selected field (orderText): integers, uuid, text and
+// varchar, not a domain over them (its oid is its own).
+func textFromField(typeOID uint32) bool {
+	switch typeOID {
+	case oidInt2, oidInt4, oidInt8, oidUUID, oidText, oidVarchar:
+		return true
+	}
+	return false
+}
+
+// orderValues returns the order values of one row for its cursor: for
+// each order column, the text of select field from[i], or else of the next
+// of the ::text fields that follow the nsel select fields; nil for NULL.
+func orderValues(from []int, fds []pgconn.FieldDescription, vals [][]byte, nsel int) ([]any, error) {
+	last := make([]any, len(from))
+	next := nsel
+	for i, k := range from {
+		if k < 0 {
+			if v := vals[next]; v != nil {
+				last[i] = string(v)
+			}
+			next++
+			continue
+		}
+		if vals[k] == nil {
+			continue
+		}
+		t, err := orderText(&fds[k], vals[k])
+		if err != nil {
+			return nil, err
+		}
+		last[i] = t
+	}
+	return last, nil
+}
+
+// orderText renders a field of a textFromField column as its ::text form
+// would read: the decimal integer, the lower-case hyphenated uuid, the
+// text itself. A field of another type (the column changed type while the
+// server ran) is errUnrenderable.
+func orderText(fd *pgconn.FieldDescription, v []byte) (string, error) {
+	text := fd.Format == pgx.TextFormatCode
+	switch fd.DataTypeOID {
+	case oidText, oidVarchar:
+		return string(v), nil
+	case oidInt2, oidInt4, oidInt8:
+		if text {
+			return string(v), nil
+		}
+		if b, err := appendValue(nil, fd, v, nil); err == nil {
+			return string(b), nil
+		}
+	case oidUUID:
+		if text {
+			return string(v), nil
+		}
+		if len(v) == 16 {
+			u := appendUUID(nil, v)
+			return string(u[1 : len(u)-1]), nil
+		}
+	}
+	return "", fmt.Errorf("%w: order column of type oid %d", errUnrenderable, fd.DataTypeOID)
 }
