@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -175,5 +176,21 @@ func TestCursorWalksEveryOrderType(t *testing.T) {
 		if strings.Join(seen, " ") != strings.Join(all, " ") {
 			t.Errorf("order %q: the walk gave %d rows\n%v\nthe whole list %d\n%v", order, len(seen), seen, len(all), all)
 		}
+	}
+}
+
+// TestListSaysItsLength: a page over net/http's 2 KB buffer carries its
+// Content-Length instead of going chunked.
+func TestListSaysItsLength(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := server(t, "todos", b.resource("todos", nil))
+	b.exec(`insert into todos (owner_id, title) select $1, 'a todo with a title long enough ' || g from generate_series(1, 60) g`, alice)
+	r := do(t, s, "GET", "/api/todos?limit=50", alice, "")
+	if r.status != 200 || len(r.body) <= 2048 {
+		t.Fatalf("want a 200 page over 2 KB: %d, %d bytes", r.status, len(r.body))
+	}
+	if got := r.header.Get("Content-Length"); got != strconv.Itoa(len(r.body)) {
+		t.Errorf("Content-Length %q for a %d-byte body", got, len(r.body))
 	}
 }
