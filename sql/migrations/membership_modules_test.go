@@ -1,6 +1,8 @@
 package migrations_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tablegate/tablegate/authctx"
@@ -187,5 +189,83 @@ func TestMembershipModulesDown(t *testing.T) {
 	}
 	if n := adminScalar[int](t, pool, `select count(*) from pg_policy where polrelid = 'realtime.messages'::regclass and polname like 'tablegate_%'`); n != 0 {
 		t.Errorf("down installed %d realtime policies where there were none", n)
+	}
+}
+
+// TestModulesReadTheViews: from migration 00038 the storage and realtime
+// policies that require a membership read the views member_tenant and
+// full_member_tenant instead of calling member_tenant_id(); a bucket and
+// realtime policies installed before are re-created on the way up, and
+// down to 37 brings the function calls back. Every step admits the same
+// callers.
+func TestModulesReadTheViews(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t, pgtest.EmptyURL(t))
+	fixture(t, pool, "supabase_storage.sql")
+	fixture(t, pool, "supabase_realtime.sql")
+	m, err := db.NewMigrator(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.UpTo(t.Context(), 37); err != nil {
+		t.Fatal(err)
+	}
+	execScript(t, pool, equivalenceFixture)
+	admin(t, pool, `insert into storage.buckets (id, name) values ('docs', 'docs')`)
+	admin(t, pool, `select tablegate.enable_storage_policies('files', require_membership => true)`)
+	admin(t, pool, `select tablegate.enable_storage_policies('docs', anon_read => true, require_membership => true)`)
+	admin(t, pool, `select tablegate.enable_realtime_policies(require_membership => true)`)
+	admin(t, pool, `insert into storage.objects (bucket_id, name) values ('files', $1), ('files', $2), ('docs', $3)`, tenantA+"/doc.txt", tenantB+"/doc.txt", tenantA+"/readme.md")
+	topicA := "tenant:" + tenantA + ":chat"
+	admin(t, pool, `insert into realtime.messages (topic, extension, payload, private) values ($1, 'broadcast', '{}', true)`, topicA)
+	d := db.New(pool, nil)
+
+	// policies returns the expressions of tablegate's storage and realtime
+	// policies, all in one string.
+	policies := func() string {
+		return adminScalar[string](t, pool, `select string_agg(coalesce(pg_get_expr(polqual, polrelid), '') || ' ' || coalesce(pg_get_expr(polwithcheck, polrelid), ''), ' ')
+  from pg_policy where polrelid in ('storage.objects'::regclass, 'realtime.messages'::regclass) and polname like 'tablegate%'`)
+	}
+	admitted := func() string {
+		var b strings.Builder
+		for _, c := range membershipCallers() {
+			files := scalar[string](t, d, c.ctx, `select coalesce(string_agg(name, ',' order by name collate "C"), '') from storage.objects`)
+			upload := sqlState(exec(t, d, c.ctx, `insert into storage.objects (bucket_id, name) values ('files', $1)`, tenantA+"/up.txt"))
+			send := sqlState(exec(t, d, c.ctx, `insert into realtime.messages (topic, extension, payload) values ($1, 'broadcast', '{}')`, topicA+":x"))
+			fmt.Fprintf(&b, "%s: files %q, upload %q, receives %d, sends %q\n", c.name, files, upload, receives(t, d, c.ctx, topicA), send)
+			admin(t, pool, `delete from storage.objects where name = $1`, tenantA+"/up.txt")
+			admin(t, pool, `delete from realtime.messages where topic <> $1`, topicA)
+		}
+		return b.String()
+	}
+	before := admitted()
+	if p := policies(); !strings.Contains(p, "member_tenant_id()") {
+		t.Fatalf("at 37 the policies do not call member_tenant_id(): %s", p)
+	}
+	if !strings.Contains(before, `member: files "`+tenantA+`/doc.txt,`+tenantA+`/readme.md", upload "", receives 1, sends ""`) ||
+		!strings.Contains(before, `anonymous member: files "`+tenantA+`/readme.md", upload "42501"`) {
+		t.Fatalf("the fixture does not exercise the policies:\n%s", before)
+	}
+
+	if _, err := m.UpTo(t.Context(), 38); err != nil {
+		t.Fatal(err)
+	}
+	p := policies()
+	if strings.Contains(p, "member_tenant_id") || !strings.Contains(p, "tablegate.member_tenant") || !strings.Contains(p, "tablegate.full_member_tenant") {
+		t.Errorf("after 38 the policies do not read the views: %s", p)
+	}
+	if got := admitted(); got != before {
+		t.Errorf("after 38 the policies admit\n%s\nbefore\n%s", got, before)
+	}
+
+	if _, err := m.DownTo(t.Context(), 37); err != nil {
+		t.Fatal(err)
+	}
+	if p := policies(); strings.Contains(p, "tablegate.member_tenant ") || !strings.Contains(p, "member_tenant_id()") {
+		t.Errorf("down to 37, the policies do not call the functions again: %s", p)
+	}
+	if got := admitted(); got != before {
+		t.Errorf("down to 37 the policies admit\n%s\nbefore\n%s", got, before)
 	}
 }

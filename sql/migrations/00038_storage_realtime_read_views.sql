@@ -1,0 +1,186 @@
+-- The storage and realtime policies read the member tenant views.
+--
+-- A bucket enabled with require_membership and the tenant topics of
+-- Supabase Realtime with require_membership compared the caller's folder or
+-- topic with "(select tablegate.member_tenant_id())::text" (readers) and
+-- "(select tablegate.full_member_tenant_id())::text" (writers): a SECURITY
+-- DEFINER function call per statement. They now read the views of 00037,
+-- "(select id::text from tablegate.member_tenant)" and
+-- "(select id::text from tablegate.full_member_tenant)", which answer the
+-- same for every caller (equivalence_test.go) and cost a statement about
+-- half as much (bench/BenchmarkHelpers). Installed policies are re-created:
+-- the recorded buckets, and the realtime policies where they are
+-- installed, with the recorded require_membership.
+--
+-- Down restores the function calls and re-creates the policies the same
+-- way.
+
+-- +goose Up
+-- +goose StatementBegin
+create or replace function tablegate.install_storage_policies(bucket text, per_user boolean, anon_read boolean, require_membership boolean)
+returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  own text;       -- the caller's folder: readers
+  own_full text;  -- the same, for full users only: writers
+  own_new text;   -- the same, for a name written
+begin
+  if require_membership then
+    own := format('bucket_id = %L and (storage.foldername(name))[1] = (select id::text from tablegate.member_tenant)', bucket);
+    own_full := format('bucket_id = %L and (storage.foldername(name))[1] = (select id::text from tablegate.full_member_tenant)', bucket);
+  else
+    own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.current_tenant_id())::text', bucket);
+    own_full := own || ' and not (select tablegate.is_anonymous())';
+  end if;
+  if per_user then
+    own := own || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
+    own_full := own_full || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
+  end if;
+  -- A new name has no "." or ".." segment: the row is the folder's, but
+  -- a server, proxy or application that normalizes the path would reach
+  -- another's. Names stored before stay readable and deletable.
+  own_new := own_full || ' and not (''/'' || name || ''/'' like any (array[''%/./%'', ''%/../%'']))';
+  perform tablegate.drop_storage_policies_of(bucket);
+  execute format('create policy %I on storage.objects for select to authenticated using (%s)',
+    tablegate.storage_policy_name(bucket, 'select'), case when anon_read then own else own_full end);
+  execute format('create policy %I on storage.objects for insert to authenticated with check (%s)',
+    tablegate.storage_policy_name(bucket, 'insert'), own_new);
+  execute format('create policy %I on storage.objects for update to authenticated using (%s) with check (%s)',
+    tablegate.storage_policy_name(bucket, 'update'), own_full, own_new);
+  execute format('create policy %I on storage.objects for delete to authenticated using (%s)',
+    tablegate.storage_policy_name(bucket, 'delete'), own_full);
+end
+$$;
+-- +goose StatementEnd
+-- +goose StatementBegin
+create or replace function tablegate.enable_realtime_policies(require_membership boolean default null) returns boolean
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  membership boolean := require_membership;
+  topic_ok text;
+begin
+  if membership is null then
+    membership := coalesce((select s.value::boolean from tablegate.settings s
+                            where s.key = 'realtime_require_membership'), false);
+  else
+    insert into tablegate.settings (key, value) values ('realtime_require_membership', membership::text)
+    on conflict (key) do update set value = excluded.value;
+  end if;
+  if to_regclass('realtime.messages') is null then
+    raise notice 'realtime.messages does not exist (Supabase Realtime is not installed); run select tablegate.enable_realtime_policies() once it is';
+    return false;
+  end if;
+  topic_ok := 'extension in (''broadcast'', ''presence'') and pg_catalog.split_part(topic, '':'', 1) = ''tenant'' '
+    || case when membership
+         then 'and pg_catalog.split_part(topic, '':'', 2) = (select id::text from tablegate.full_member_tenant)'
+         else 'and not (select tablegate.is_anonymous()) '
+              'and pg_catalog.split_part(topic, '':'', 2) = (select tablegate.current_tenant_id()::text)' end;
+  drop policy if exists tablegate_tenant_topics_receive on realtime.messages;
+  drop policy if exists tablegate_tenant_topics_send on realtime.messages;
+  execute format('create policy tablegate_tenant_topics_receive on realtime.messages for select to authenticated using (%s)', topic_ok);
+  execute format('create policy tablegate_tenant_topics_send on realtime.messages for insert to authenticated with check (%s)', topic_ok);
+  return true;
+end
+$$;
+-- +goose StatementEnd
+select tablegate.apply_storage_policies();
+-- +goose StatementBegin
+do $$
+begin
+  if to_regclass('realtime.messages') is not null
+     and exists (select from pg_catalog.pg_policy where polrelid = to_regclass('realtime.messages')
+                 and polname = 'tablegate_tenant_topics_receive') then
+    perform tablegate.enable_realtime_policies();
+  end if;
+end
+$$;
+-- +goose StatementEnd
+
+-- +goose Down
+-- +goose StatementBegin
+create or replace function tablegate.install_storage_policies(bucket text, per_user boolean, anon_read boolean, require_membership boolean)
+returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  own text;       -- the caller's folder: readers
+  own_full text;  -- the same, for full users only: writers
+  own_new text;   -- the same, for a name written
+begin
+  if require_membership then
+    own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.member_tenant_id())::text', bucket);
+    own_full := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.full_member_tenant_id())::text', bucket);
+  else
+    own := format('bucket_id = %L and (storage.foldername(name))[1] = (select tablegate.current_tenant_id())::text', bucket);
+    own_full := own || ' and not (select tablegate.is_anonymous())';
+  end if;
+  if per_user then
+    own := own || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
+    own_full := own_full || ' and (storage.foldername(name))[2] = (select auth.uid())::text';
+  end if;
+  -- A new name has no "." or ".." segment: the row is the folder's, but
+  -- a server, proxy or application that normalizes the path would reach
+  -- another's. Names stored before stay readable and deletable.
+  own_new := own_full || ' and not (''/'' || name || ''/'' like any (array[''%/./%'', ''%/../%'']))';
+  perform tablegate.drop_storage_policies_of(bucket);
+  execute format('create policy %I on storage.objects for select to authenticated using (%s)',
+    tablegate.storage_policy_name(bucket, 'select'), case when anon_read then own else own_full end);
+  execute format('create policy %I on storage.objects for insert to authenticated with check (%s)',
+    tablegate.storage_policy_name(bucket, 'insert'), own_new);
+  execute format('create policy %I on storage.objects for update to authenticated using (%s) with check (%s)',
+    tablegate.storage_policy_name(bucket, 'update'), own_full, own_new);
+  execute format('create policy %I on storage.objects for delete to authenticated using (%s)',
+    tablegate.storage_policy_name(bucket, 'delete'), own_full);
+end
+$$;
+-- +goose StatementEnd
+-- +goose StatementBegin
+create or replace function tablegate.enable_realtime_policies(require_membership boolean default null) returns boolean
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  membership boolean := require_membership;
+  topic_ok text;
+begin
+  if membership is null then
+    membership := coalesce((select s.value::boolean from tablegate.settings s
+                            where s.key = 'realtime_require_membership'), false);
+  else
+    insert into tablegate.settings (key, value) values ('realtime_require_membership', membership::text)
+    on conflict (key) do update set value = excluded.value;
+  end if;
+  if to_regclass('realtime.messages') is null then
+    raise notice 'realtime.messages does not exist (Supabase Realtime is not installed); run select tablegate.enable_realtime_policies() once it is';
+    return false;
+  end if;
+  topic_ok := 'extension in (''broadcast'', ''presence'') and pg_catalog.split_part(topic, '':'', 1) = ''tenant'' '
+    || case when membership
+         then 'and pg_catalog.split_part(topic, '':'', 2) = (select tablegate.full_member_tenant_id()::text)'
+         else 'and not (select tablegate.is_anonymous()) '
+              'and pg_catalog.split_part(topic, '':'', 2) = (select tablegate.current_tenant_id()::text)' end;
+  drop policy if exists tablegate_tenant_topics_receive on realtime.messages;
+  drop policy if exists tablegate_tenant_topics_send on realtime.messages;
+  execute format('create policy tablegate_tenant_topics_receive on realtime.messages for select to authenticated using (%s)', topic_ok);
+  execute format('create policy tablegate_tenant_topics_send on realtime.messages for insert to authenticated with check (%s)', topic_ok);
+  return true;
+end
+$$;
+-- +goose StatementEnd
+select tablegate.apply_storage_policies();
+-- +goose StatementBegin
+do $$
+begin
+  if to_regclass('realtime.messages') is not null
+     and exists (select from pg_catalog.pg_policy where polrelid = to_regclass('realtime.messages')
+                 and polname = 'tablegate_tenant_topics_receive') then
+    perform tablegate.enable_realtime_policies();
+  end if;
+end
+$$;
+-- +goose StatementEnd
