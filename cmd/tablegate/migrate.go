@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -349,7 +350,7 @@ func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxp
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("migrate down: %w", err)
+		return fmt.Errorf("migrate down: %w%s", err, dependentsHint(err))
 	}
 	cur, _, _ := p.GetVersions(ctx)
 	fmt.Fprintf(w, "✓ version %d\n", cur)
@@ -388,4 +389,26 @@ func migrateStatus(ctx context.Context, w io.Writer, open migratorFunc, pool *pg
 		fmt.Fprintf(w, "! the database is at version %d, newer than the newest migration here (%d): use the build (or --dir) that applied it\n", cur, newest)
 	}
 	return nil
+}
+
+// dependentsHint explains a migration Postgres refused to roll back
+// because objects of the application (a policy, a view, a function) still
+// depend on what it drops, such as a policy reading tablegate.member_tenant
+// when migrating down past 00037. The error's text leaves out Postgres'
+// DETAIL, which names them; the hint prints it and what to do. Other
+// errors get no hint.
+func dependentsHint(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "2BP01" { // dependent_objects_still_exist
+		return ""
+	}
+	name := "the failed migration"
+	var partial *goose.PartialError
+	if errors.As(err, &partial) && partial.Failed != nil && partial.Failed.Source != nil {
+		name = filepath.Base(partial.Failed.Source.Path)
+	}
+	return fmt.Sprintf("\n%s\n%s was not rolled back (any migration listed above was): "+
+		"drop or rewrite those objects first, then run migrate down again. "+
+		"Policies reading tablegate.member_tenant or full_member_tenant can call "+
+		"tablegate.member_tenant_id() or full_member_tenant_id() instead (docs/tenant.md)", pe.Detail, name)
 }

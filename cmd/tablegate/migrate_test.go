@@ -266,3 +266,38 @@ where a.attrelid = 'public.goose_db_version'::regclass and a.attnum > 0 and s is
 		t.Errorf("status --dir on a read-only server: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestMigrateDownNamesDependents: migrating down through a migration whose
+// objects an application's policy still reads fails, changes nothing of
+// that migration, and the error names the dependent policy and says what
+// to do, instead of Postgres' bare "other objects depend on it".
+func TestMigrateDownNamesDependents(t *testing.T) {
+	t.Parallel()
+	url := pgtest.EmptyURL(t)
+	vars := map[string]string{"DATABASE_URL": url}
+	if r := runCLI(t, vars, "migrate", "up"); r.code != 0 {
+		t.Fatalf("up: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(t.Context(), `create table public.notes (id int primary key, tenant_id uuid not null);
+alter table public.notes enable row level security;
+create policy notes_member_read on public.notes for select to authenticated using (tenant_id = (select id from tablegate.member_tenant))`); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, vars, "migrate", "down", "--to", "36")
+	if r.code != exitFailure {
+		t.Fatalf("down past 00037 with a policy reading its view: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"00037", "policy notes_member_read on table notes depends on view tablegate.member_tenant", "drop or rewrite", "docs/tenant.md"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	var version int64
+	if err := pool.QueryRow(t.Context(), `select max(version_id) from public.tablegate_migrations`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version != 37 {
+		t.Errorf("version after the refused down: %d, want 37 (00038 rolled back, 00037 kept)", version)
+	}
+}
