@@ -96,7 +96,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	case "up":
 		return migrateUp(ctx, e.stdout, open, pool, *to)
 	case "down":
-		return migrateDown(ctx, e.stdout, open, pool, *to)
+		return migrateDown(ctx, e.stdout, open, pool, *to, *dir == "")
 	}
 	upCmd := "tablegate migrate up"
 	if *dir != "" {
@@ -321,7 +321,10 @@ func migrateUp(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpoo
 	return nil
 }
 
-func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool, to int64) error {
+// migrateDown rolls back one migration, or down to version to (≥ 0).
+// ours says the migrations are tablegate's (not --dir): a refusal then
+// also names the views of 00037 that policies may still read.
+func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool, to int64, ours bool) error {
 	p, err := open(pool)
 	if err != nil {
 		return err
@@ -340,6 +343,12 @@ func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxp
 			results = append(results, r)
 		}
 	}
+	// A run that stops part way returns the migrations it did roll back
+	// in the error only.
+	var partial *goose.PartialError
+	if len(results) == 0 && errors.As(err, &partial) {
+		results = partial.Applied
+	}
 	for _, r := range results {
 		if r.Error == nil {
 			fmt.Fprintf(w, "✓ rolled back %s (%s)\n", filepath.Base(r.Source.Path), r.Duration.Round(time.Millisecond))
@@ -350,7 +359,7 @@ func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxp
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("migrate down: %w%s", err, dependentsHint(err))
+		return fmt.Errorf("migrate down: %w%s", err, dependentsHint(err, ours))
 	}
 	cur, _, _ := p.GetVersions(ctx)
 	fmt.Fprintf(w, "✓ version %d\n", cur)
@@ -392,12 +401,12 @@ func migrateStatus(ctx context.Context, w io.Writer, open migratorFunc, pool *pg
 }
 
 // dependentsHint explains a migration Postgres refused to roll back
-// because objects of the application (a policy, a view, a function) still
-// depend on what it drops, such as a policy reading tablegate.member_tenant
-// when migrating down past 00037. The error's text leaves out Postgres'
-// DETAIL, which names them; the hint prints it and what to do. Other
-// errors get no hint.
-func dependentsHint(err error) string {
+// because other objects (a policy, a view, a function) still depend on
+// what it drops, such as a policy reading tablegate.member_tenant when
+// migrating down past 00037. The error's text leaves out Postgres' DETAIL,
+// which names them; the hint prints it and what to do. ours adds the
+// advice for tablegate's views. Other errors get no hint.
+func dependentsHint(err error, ours bool) string {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "2BP01" { // dependent_objects_still_exist
 		return ""
@@ -407,8 +416,14 @@ func dependentsHint(err error) string {
 	if errors.As(err, &partial) && partial.Failed != nil && partial.Failed.Source != nil {
 		name = filepath.Base(partial.Failed.Source.Path)
 	}
-	return fmt.Sprintf("\n%s\n%s was not rolled back (any migration listed above was): "+
-		"drop or rewrite those objects first, then run migrate down again. "+
-		"Policies reading tablegate.member_tenant or full_member_tenant can call "+
-		"tablegate.member_tenant_id() or full_member_tenant_id() instead (docs/tenant.md)", pe.Detail, name)
+	var b strings.Builder
+	if pe.Detail != "" {
+		b.WriteString("\n")
+		b.WriteString(pe.Detail)
+	}
+	fmt.Fprintf(&b, "\n%s was not rolled back (any migration listed above was): drop or rewrite the objects that depend on it first, then run migrate down again", name)
+	if ours {
+		b.WriteString(". Policies reading tablegate.member_tenant or full_member_tenant can call tablegate.member_tenant_id() or full_member_tenant_id() instead (docs/tenant.md)")
+	}
+	return b.String()
 }

@@ -293,6 +293,9 @@ create policy notes_member_read on public.notes for select to authenticated usin
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
+	if !strings.Contains(r.stdout, "✓ rolled back 00038_storage_realtime_read_views.sql") {
+		t.Errorf("00038 was rolled back before 00037 was refused, and the output does not say so:\n%s", r.stdout)
+	}
 	var version int64
 	if err := pool.QueryRow(t.Context(), `select max(version_id) from public.tablegate_migrations`).Scan(&version); err != nil {
 		t.Fatal(err)
