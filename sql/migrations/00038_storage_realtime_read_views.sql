@@ -9,7 +9,7 @@
 -- "(select id::text from tablegate.full_member_tenant)", which answer the
 -- same for every caller (equivalence_test.go) and cost a statement about
 -- half as much (bench/BenchmarkHelpers). Installed policies are re-created:
--- the recorded buckets, and the realtime policies where they are
+-- the recorded buckets, and those of the two realtime policies that are
 -- installed, with the recorded require_membership.
 --
 -- Down restores the function calls and re-creates the policies the same
@@ -90,11 +90,25 @@ $$;
 select tablegate.apply_storage_policies();
 -- +goose StatementBegin
 do $$
+declare
+  msgs regclass := to_regclass('realtime.messages');
+  had_receive boolean;
+  had_send boolean;
 begin
-  if to_regclass('realtime.messages') is not null
-     and exists (select from pg_catalog.pg_policy where polrelid = to_regclass('realtime.messages')
-                 and polname = 'tablegate_tenant_topics_receive') then
+  if msgs is null then
+    return;
+  end if;
+  had_receive := exists (select from pg_catalog.pg_policy where polrelid = msgs and polname = 'tablegate_tenant_topics_receive');
+  had_send := exists (select from pg_catalog.pg_policy where polrelid = msgs and polname = 'tablegate_tenant_topics_send');
+  if had_receive or had_send then
+    -- re-create the installed ones only: one an operator dropped stays dropped
     perform tablegate.enable_realtime_policies();
+    if not had_receive then
+      drop policy tablegate_tenant_topics_receive on realtime.messages;
+    end if;
+    if not had_send then
+      drop policy tablegate_tenant_topics_send on realtime.messages;
+    end if;
   end if;
 end
 $$;
@@ -175,11 +189,25 @@ $$;
 select tablegate.apply_storage_policies();
 -- +goose StatementBegin
 do $$
+declare
+  msgs regclass := to_regclass('realtime.messages');
+  had_receive boolean;
+  had_send boolean;
 begin
-  if to_regclass('realtime.messages') is not null
-     and exists (select from pg_catalog.pg_policy where polrelid = to_regclass('realtime.messages')
-                 and polname = 'tablegate_tenant_topics_receive') then
+  if msgs is null then
+    return;
+  end if;
+  had_receive := exists (select from pg_catalog.pg_policy where polrelid = msgs and polname = 'tablegate_tenant_topics_receive');
+  had_send := exists (select from pg_catalog.pg_policy where polrelid = msgs and polname = 'tablegate_tenant_topics_send');
+  if had_receive or had_send then
+    -- re-create the installed ones only: one an operator dropped stays dropped
     perform tablegate.enable_realtime_policies();
+    if not had_receive then
+      drop policy tablegate_tenant_topics_receive on realtime.messages;
+    end if;
+    if not had_send then
+      drop policy tablegate_tenant_topics_send on realtime.messages;
+    end if;
   end if;
 end
 $$;

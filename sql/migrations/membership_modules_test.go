@@ -269,3 +269,44 @@ func TestModulesReadTheViews(t *testing.T) {
 		t.Errorf("down to 37 the policies admit\n%s\nbefore\n%s", got, before)
 	}
 }
+
+// TestModulesKeepADroppedRealtimePolicy: 00038 re-creates, up and down,
+// only those of the two realtime policies that are installed: one the
+// operator dropped stays dropped, and the other follows the migration.
+func TestModulesKeepADroppedRealtimePolicy(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t, pgtest.EmptyURL(t))
+	fixture(t, pool, "supabase_realtime.sql")
+	m, err := db.NewMigrator(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.UpTo(t.Context(), 37); err != nil {
+		t.Fatal(err)
+	}
+	admin(t, pool, `select tablegate.enable_realtime_policies(require_membership => true)`)
+	admin(t, pool, `drop policy tablegate_tenant_topics_send on realtime.messages`)
+	installed := func() string {
+		return adminScalar[string](t, pool, `select coalesce(string_agg(polname || ': ' || coalesce(pg_get_expr(polqual, polrelid), pg_get_expr(polwithcheck, polrelid)), '; ' order by polname), '')
+  from pg_policy where polrelid = 'realtime.messages'::regclass and polname like 'tablegate%'`)
+	}
+	for _, step := range []struct {
+		version int64
+		reads   string
+	}{{38, "FROM tablegate.full_member_tenant"}, {37, "full_member_tenant_id()"}} {
+		var err error
+		if step.version == 38 {
+			_, err = m.UpTo(t.Context(), 38)
+		} else {
+			_, err = m.DownTo(t.Context(), 37)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := installed()
+		if !strings.HasPrefix(got, "tablegate_tenant_topics_receive: ") || strings.Contains(got, "tablegate_tenant_topics_send") || !strings.Contains(got, step.reads) {
+			t.Errorf("at %d: realtime policies %q, want the receive policy alone, reading %s", step.version, got, step.reads)
+		}
+	}
+}
