@@ -7,10 +7,12 @@
 -- DEFINER function call per statement. They now read the views of 00037,
 -- "(select id::text from tablegate.member_tenant)" and
 -- "(select id::text from tablegate.full_member_tenant)", which answer the
--- same for every caller (equivalence_test.go) and cost a statement about
--- half as much (bench/BenchmarkHelpers). Installed policies are re-created:
--- the recorded buckets, and those of the two realtime policies that are
--- installed, with the recorded require_membership.
+-- same for every caller (equivalence_test.go; the views follow
+-- tablegate.tenant_members, see 00037) at about 0.6 of the functions' cost
+-- per call (bench/BenchmarkHelpers). The policies that are installed are
+-- re-created, up and down: those of the buckets recorded with
+-- require_membership, and the realtime ones with the recorded
+-- require_membership. A policy an operator dropped stays dropped.
 --
 -- Down restores the function calls and re-creates the policies the same
 -- way.
@@ -87,7 +89,41 @@ begin
 end
 $$;
 -- +goose StatementEnd
-select tablegate.apply_storage_policies();
+-- +goose StatementBegin
+do $$
+declare
+  r record;
+  cmd text;
+  had text[];
+begin
+  if to_regclass('storage.objects') is null then
+    return;
+  end if;
+  -- The buckets recorded with require_membership: re-create those of
+  -- their policies that are installed (one an operator dropped stays
+  -- dropped); other buckets' policies do not change.
+  for r in select substr(s.key, length('storage_bucket:') + 1) as bucket, s.value::jsonb as v
+           from tablegate.settings s
+           where starts_with(s.key, 'storage_bucket:')
+             and coalesce((s.value::jsonb ->> 'require_membership')::boolean, false)
+           order by s.key loop
+    select array_agg(c) into had
+    from unnest(array['select', 'insert', 'update', 'delete']) c
+    where exists (select from pg_catalog.pg_policy p
+                  where p.polrelid = 'storage.objects'::regclass
+                    and p.polname = tablegate.storage_policy_name(r.bucket, c));
+    continue when had is null;
+    perform tablegate.install_storage_policies(r.bucket, coalesce((r.v ->> 'per_user')::boolean, false),
+      coalesce((r.v ->> 'anon_read')::boolean, false), true);
+    foreach cmd in array array['select', 'insert', 'update', 'delete'] loop
+      if not cmd = any (had) then
+        execute format('drop policy %I on storage.objects', tablegate.storage_policy_name(r.bucket, cmd));
+      end if;
+    end loop;
+  end loop;
+end
+$$;
+-- +goose StatementEnd
 -- +goose StatementBegin
 do $$
 declare
@@ -186,7 +222,41 @@ begin
 end
 $$;
 -- +goose StatementEnd
-select tablegate.apply_storage_policies();
+-- +goose StatementBegin
+do $$
+declare
+  r record;
+  cmd text;
+  had text[];
+begin
+  if to_regclass('storage.objects') is null then
+    return;
+  end if;
+  -- The buckets recorded with require_membership: re-create those of
+  -- their policies that are installed (one an operator dropped stays
+  -- dropped); other buckets' policies do not change.
+  for r in select substr(s.key, length('storage_bucket:') + 1) as bucket, s.value::jsonb as v
+           from tablegate.settings s
+           where starts_with(s.key, 'storage_bucket:')
+             and coalesce((s.value::jsonb ->> 'require_membership')::boolean, false)
+           order by s.key loop
+    select array_agg(c) into had
+    from unnest(array['select', 'insert', 'update', 'delete']) c
+    where exists (select from pg_catalog.pg_policy p
+                  where p.polrelid = 'storage.objects'::regclass
+                    and p.polname = tablegate.storage_policy_name(r.bucket, c));
+    continue when had is null;
+    perform tablegate.install_storage_policies(r.bucket, coalesce((r.v ->> 'per_user')::boolean, false),
+      coalesce((r.v ->> 'anon_read')::boolean, false), true);
+    foreach cmd in array array['select', 'insert', 'update', 'delete'] loop
+      if not cmd = any (had) then
+        execute format('drop policy %I on storage.objects', tablegate.storage_policy_name(r.bucket, cmd));
+      end if;
+    end loop;
+  end loop;
+end
+$$;
+-- +goose StatementEnd
 -- +goose StatementBegin
 do $$
 declare

@@ -240,8 +240,8 @@ func TestModulesReadTheViews(t *testing.T) {
 		return b.String()
 	}
 	before := admitted()
-	if p := policies(); !strings.Contains(p, "member_tenant_id()") {
-		t.Fatalf("at 37 the policies do not call member_tenant_id(): %s", p)
+	if p := policies(); strings.Contains(p, "FROM tablegate.") || !strings.Contains(p, "tablegate.member_tenant_id()") || !strings.Contains(p, "tablegate.full_member_tenant_id()") {
+		t.Fatalf("at 37 the policies do not call the functions alone: %s", p)
 	}
 	if !strings.Contains(before, `member: files "`+tenantA+`/doc.txt,`+tenantA+`/readme.md", upload "", receives 1, sends ""`) ||
 		!strings.Contains(before, `anonymous member: files "`+tenantA+`/readme.md", upload "42501"`) {
@@ -252,7 +252,7 @@ func TestModulesReadTheViews(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := policies()
-	if strings.Contains(p, "member_tenant_id") || !strings.Contains(p, "tablegate.member_tenant") || !strings.Contains(p, "tablegate.full_member_tenant") {
+	if strings.Contains(p, "member_tenant_id") || !strings.Contains(p, "FROM tablegate.member_tenant)") || !strings.Contains(p, "FROM tablegate.full_member_tenant)") {
 		t.Errorf("after 38 the policies do not read the views: %s", p)
 	}
 	if got := admitted(); got != before {
@@ -262,7 +262,7 @@ func TestModulesReadTheViews(t *testing.T) {
 	if _, err := m.DownTo(t.Context(), 37); err != nil {
 		t.Fatal(err)
 	}
-	if p := policies(); strings.Contains(p, "tablegate.member_tenant ") || !strings.Contains(p, "member_tenant_id()") {
+	if p := policies(); strings.Contains(p, "FROM tablegate.") || !strings.Contains(p, "tablegate.member_tenant_id()") || !strings.Contains(p, "tablegate.full_member_tenant_id()") {
 		t.Errorf("down to 37, the policies do not call the functions again: %s", p)
 	}
 	if got := admitted(); got != before {
@@ -270,12 +270,15 @@ func TestModulesReadTheViews(t *testing.T) {
 	}
 }
 
-// TestModulesKeepADroppedRealtimePolicy: 00038 re-creates, up and down,
-// only those of the two realtime policies that are installed: one the
-// operator dropped stays dropped, and the other follows the migration.
-func TestModulesKeepADroppedRealtimePolicy(t *testing.T) {
+// TestModulesKeepDroppedPolicies: 00038 re-creates, up and down, only the
+// installed policies of the buckets recorded with require_membership and
+// of realtime: a policy an operator dropped stays dropped, the others
+// follow the migration, and a bucket without require_membership keeps its
+// policies untouched.
+func TestModulesKeepDroppedPolicies(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t, pgtest.EmptyURL(t))
+	fixture(t, pool, "supabase_storage.sql")
 	fixture(t, pool, "supabase_realtime.sql")
 	m, err := db.NewMigrator(pool)
 	if err != nil {
@@ -285,16 +288,46 @@ func TestModulesKeepADroppedRealtimePolicy(t *testing.T) {
 	if _, err := m.UpTo(t.Context(), 37); err != nil {
 		t.Fatal(err)
 	}
+	admin(t, pool, `insert into storage.buckets (id, name) values ('docs', 'docs'), ('plain', 'plain')`)
+	admin(t, pool, `select tablegate.enable_storage_policies('files', require_membership => true)`)
+	admin(t, pool, `select tablegate.enable_storage_policies('docs', anon_read => true, require_membership => true)`)
+	admin(t, pool, `select tablegate.enable_storage_policies('plain')`)
 	admin(t, pool, `select tablegate.enable_realtime_policies(require_membership => true)`)
+	admin(t, pool, `do $$ begin execute format('drop policy %I on storage.objects', tablegate.storage_policy_name('files', 'select')); end $$`)
 	admin(t, pool, `drop policy tablegate_tenant_topics_send on realtime.messages`)
-	installed := func() string {
-		return adminScalar[string](t, pool, `select coalesce(string_agg(polname || ': ' || coalesce(pg_get_expr(polqual, polrelid), pg_get_expr(polwithcheck, polrelid)), '; ' order by polname), '')
-  from pg_policy where polrelid = 'realtime.messages'::regclass and polname like 'tablegate%'`)
+
+	// installed lists tablegate's storage and realtime policies as
+	// "name: what it calls" ("views", "functions" or "neither"), and the
+	// oids of the plain bucket's.
+	installed := func() (string, string) {
+		return adminScalar[string](t, pool, `select string_agg(polname || ': ' || case
+      when e ~ 'FROM tablegate\.(full_)?member_tenant\M' and e !~ 'member_tenant_id' then 'views'
+      when e ~ 'tablegate\.(full_)?member_tenant_id\(\)' and e !~ 'FROM tablegate\.' then 'functions'
+      else 'neither' end, '; ' order by polname)
+  from (select polname, coalesce(pg_get_expr(polqual, polrelid), '') || ' ' || coalesce(pg_get_expr(polwithcheck, polrelid), '') as e
+        from pg_policy where polrelid in ('storage.objects'::regclass, 'realtime.messages'::regclass)
+          and polname like 'tablegate%' and polname not like '%:plain:%') p`),
+			adminScalar[string](t, pool, `select string_agg(oid::text, ',' order by polname) from pg_policy where polname like 'tablegate_storage:plain:%'`)
+	}
+	want := func(calls string) string {
+		var names []string
+		for _, n := range []string{
+			"tablegate_storage:docs:delete", "tablegate_storage:docs:insert", "tablegate_storage:docs:select", "tablegate_storage:docs:update",
+			"tablegate_storage:files:delete", "tablegate_storage:files:insert", "tablegate_storage:files:update",
+			"tablegate_tenant_topics_receive",
+		} {
+			names = append(names, n+": "+calls)
+		}
+		return strings.Join(names, "; ")
+	}
+	before, plain := installed()
+	if before != want("functions") || strings.Count(plain, ",") != 3 {
+		t.Fatalf("at 37: %s (plain bucket %s)", before, plain)
 	}
 	for _, step := range []struct {
 		version int64
-		reads   string
-	}{{38, "FROM tablegate.full_member_tenant"}, {37, "full_member_tenant_id()"}} {
+		calls   string
+	}{{38, "views"}, {37, "functions"}} {
 		var err error
 		if step.version == 38 {
 			_, err = m.UpTo(t.Context(), 38)
@@ -304,9 +337,12 @@ func TestModulesKeepADroppedRealtimePolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := installed()
-		if !strings.HasPrefix(got, "tablegate_tenant_topics_receive: ") || strings.Contains(got, "tablegate_tenant_topics_send") || !strings.Contains(got, step.reads) {
-			t.Errorf("at %d: realtime policies %q, want the receive policy alone, reading %s", step.version, got, step.reads)
+		got, gotPlain := installed()
+		if got != want(step.calls) {
+			t.Errorf("at %d:\n got %s\nwant %s", step.version, got, want(step.calls))
+		}
+		if gotPlain != plain {
+			t.Errorf("at %d the plain bucket's policies were re-created (oids %s, before %s)", step.version, gotPlain, plain)
 		}
 	}
 }
