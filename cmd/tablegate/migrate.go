@@ -321,9 +321,11 @@ func migrateUp(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpoo
 	return nil
 }
 
-// migrateDown rolls back one migration, or down to version to (≥ 0).
-// ours says the migrations are tablegate's (not --dir): a refusal then
-// also names the views of 00037 that policies may still read.
+// migrateDown rolls back one migration, or down to version to (≥ 0). A
+// run that stops part way reports what it did roll back and the version
+// it stopped at. ours says the migrations are tablegate's (not --dir):
+// a refusal caused by policies reading the member-tenant views of 00037
+// then also says what those policies can read instead.
 func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool, to int64, ours bool) error {
 	p, err := open(pool)
 	if err != nil {
@@ -359,6 +361,9 @@ func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxp
 		return nil
 	}
 	if err != nil {
+		if cur, _, verr := p.GetVersions(ctx); verr == nil {
+			fmt.Fprintf(w, "✗ stopped at version %d\n", cur)
+		}
 		return fmt.Errorf("migrate down: %w%s", err, dependentsHint(err, ours))
 	}
 	cur, _, _ := p.GetVersions(ctx)
@@ -402,10 +407,10 @@ func migrateStatus(ctx context.Context, w io.Writer, open migratorFunc, pool *pg
 
 // dependentsHint explains a migration Postgres refused to roll back
 // because other objects (a policy, a view, a function) still depend on
-// what it drops, such as a policy reading tablegate.member_tenant when
-// migrating down past 00037. The error's text leaves out Postgres' DETAIL,
-// which names them; the hint prints it and what to do. ours adds the
-// advice for tablegate's views. Other errors get no hint.
+// what it drops. The error's text leaves out Postgres' DETAIL, which names
+// them; the hint prints it and what to do. ours adds, when the DETAIL
+// names tablegate's member-tenant views (00037), what policies can read
+// instead. Other errors get no hint.
 func dependentsHint(err error, ours bool) string {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "2BP01" { // dependent_objects_still_exist
@@ -421,8 +426,8 @@ func dependentsHint(err error, ours bool) string {
 		b.WriteString("\n")
 		b.WriteString(pe.Detail)
 	}
-	fmt.Fprintf(&b, "\n%s was not rolled back (any migration listed above was): drop or rewrite the objects that depend on it first, then run migrate down again", name)
-	if ours {
+	fmt.Fprintf(&b, "\n%s was not rolled back (migrations reported as rolled back stay so): drop or rewrite the objects that depend on it first, then run migrate down again", name)
+	if ours && (strings.Contains(pe.Detail, "view tablegate.member_tenant") || strings.Contains(pe.Detail, "view tablegate.full_member_tenant")) {
 		b.WriteString(". Policies reading tablegate.member_tenant or full_member_tenant can call tablegate.member_tenant_id() or full_member_tenant_id() instead (docs/tenant.md)")
 	}
 	return b.String()

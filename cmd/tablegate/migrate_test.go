@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/tablegate/tablegate/internal/pgtest"
 	"github.com/tablegate/tablegate/sql/migrations"
 )
@@ -293,8 +295,8 @@ create policy notes_member_read on public.notes for select to authenticated usin
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	if !strings.Contains(r.stdout, "✓ rolled back 00038_storage_realtime_read_views.sql") {
-		t.Errorf("00038 was rolled back before 00037 was refused, and the output does not say so:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "✓ rolled back 00038_storage_realtime_read_views.sql") || !strings.Contains(r.stdout, "✗ stopped at version 37") {
+		t.Errorf("00038 was rolled back before 00037 was refused, and the output does not say so, or where it stopped:\n%s", r.stdout)
 	}
 	var version int64
 	if err := pool.QueryRow(t.Context(), `select max(version_id) from public.tablegate_migrations`).Scan(&version); err != nil {
@@ -302,5 +304,44 @@ create policy notes_member_read on public.notes for select to authenticated usin
 	}
 	if version != 37 {
 		t.Errorf("version after the refused down: %d, want 37 (00038 rolled back, 00037 kept)", version)
+	}
+}
+
+// TestDependentsHint: the hint prints Postgres' DETAIL for a refusal
+// because of dependent objects only, and the advice about the
+// member-tenant views only for tablegate's own migrations when the DETAIL
+// names one of them.
+func TestDependentsHint(t *testing.T) {
+	const advice = "can call tablegate.member_tenant_id()"
+	view := &pgconn.PgError{Code: "2BP01", Detail: "policy p on table t depends on view tablegate.full_member_tenant"}
+	function := &pgconn.PgError{Code: "2BP01", Detail: "policy p on table t depends on function tablegate.full_member_tenant_id()"}
+	for _, tc := range []struct {
+		name       string
+		err        error
+		ours       bool
+		want, not  []string
+		wantsEmpty bool
+	}{
+		{name: "a view, tablegate's", err: fmt.Errorf("wrapped: %w", view), ours: true, want: []string{view.Detail, "not rolled back", advice}},
+		{name: "a view, --dir", err: view, want: []string{view.Detail}, not: []string{advice}},
+		{name: "a function", err: function, ours: true, want: []string{function.Detail, "not rolled back"}, not: []string{advice}},
+		{name: "no detail", err: &pgconn.PgError{Code: "2BP01"}, ours: true, want: []string{"the failed migration was not rolled back"}, not: []string{"\n\n"}},
+		{name: "another error", err: &pgconn.PgError{Code: "42P01", Detail: view.Detail}, ours: true, wantsEmpty: true},
+		{name: "not Postgres", err: fmt.Errorf("boom"), ours: true, wantsEmpty: true},
+	} {
+		got := dependentsHint(tc.err, tc.ours)
+		if tc.wantsEmpty != (got == "") {
+			t.Errorf("%s: hint %q", tc.name, got)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: hint %q lacks %q", tc.name, got, w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: hint %q has %q", tc.name, got, n)
+			}
+		}
 	}
 }
