@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pressly/goose/v3"
+
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
@@ -192,6 +195,25 @@ func TestMembershipModulesDown(t *testing.T) {
 	}
 }
 
+// modulesAt37 returns a database with Supabase's storage and realtime
+// shapes migrated to 37, the version before the modules read the
+// member-tenant views, and its migrator.
+func modulesAt37(t *testing.T) (*pgxpool.Pool, *goose.Provider) {
+	t.Helper()
+	pool := pgtest.Pool(t, pgtest.EmptyURL(t))
+	fixture(t, pool, "supabase_storage.sql")
+	fixture(t, pool, "supabase_realtime.sql")
+	m, err := db.NewMigrator(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if _, err := m.UpTo(t.Context(), 37); err != nil {
+		t.Fatal(err)
+	}
+	return pool, m
+}
+
 // TestModulesReadTheViews: from migration 00038 the storage and realtime
 // policies that require a membership read the views member_tenant and
 // full_member_tenant instead of calling member_tenant_id(); a bucket and
@@ -200,17 +222,7 @@ func TestMembershipModulesDown(t *testing.T) {
 // callers.
 func TestModulesReadTheViews(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t, pgtest.EmptyURL(t))
-	fixture(t, pool, "supabase_storage.sql")
-	fixture(t, pool, "supabase_realtime.sql")
-	m, err := db.NewMigrator(pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if _, err := m.UpTo(t.Context(), 37); err != nil {
-		t.Fatal(err)
-	}
+	pool, m := modulesAt37(t)
 	execScript(t, pool, equivalenceFixture)
 	admin(t, pool, `insert into storage.buckets (id, name) values ('docs', 'docs')`)
 	admin(t, pool, `select tablegate.enable_storage_policies('files', require_membership => true)`)
@@ -277,17 +289,7 @@ func TestModulesReadTheViews(t *testing.T) {
 // policies untouched.
 func TestModulesKeepDroppedPolicies(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.Pool(t, pgtest.EmptyURL(t))
-	fixture(t, pool, "supabase_storage.sql")
-	fixture(t, pool, "supabase_realtime.sql")
-	m, err := db.NewMigrator(pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if _, err := m.UpTo(t.Context(), 37); err != nil {
-		t.Fatal(err)
-	}
+	pool, m := modulesAt37(t)
 	admin(t, pool, `insert into storage.buckets (id, name) values ('docs', 'docs'), ('plain', 'plain')`)
 	admin(t, pool, `select tablegate.enable_storage_policies('files', require_membership => true)`)
 	admin(t, pool, `select tablegate.enable_storage_policies('docs', anon_read => true, require_membership => true)`)
