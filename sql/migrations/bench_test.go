@@ -2,6 +2,9 @@ package migrations_test
 
 import (
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
@@ -82,6 +85,89 @@ func BenchmarkTenantPolicies(b *testing.B) {
 				if err != nil || n != 50 {
 					b.Fatal(n, err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkStorageMembership measures a read of one object of a bucket
+// enabled with require_membership, as a member of the folder's tenant, on
+// a database at version 37 (the policies call member_tenant_id()) and one
+// with every migration (from 00038 they read the view member_tenant):
+//
+//   - read/<version>: through db.Read (settings and statement, one round
+//     trip);
+//   - executor/<version>: the statement in a PL/pgSQL loop, 100 per call,
+//     in one transaction, reported as pg-µs/stmt: Postgres' cost per
+//     statement without the round trip's noise (one round trip per 100
+//     statements), and without what a policy's functions cost once per
+//     transaction.
+//
+// 2 000 objects over tenants A and B.
+func BenchmarkStorageMembership(b *testing.B) {
+	setup := func(version int64) *pgxpool.Pool {
+		pool := pgtest.Pool(b, pgtest.EmptyURL(b))
+		fixture(b, pool, "supabase_storage.sql")
+		m, err := db.NewMigrator(pool)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		if version > 0 {
+			_, err = m.UpTo(b.Context(), version)
+		} else {
+			_, err = m.Up(b.Context())
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		execScript(b, pool, equivalenceFixture)
+		for _, s := range []string{
+			`select tablegate.enable_storage_policies('files', require_membership => true)`,
+			`insert into storage.objects (bucket_id, name) select 'files', (array['` + tenantA + `', '` + tenantB + `'])[1 + g % 2] || '/f' || g || '.txt' from generate_series(1, 2000) g`,
+			`analyze storage.objects`,
+		} {
+			if _, err := pool.Exec(b.Context(), s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return pool
+	}
+	const stmt = `select o.name from storage.objects o where o.bucket_id = 'files' and o.name = '` + tenantA + `/f2.txt'`
+	member := user(userA1, tenantA)
+	for _, v := range []struct {
+		name string
+		pool *pgxpool.Pool
+	}{{"37", setup(37)}, {"current", setup(0)}} {
+		d := db.New(v.pool, nil)
+		b.Run("read/"+v.name, func(b *testing.B) {
+			for b.Loop() {
+				var name string
+				if err := d.Read(b.Context(), member, func(q db.Querier) error {
+					return q.QueryRow(b.Context(), stmt).Scan(&name)
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("executor/"+v.name, func(b *testing.B) {
+			const n = 100 // statements per call of the loop
+			err := d.Tx(b.Context(), member, func(q db.Querier) error {
+				if _, err := q.Exec(b.Context(), `create or replace function pg_temp.loop(n int) returns int language plpgsql as $$
+declare x text; begin for i in 1..n loop `+stmt+` into x; if x is null then raise 'not read'; end if; end loop; return n; end $$`); err != nil {
+					return err
+				}
+				start := time.Now()
+				for b.Loop() {
+					if _, err := q.Exec(b.Context(), `select pg_temp.loop($1)`, n); err != nil {
+						return err
+					}
+				}
+				b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N*n), "pg-µs/stmt")
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
 			}
 		})
 	}

@@ -50,7 +50,7 @@ func newEquivalencePair(t *testing.T, fixtureSQL ...string) *equivalencePair {
 }
 
 // execScript runs several statements as the admin (fixtures only).
-func execScript(t *testing.T, pool *pgxpool.Pool, sql string) {
+func execScript(t testing.TB, pool *pgxpool.Pool, sql string) {
 	t.Helper()
 	conn, err := pool.Acquire(t.Context())
 	if err != nil {

@@ -107,7 +107,7 @@ func admin(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 }
 
 // fixture loads a testdata SQL file as the admin.
-func fixture(t *testing.T, pool *pgxpool.Pool, name string) {
+func fixture(t testing.TB, pool *pgxpool.Pool, name string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
