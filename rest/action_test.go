@@ -88,6 +88,7 @@ func todoActions(l *hookLog) map[string]*Action {
 			Handler: func(c *Ctx, in ActionInput[None, None]) (*Response, error) {
 				h := http.Header{}
 				h.Set("Content-Disposition", `attachment; filename="todos.csv"`)
+				h.Set("Content-Length", "1") // wrong: the body's own length wins
 				return &Response{Status: 200, ContentType: "text/csv", Header: h, Body: []byte("title\nx\n")}, nil
 			},
 		}),
@@ -185,9 +186,10 @@ func TestActions(t *testing.T) {
 		t.Errorf("collection action authorizer saw %+v", req)
 	}
 	isProblem(t, do(t, s, "POST", "/api/todos/import", alice, `{"note":"a"}`), 400, "bad_request")
-	// A handler's own response.
+	// A handler's own response; its Content-Length is the body's.
 	r = do(t, s, "GET", "/api/todos/export.csv", alice, "")
-	if r.status != 200 || r.body != "title\nx\n" || r.header.Get("Content-Type") != "text/csv" || !strings.Contains(r.header.Get("Content-Disposition"), "todos.csv") {
+	if r.status != 200 || r.body != "title\nx\n" || r.header.Get("Content-Type") != "text/csv" || !strings.Contains(r.header.Get("Content-Disposition"), "todos.csv") ||
+		r.header.Get("Content-Length") != "8" {
 		t.Errorf("csv: %s %v", r, r.header)
 	}
 	// 405 lists CRUD and action methods of the path.
