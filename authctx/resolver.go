@@ -43,6 +43,8 @@ type Resolver struct {
 	forget  func(refreshToken string) // drops cached refreshes (ForgetSession); nil without refresh
 	leeway  time.Duration
 	tel     *telemetry.Telemetry
+	// stopMemoGauge takes the memo off tel's memo size gauge (Close).
+	stopMemoGauge func()
 }
 
 type secretKey struct {
@@ -83,7 +85,7 @@ func New(ctx context.Context, cfg *Config) (*Resolver, error) {
 		tel:       cfg.Telemetry,
 	}
 	if rv.memo != nil {
-		rv.tel.ObserveMemoSize(func() int64 { return int64(rv.memo.len()) })
+		rv.stopMemoGauge = rv.tel.ObserveMemoSize(func() int64 { return int64(rv.memo.len()) })
 	}
 	rv.cookieName = cfg.CookieName
 	if rv.cookieName == "" && cfg.ProjectURL != "" {
@@ -196,8 +198,14 @@ func checkCookieOptions(o ssrcookie.Options) error {
 	return nil
 }
 
-// Close stops the background JWKS refresh.
-func (rv *Resolver) Close() { rv.verifier.Close() }
+// Close stops the background JWKS refresh and takes the resolver's memo
+// off the telemetry's memo size gauge.
+func (rv *Resolver) Close() {
+	rv.verifier.Close()
+	if rv.stopMemoGauge != nil {
+		rv.stopMemoGauge()
+	}
+}
 
 // Ready reports whether the resolver can verify tokens: nil once its
 // signing keys are loaded, else [ErrKeysNotLoaded] (the JWKS has not

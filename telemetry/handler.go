@@ -43,6 +43,7 @@ type record struct {
 	attrs [8]attribute.KeyValue
 
 	mu                            sync.Mutex
+	mux                           string // the latest ServeMux pattern reported (SetPattern)
 	route, operation, table       string
 	kind, reason, source, subject string
 }
@@ -82,21 +83,86 @@ func RequestID(ctx context.Context) string {
 // original path that was stripped) followed by pattern, e.g.
 // "/api/todos/{id}", or "/api/todos" for the collection: it never holds a
 // key or a query value. Outside such a request it does nothing.
+//
+// The mount point is read through the pattern of the ServeMux that routed
+// the request when one was reported with [SetPattern] (rest reports its
+// request's r.Pattern): a wildcard of that pattern is named, never its
+// value, so a resource mounted at "/t/{tenant}/todos/" is reported as
+// "/t/{tenant}/todos/{id}" whatever the tenant. Without such a pattern the
+// mount point is the path as received, and at most 64 distinct ones are
+// reported as routes; past them the request's route is "other".
 func SetRoute(ctx context.Context, localPath, pattern, operation, table string) {
 	rec := recordFrom(ctx)
 	if rec == nil {
 		return
 	}
-	mount := rec.path
-	if strings.HasSuffix(mount, localPath) {
-		mount = mount[:len(mount)-len(localPath)]
-	} else {
-		mount = ""
+	mount := ""
+	if strings.HasSuffix(rec.path, localPath) {
+		mount = strings.TrimSuffix(rec.path[:len(rec.path)-len(localPath)], "/")
 	}
-	route := rec.t.route(strings.TrimSuffix(mount, "/"), pattern)
+	rec.mu.Lock()
+	mux := rec.mux
+	rec.mu.Unlock()
+	route := rec.t.route(mount, mux, pattern)
 	rec.mu.Lock()
 	rec.route, rec.operation, rec.table = route, operation, table
 	rec.mu.Unlock()
+}
+
+// muxMount returns mount (the escaped path before a resource's own, with
+// no trailing slash) with the values of the ServeMux pattern mux's
+// wildcards replaced by their names, and true; mux is the pattern that
+// routed the request, with or without method and host. A pattern that does
+// not describe mount (another level's, or one that ends in {$}) gives
+// mount unchanged and false. Where mux ends in a prefix ("/api/") that
+// mount goes beyond, the rest is named like a trailing wildcard: "{...}".
+func muxMount(mux, mount string) (string, bool) {
+	p := mux
+	if _, after, ok := strings.Cut(p, " "); ok {
+		p = after
+	}
+	i := strings.IndexByte(p, '/')
+	if i < 0 || mount == "" {
+		return mount, false
+	}
+	p = p[i:]
+	prefix := strings.HasSuffix(p, "/")
+	p = strings.Trim(p, "/")
+	var psegs []string
+	if p != "" {
+		psegs = strings.Split(p, "/")
+	}
+	rest := ""
+	if n := len(psegs); n > 0 && strings.HasPrefix(psegs[n-1], "{") && strings.HasSuffix(psegs[n-1], "...}") {
+		rest, psegs, prefix = psegs[n-1], psegs[:n-1], true
+	}
+	msegs := strings.Split(strings.TrimPrefix(mount, "/"), "/")
+	if len(psegs) > len(msegs) {
+		return mount, false
+	}
+	var b strings.Builder
+	for i, ps := range psegs {
+		switch {
+		case ps == "{$}":
+			return mount, false
+		case strings.HasPrefix(ps, "{") && strings.HasSuffix(ps, "}"):
+			b.WriteString("/" + ps)
+		case ps == msegs[i]:
+			b.WriteString("/" + ps)
+		default:
+			return mount, false
+		}
+	}
+	if len(msegs) > len(psegs) {
+		if !prefix {
+			return mount, false
+		}
+		if rest == "" {
+			rest = "{...}"
+		}
+		b.WriteString("/" + rest)
+	}
+	return b.String(), true
 }
 
 // SetPattern records a route pattern of a ServeMux-style handler (such as
@@ -110,22 +176,24 @@ func SetPattern(ctx context.Context, pattern string) {
 	}
 }
 
-// setPattern is SetPattern on the request's record.
+// setPattern is SetPattern on the request's record. The latest pattern
+// reported is also the one SetRoute reads the mount point through.
 func (rec *record) setPattern(pattern string) {
 	if pattern == "" {
 		return
 	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.mux = pattern
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		pattern = p
 	}
 	if pattern == "/" {
 		return // a catch-all: the request stays "other" unless a route is set
 	}
-	rec.mu.Lock()
 	if rec.route == "" {
 		rec.route = pattern
 	}
-	rec.mu.Unlock()
 }
 
 // StartSpan starts a child span of ctx with the tracer of the request
@@ -214,6 +282,9 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		if !ValidRequestID(id) || len(r.Header[RequestIDHeader]) > 1 {
 			id = NewRequestID()
 			rec.idv[0] = id
+			if r.Header == nil { // a request built by hand; servers always set one
+				r.Header = make(http.Header, 1)
+			}
 			r.Header[RequestIDHeader] = rec.idv[:]
 		}
 		rec.requestID = id
@@ -224,6 +295,10 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		if t.tracing {
 			ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
 			ctx, rec.span = t.tracer.Start(ctx, method, t.serverStart[method]...)
+		} else if t.log != nil {
+			// No span of its own: the access log names the caller's trace
+			// (traceparent), and calls made below carry it on.
+			ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
 		}
 		ctx = context.WithValue(ctx, recordKey{}, rec)
 		sw := &rec.w

@@ -205,18 +205,21 @@ func TestAttributeCachesBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		SetRoute(r.Context(), "/7", "/{id}", "get", "items")
-	}))
 	n := maxCached + 50
 	for i := range n {
+		// Patterns come from the application's code (one per action of a
+		// resource): an application with this many still gets each.
+		pattern := fmt.Sprintf("/{id}/a%d", i)
+		h := tel.Handler(http.StripPrefix("/m", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			SetRoute(r.Context(), r.URL.EscapedPath(), pattern, "get", "items")
+		})))
 		buf.Reset()
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", fmt.Sprintf("/m%d/7", i), nil))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", fmt.Sprintf("/m/7/a%d", i), nil))
 		var line struct{ Route string }
 		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 			t.Fatal(err)
 		}
-		if want := fmt.Sprintf("/m%d/{id}", i); line.Route != want {
+		if want := "/m" + pattern; line.Route != want {
 			t.Fatalf("request %d: route %q, want %q", i, line.Route, want)
 		}
 	}

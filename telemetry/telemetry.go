@@ -94,8 +94,9 @@ type Telemetry struct {
 	eventsDelivered metric.Int64Counter
 	memoSize        metric.Int64ObservableGauge
 
-	mu     sync.Mutex
-	memoFn []func() int64
+	mu       sync.Mutex
+	memoFn   map[int]func() int64 // by registration, see ObserveMemoSize
+	memoNext int
 
 	// The hot-path counters (every request resolves a caller, most hit
 	// the memo) are atomics read by the metric callback at collection:
@@ -114,18 +115,51 @@ type Telemetry struct {
 	cacheMu     sync.RWMutex
 	requests    map[requestKey]*requestAttrs
 	resolutions map[resolutionKey]*resolutionAttrs
-	routes      map[[2]string]string
+	routes      map[routeKey]string
+	pathMounts  map[string]struct{} // mount points reported as received, at most maxPathMounts
 }
 
-// route returns mount+pattern, built once per mount point and pattern.
-func (t *Telemetry) route(mount, pattern string) string {
+type routeKey struct{ mount, mux, pattern string }
+
+// maxPathMounts bounds the mount points reported as received (no ServeMux
+// pattern describes them): past it a request under another one is
+// reported as route "other", so that path segments cannot mint series.
+const maxPathMounts = 64
+
+// route returns the route of a resource mounted at mount (the escaped path
+// before its own), routed by the ServeMux pattern mux (may be ""), serving
+// pattern: mount read through mux (see muxMount) followed by pattern,
+// built once per combination.
+func (t *Telemetry) route(mount, mux, pattern string) string {
 	if mount == "" {
 		if pattern == "" {
 			return "/"
 		}
 		return pattern
 	}
-	return cached(&t.cacheMu, t.routes, [2]string{mount, pattern}, func(k [2]string) string { return k[0] + k[1] })
+	k := routeKey{mount, mux, pattern}
+	t.cacheMu.RLock()
+	r, ok := t.routes[k]
+	t.cacheMu.RUnlock()
+	if ok {
+		return r
+	}
+	m, described := muxMount(mux, mount)
+	t.cacheMu.Lock()
+	defer t.cacheMu.Unlock()
+	if !described {
+		if _, seen := t.pathMounts[m]; !seen {
+			if len(t.pathMounts) >= maxPathMounts {
+				return "other"
+			}
+			t.pathMounts[m] = struct{}{}
+		}
+	}
+	r = m + pattern
+	if len(t.routes) < maxCached {
+		t.routes[k] = r
+	}
+	return r
 }
 
 // cached returns m[k] under mu, building it with mk (and keeping it while m
@@ -252,7 +286,7 @@ func New(cfg *Config) (*Telemetry, error) {
 		return nil, err
 	}
 	t := &Telemetry{tp: cfg.TracerProvider, mp: cfg.MeterProvider, prop: cfg.Propagator, log: cfg.AccessLog, subject: cfg.LogSubject,
-		requests: map[requestKey]*requestAttrs{}, resolutions: map[resolutionKey]*resolutionAttrs{}, routes: map[[2]string]string{}}
+		requests: map[requestKey]*requestAttrs{}, resolutions: map[resolutionKey]*resolutionAttrs{}, routes: map[routeKey]string{}, pathMounts: map[string]struct{}{}}
 	if t.prop == nil {
 		t.prop = propagation.TraceContext{}
 	}
@@ -320,7 +354,10 @@ func (t *Telemetry) instruments(m metric.Meter) error {
 // and the resolutions by outcome.
 func (t *Telemetry) observe(_ context.Context, o metric.Observer) error {
 	t.mu.Lock()
-	fns := t.memoFn
+	fns := make([]func() int64, 0, len(t.memoFn))
+	for _, fn := range t.memoFn {
+		fns = append(fns, fn)
+	}
 	t.mu.Unlock()
 	var n int64
 	for _, fn := range fns {
@@ -381,14 +418,26 @@ func (t *Telemetry) Start(ctx context.Context, name string, attrs ...attribute.K
 }
 
 // ObserveMemoSize adds fn to the memo size gauge: the gauge reports the
-// sum over every registered memo.
-func (t *Telemetry) ObserveMemoSize(fn func() int64) {
+// sum over every registered memo. Call the returned stop when the memo is
+// discarded (authctx.Resolver.Close does): the gauge stops counting it and
+// t no longer holds it.
+func (t *Telemetry) ObserveMemoSize(fn func() int64) (stop func()) {
 	if t == nil || t.memoSize == nil {
-		return
+		return func() {}
 	}
 	t.mu.Lock()
-	t.memoFn = append(t.memoFn, fn)
-	t.mu.Unlock()
+	defer t.mu.Unlock()
+	if t.memoFn == nil {
+		t.memoFn = map[int]func() int64{}
+	}
+	id := t.memoNext
+	t.memoNext++
+	t.memoFn[id] = fn
+	return func() {
+		t.mu.Lock()
+		delete(t.memoFn, id)
+		t.mu.Unlock()
+	}
 }
 
 // MemoHit counts a token answered from the verified-token memo.

@@ -1,0 +1,221 @@
+package telemetry
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+)
+
+// routeOf serves req through h and returns the route of its access log
+// line.
+func routeOf(t *testing.T, h http.Handler, buf *bytes.Buffer, target string) string {
+	t.Helper()
+	buf.Reset()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", target, nil))
+	var line struct{ Route string }
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("%s: %v (%q)", target, err, buf.String())
+	}
+	return line.Route
+}
+
+// TestRouteNamesMountWildcards mounts a resource below a ServeMux pattern
+// with a wildcard: every tenant's requests share one route, which names
+// the wildcard and never holds its value.
+func TestRouteNamesMountWildcards(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	tel, err := New(&Config{AccessLog: newTestLogger(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What rest does: the ServeMux pattern, then the resource's own route.
+	resource := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetPattern(r.Context(), r.Pattern)
+		pattern := "/{id}"
+		if r.URL.Path == "" || r.URL.Path == "/" {
+			pattern = ""
+		}
+		SetRoute(r.Context(), r.URL.EscapedPath(), pattern, "get", "todos")
+	})
+	// The application strips the variable prefix itself (StripPrefix takes
+	// a fixed one); the request copy keeps r.Pattern.
+	strip := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			i := strings.Index(r.URL.Path, "/todos")
+			r2 := new(http.Request)
+			*r2 = *r
+			u := *r.URL
+			u.Path, u.RawPath = r.URL.Path[i+len("/todos"):], ""
+			r2.URL = &u
+			next.ServeHTTP(w, r2)
+		})
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /t/{tenant}/todos/", strip(resource))
+	mux.Handle("GET /o/{org}/p/{rest...}", strip(resource))
+	h := tel.Handler(mux)
+	for target, want := range map[string]string{
+		"/t/acme/todos/1":          "/t/{tenant}/todos/{id}",
+		"/t/globex/todos/2":        "/t/{tenant}/todos/{id}",
+		"/t/initech/todos/":        "/t/{tenant}/todos",
+		"/o/acme/p/deep/todos/3":   "/o/{org}/p/{rest...}/{id}",
+		"/o/globex/p/other/todos/": "/o/{org}/p/{rest...}",
+	} {
+		if got := routeOf(t, h, &buf, target); got != want {
+			t.Errorf("%s: route %q, want %q", target, got, want)
+		}
+	}
+}
+
+// TestPathMountsBounded mounts resources where no ServeMux pattern
+// describes the mount point: the first maxPathMounts are reported as
+// received, further ones as "other", so path segments cannot mint series
+// without bound.
+func TestPathMountsBounded(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	tel, err := New(&Config{AccessLog: newTestLogger(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetRoute(r.Context(), "/7", "/{id}", "get", "items")
+	}))
+	for i := range maxPathMounts + 10 {
+		want := fmt.Sprintf("/m%d/{id}", i)
+		if i >= maxPathMounts {
+			want = "other"
+		}
+		if got := routeOf(t, h, &buf, fmt.Sprintf("/m%d/7", i)); got != want {
+			t.Fatalf("mount %d: route %q, want %q", i, got, want)
+		}
+	}
+	// A mount seen before the bound keeps its route.
+	if got := routeOf(t, h, &buf, "/m3/7"); got != "/m3/{id}" {
+		t.Errorf("a known mount reported as %q", got)
+	}
+}
+
+func TestMuxMount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mux, mount, want string
+		described        bool
+	}{
+		{"/api/todos/", "/api/todos", "/api/todos", true},
+		{"GET /api/todos/", "/api/todos", "/api/todos", true},
+		{"example.com/api/todos/", "/api/todos", "/api/todos", true},
+		{"/api/todos/{path...}", "/api/todos", "/api/todos", true},
+		{"/api/todos", "/api/todos", "/api/todos", true},
+		{"/t/{tenant}/todos/", "/t/acme/todos", "/t/{tenant}/todos", true},
+		{"/t/{tenant}/", "/t/acme/todos", "/t/{tenant}/{...}", true},
+		{"/", "/api/todos", "/{...}", true},
+		{"/x/{rest...}", "/x/a/b", "/x/{rest...}", true},
+		{"", "/api/todos", "/api/todos", false},
+		{"/todos/", "/api/todos", "/api/todos", false},        // another level's
+		{"/api/todos/{$}", "/api/todos", "/api/todos", false}, // ends at the mount
+		{"/api/todos/x/", "/api/todos", "/api/todos", false},  // longer than the mount
+		{"/api/todos", "/api/todos/more", "/api/todos/more", false},
+		{"/api/", "", "", false},
+		{"nohost", "/a", "/a", false},
+	} {
+		got, ok := muxMount(tc.mux, tc.mount)
+		if got != tc.want || ok != tc.described {
+			t.Errorf("muxMount(%q, %q) = %q, %v; want %q, %v", tc.mux, tc.mount, got, ok, tc.want, tc.described)
+		}
+	}
+}
+
+// TestAccessLogTraceID: with tracing off, the line still names the
+// caller's trace from its traceparent.
+func TestAccessLogTraceID(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	tel, err := New(&Config{AccessLog: newTestLogger(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tel.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if !strings.Contains(buf.String(), `"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"`) {
+		t.Errorf("no caller trace id in %s", buf.String())
+	}
+	buf.Reset()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if strings.Contains(buf.String(), "trace_id") {
+		t.Errorf("a trace id without a traceparent: %s", buf.String())
+	}
+}
+
+// TestHandlerWithoutHeader serves a request built by hand with no header
+// map: an id is generated, nothing panics.
+func TestHandlerWithoutHeader(t *testing.T) {
+	t.Parallel()
+	tel, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Header = nil
+	rec := httptest.NewRecorder()
+	tel.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, req)
+	if !ValidRequestID(rec.Header().Get(RequestIDHeader)) {
+		t.Errorf("no request id: %v", rec.Header())
+	}
+}
+
+// memoObserver records what the memo size gauge reports.
+type memoObserver struct {
+	metric.Observer
+	t    *Telemetry
+	size int64
+}
+
+func (o *memoObserver) ObserveInt64(inst metric.Int64Observable, v int64, _ ...metric.ObserveOption) {
+	if inst == metric.Int64Observable(o.t.memoSize) {
+		o.size = v
+	}
+}
+
+func (o *memoObserver) ObserveFloat64(metric.Float64Observable, float64, ...metric.ObserveOption) {}
+
+// TestObserveMemoSizeStops: the gauge sums the registered memos until
+// each is stopped.
+func TestObserveMemoSizeStops(t *testing.T) {
+	t.Parallel()
+	tel, err := New(&Config{MeterProvider: metricnoop.NewMeterProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := func() int64 {
+		o := &memoObserver{t: tel}
+		if err := tel.observe(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		return o.size
+	}
+	stop1 := tel.ObserveMemoSize(func() int64 { return 3 })
+	stop2 := tel.ObserveMemoSize(func() int64 { return 4 })
+	if got := size(); got != 7 {
+		t.Fatalf("memo size %d, want 7", got)
+	}
+	stop1()
+	stop1() // twice is harmless
+	if got := size(); got != 4 {
+		t.Errorf("after one stop: memo size %d, want 4", got)
+	}
+	stop2()
+	if got := size(); got != 0 || len(tel.memoFn) != 0 {
+		t.Errorf("after both stops: memo size %d, %d held", got, len(tel.memoFn))
+	}
+}
