@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
@@ -52,18 +53,25 @@ func Instrument(cfg *pgxpool.Config, t *telemetry.Telemetry) {
 
 // RecordPoolStats reports the pool's statistics as metrics through t's
 // meter provider: connections in use, idle and total, acquire count and
-// cumulative acquire wait, empty acquires (a caller had to wait). A nil t,
-// or one without a meter provider, records nothing.
+// cumulative acquire wait, empty acquires (a caller had to wait). The
+// series carry db.client.connection.pool.name "tablegate" (otelpgx's
+// default would be the pool's host, port and database). A nil t, or one
+// without a meter provider, records nothing.
 func RecordPoolStats(pool *pgxpool.Pool, t *telemetry.Telemetry) error {
 	mp := t.MeterProvider()
 	if mp == nil {
 		return nil
 	}
-	if err := otelpgx.RecordStats(pool, otelpgx.WithStatsMeterProvider(mp)); err != nil {
+	if err := otelpgx.RecordStats(pool, otelpgx.WithStatsMeterProvider(mp),
+		otelpgx.WithStatsAttributes(attribute.String("db.client.connection.pool.name", PoolName))); err != nil {
 		return fmt.Errorf("db: pool metrics: %w", err)
 	}
 	return nil
 }
+
+// PoolName is the db.client.connection.pool.name of the pool metrics
+// [RecordPoolStats] reports.
+const PoolName = "tablegate"
 
 // roundTripTracer is otelpgx's tracer with one span per round trip: the
 // statements of a batch, sent together, get no span of their own (their

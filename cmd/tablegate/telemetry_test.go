@@ -50,6 +50,9 @@ type telBundle struct {
 	refreshHeaders []http.Header
 	// seen are the spans exported before the last reset.
 	seen []tracetest.SpanStub
+	// dbName and dbAddr (host:port) are the pool's connection details,
+	// which no telemetry may carry.
+	dbName, dbAddr string
 }
 
 // reset starts a new section: spans recorded so far move to seen, where
@@ -78,6 +81,7 @@ func setupTelemetryStack(t *testing.T) *telBundle {
 		t.Fatal(err)
 	}
 	pcfg.MaxConns = 4
+	b.dbName, b.dbAddr = pcfg.ConnConfig.Database, fmt.Sprintf("%s:%d", pcfg.ConnConfig.Host, pcfg.ConnConfig.Port)
 	db.Instrument(pcfg, tel)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -340,6 +344,10 @@ func TestTelemetrySpans(t *testing.T) {
 	if len(r.header.Get("X-Request-Id")) != 24 {
 		t.Errorf("no generated X-Request-Id: %q", r.header.Get("X-Request-Id"))
 	}
+	// Its access log line names its trace.
+	if want := `"trace_id":"` + server.SpanContext.TraceID().String() + `"`; !strings.Contains(b.accessLog.String(), want) {
+		t.Errorf("no access log line with %s:\n%s", want, b.accessLog.String())
+	}
 	// One round trip: one batch (claims, role and the select) under the
 	// server span, its statements under the batch.
 	direct := 0
@@ -495,7 +503,8 @@ func TestTelemetrySpans(t *testing.T) {
 	// row title.
 	secrets := map[string]string{"access token": user, "bad token": bad, "cookie access token": access,
 		"refresh token": refresh, "user id (sub)": demoUserID, "tenant claim": demoTenantA, "email claim": "ada@example.com",
-		"row title": "secret-row-title-123", "filter value": "SECRET-filter-value-77"}
+		"row title": "secret-row-title-123", "filter value": "SECRET-filter-value-77",
+		"database name": b.dbName, "database address": b.dbAddr}
 	for _, c := range cookies {
 		secrets["cookie "+c.Name] = c.Value
 	}
