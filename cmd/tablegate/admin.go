@@ -55,14 +55,28 @@ func readinessChecks(pool *pgxpool.Pool, rv *authctx.Resolver) []namedCheck {
 	}
 }
 
+// checkError is a readiness failure in words /readyz may show: never a
+// driver's message, which names the database, its user and its host.
+type checkError string
+
+func (e checkError) Error() string { return string(e) }
+
 // databaseReady reports whether the database answers (db.Ready: a pool
 // whose connections are all busy still counts as answering).
 func databaseReady(ctx context.Context, pool *pgxpool.Pool) error {
-	return db.Ready(ctx, pool)
+	if err := db.Ready(ctx, pool); err != nil {
+		return checkError("the database does not answer")
+	}
+	return nil
 }
 
 // jwksReady reports whether the resolver holds keys to verify with.
-func jwksReady(rv *authctx.Resolver) error { return rv.Ready() }
+func jwksReady(rv *authctx.Resolver) error {
+	if err := rv.Ready(); err != nil {
+		return checkError("the signing keys (JWKS) are not loaded yet")
+	}
+	return nil
+}
 
 // migrationsRecheck is how often migrationsReady reads the version again
 // once it has seen the expected one.
@@ -106,11 +120,17 @@ func (m *migrationsCheck) check(ctx context.Context) error {
 	select {
 	case m.turn <- struct{}{}:
 	case <-ctx.Done():
-		return fmt.Errorf("read the migration version: %w", ctx.Err())
+		return checkError("the migration version could not be read in time")
 	}
 	defer func() { <-m.turn }()
-	_, err := m.read(ctx)
-	return err
+	if _, err := m.read(ctx); err != nil {
+		var ce checkError
+		if errors.As(err, &ce) {
+			return ce
+		}
+		return checkError("the migration version could not be read")
+	}
+	return nil
 }
 
 // refresh reads the version in the background, unless a read runs.
@@ -169,7 +189,7 @@ func (m *migrationsCheck) read(ctx context.Context) (behind bool, err error) {
 	defer m.mu.Unlock()
 	if got < want {
 		m.okAt = time.Time{}
-		return true, fmt.Errorf("at version %d, this build expects %d (run: tablegate migrate up)", got, want)
+		return true, checkError(fmt.Sprintf("at version %d, this build expects %d (run: tablegate migrate up)", got, want))
 	}
 	m.okAt = time.Now()
 	return false, nil
@@ -193,7 +213,12 @@ func adminHandler(checks []namedCheck, metrics http.Handler) http.Handler {
 			cancel()
 			if err != nil {
 				status[c.name] = "failing"
-				failed = append(failed, c.name+": "+err.Error())
+				why := "failing"
+				var ce checkError
+				if errors.As(err, &ce) {
+					why = string(ce)
+				}
+				failed = append(failed, c.name+": "+why)
 				continue
 			}
 			status[c.name] = "ok"

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -327,6 +328,11 @@ func TestServeReadyzFollowsTheDatabase(t *testing.T) {
 				if want == 503 && (h.Get("Content-Type") != "application/problem+json" || !strings.Contains(body, "database")) {
 					t.Errorf("failing /readyz: %s %s", h.Get("Content-Type"), body)
 				}
+				// The reason is in words of its own, never the driver's
+				// message naming the database, user and address.
+				if u, _ := url.Parse(cluster.URL); want == 503 && (strings.Contains(body, u.Port()) || strings.Contains(body, "user=")) {
+					t.Errorf("failing /readyz names the connection: %s", body)
+				}
 				return body
 			}
 			if time.Now().After(deadline) {
@@ -347,4 +353,49 @@ func TestServeReadyzFollowsTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(200)
+}
+
+// TestServeObservabilityConfigKeys sets the admin listener, the access
+// log and the subject in it with the config file's keys instead of flags.
+func TestServeObservabilityConfigKeys(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	adminAddr, addr := freeAddr(t), freeAddr(t)
+	cfgPath, token := serveFixture(t, map[string]any{"admin_addr": adminAddr, "log_subject": true})
+	out := startServeOps(t, url, "--config", cfgPath, "--addr", addr)
+	if code, _, body := getURL(t, "http://"+adminAddr+"/livez", nil); code != 200 {
+		t.Fatalf("admin_addr: /livez %d %s\n%s", code, body, out.String())
+	}
+	if code, _, body := getURL(t, "http://"+addr+"/v1/todos", map[string]string{"Authorization": "Bearer " + token}); code != 200 {
+		t.Fatalf("list: %d %s", code, body)
+	}
+	waitFor(t, out, `"subject":"`+demoUserID+`"`)
+
+	// access_log false: no request lines.
+	addr2 := freeAddr(t)
+	cfgPath2, token2 := serveFixture(t, map[string]any{"access_log": false})
+	out2 := startServeOps(t, url, "--config", cfgPath2, "--addr", addr2)
+	if code, _, body := getURL(t, "http://"+addr2+"/v1/todos", map[string]string{"Authorization": "Bearer " + token2}); code != 200 {
+		t.Fatalf("list: %d %s", code, body)
+	}
+	time.Sleep(200 * time.Millisecond) // the access log is written from a queue
+	if strings.Contains(out2.String(), `"msg":"request"`) {
+		t.Errorf("access_log false still logs requests:\n%s", out2.String())
+	}
+}
+
+// waitFor waits up to 5 s for out to contain s.
+func waitFor(t *testing.T, out *syncBuffer, s string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in:\n%s", s, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
