@@ -947,7 +947,8 @@ func TestDemoWithOwnDatabaseKeysAndAuthURL(t *testing.T) {
 	}))
 	defer auth.Close()
 
-	p := startDemo(t, buildCLI(t), "--database-url", dbURL, "--signing-keys", keys, "--auth-url", auth.URL+"/")
+	adminAddr := freeAddr(t)
+	p := startDemo(t, buildCLI(t), "--database-url", dbURL, "--signing-keys", keys, "--auth-url", auth.URL+"/", "--admin-addr", adminAddr)
 	v := p.vars
 	if v["JWKS_URL"] != auth.URL+"/auth/v1/.well-known/jwks.json" || v["SIGNING_KEYS_PATH"] != keys || v["DATABASE_URL"] != dbURL {
 		t.Errorf("env: %v", v)
@@ -970,6 +971,35 @@ func TestDemoWithOwnDatabaseKeysAndAuthURL(t *testing.T) {
 	r := do(t, bearer("user", v["USER_TOKEN"]), "GET", base+"/api/todos", nil)
 	if r.status != 200 {
 		t.Errorf("todos on the given database: %d %s", r.status, r.body)
+	}
+	// The demo is observed like serve: X-Request-Id echoed, an access log
+	// line on stderr, the admin listener's probes and metrics.
+	rid := r.header.Get("X-Request-Id")
+	if len(rid) != 24 {
+		t.Errorf("demo X-Request-Id %q", rid)
+	}
+	admin := "http://" + adminAddr
+	for _, probe := range []string{"/livez", "/readyz"} {
+		if code, _, body := getURL(t, admin+probe, nil); code != 200 {
+			t.Errorf("demo admin %s: %d %s", probe, code, body)
+		}
+	}
+	if code, _, body := getURL(t, admin+"/metrics", nil); code != 200 ||
+		!strings.Contains(body, `http_server_request_duration_seconds_count{`) || !strings.Contains(body, `http_route="/api/todos"`) {
+		t.Errorf("demo admin /metrics: %d, no /api/todos request counted:\n%.2000s", code, body)
+	}
+	logged := false
+	for _, line := range strings.Split(p.err.String(), "\n") {
+		var l struct {
+			Msg, Route string
+			RequestID  string `json:"request_id"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "request" && l.Route == "/api/todos" && l.RequestID == rid {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Errorf("no access log line for request %s on the demo's stderr:\n%s", rid, p.err.String())
 	}
 	wantProblem(t, "refresh grant with an external auth server", do(t, caller{}, "POST", base+"/auth/v1/token?grant_type=refresh_token", map[string]string{"refresh_token": "x"}), 404, "")
 	p.stop(t)
