@@ -84,6 +84,14 @@ func medianRatio(s, base *loadSubject) float64 {
 	for i := range r {
 		r[i] = s.rounds[i] / base.rounds[i]
 	}
+	return median(r)
+}
+
+// median returns the median of r (sorting it in place); 0 for none.
+func median(r []float64) float64 {
+	if len(r) == 0 {
+		return 0
+	}
 	slices.Sort(r)
 	if len(r)%2 == 1 {
 		return r[len(r)/2]
