@@ -84,9 +84,6 @@ func New(ctx context.Context, cfg *Config) (*Resolver, error) {
 		leeway:    cfg.Leeway,
 		tel:       cfg.Telemetry,
 	}
-	if rv.memo != nil {
-		rv.stopMemoGauge = rv.tel.ObserveMemoSize(func() int64 { return int64(rv.memo.len()) })
-	}
 	rv.cookieName = cfg.CookieName
 	if rv.cookieName == "" && cfg.ProjectURL != "" {
 		rv.cookieName, _ = CookieNameFor(cfg.ProjectURL) // validated
@@ -122,6 +119,9 @@ func New(ctx context.Context, cfg *Config) (*Resolver, error) {
 	rv.verifier, rv.skew, rv.now = v, v.skew, v.now
 	if cfg.Refresh {
 		rv.setupRefresh(cfg)
+	}
+	if rv.memo != nil { // once New can no longer fail: Close takes it off
+		rv.stopMemoGauge = rv.tel.ObserveMemoSize(func() int64 { return int64(rv.memo.len()) })
 	}
 	return rv, nil
 }

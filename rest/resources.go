@@ -9,6 +9,7 @@ import (
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // NewResources builds one resource per table of opts (table name → its
@@ -85,5 +86,8 @@ func (s *ResourceSet) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		s.problems.Write(w, routeNotFound())
 		return
 	}
+	// Telemetry reads the mount point through this pattern too (after the
+	// one that routed to the set): /v1/ then /todos/ is /v1/todos.
+	telemetry.SetPattern(req.Context(), "/"+name+"/")
 	http.StripPrefix("/"+name, r).ServeHTTP(w, req)
 }

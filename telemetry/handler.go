@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +44,8 @@ type record struct {
 	attrs [8]attribute.KeyValue
 
 	mu                            sync.Mutex
-	mux                           string // the latest ServeMux pattern reported (SetPattern)
+	muxes                         [maxMuxes]string // the latest ServeMux patterns reported (SetPattern), newest first
+	req                           *http.Request    // the request passed down: a ServeMux right below sets its Pattern
 	route, operation, table       string
 	kind, reason, source, subject string
 }
@@ -84,13 +86,15 @@ func RequestID(ctx context.Context) string {
 // "/api/todos/{id}", or "/api/todos" for the collection: it never holds a
 // key or a query value. Outside such a request it does nothing.
 //
-// The mount point is read through the pattern of the ServeMux that routed
-// the request when one was reported with [SetPattern] (rest reports its
-// request's r.Pattern): a wildcard of that pattern is named, never its
-// value, so a resource mounted at "/t/{tenant}/todos/" is reported as
-// "/t/{tenant}/todos/{id}" whatever the tenant. Without such a pattern the
-// mount point is the path as received, and at most 64 distinct ones are
-// reported as routes; past them the request's route is "other".
+// The mount point is read through the patterns of the ServeMuxes that
+// routed the request: one right below [Telemetry.Handler], and those
+// reported with [SetPattern] (rest reports its request's r.Pattern, which
+// http.StripPrefix keeps). A wildcard of such a pattern is named, never
+// its value, so a resource mounted at "/t/{tenant}/todos/" is reported as
+// "/t/{tenant}/todos/{id}" whatever the tenant; two levels compose (an
+// outer "/t/{tenant}/" and an inner "/todos/"). A mount point no pattern
+// describes is the path as received (unescaped), and at most 64 distinct
+// ones are reported as routes; past them the request's route is "other".
 func SetRoute(ctx context.Context, localPath, pattern, operation, table string) {
 	rec := recordFrom(ctx)
 	if rec == nil {
@@ -101,29 +105,62 @@ func SetRoute(ctx context.Context, localPath, pattern, operation, table string) 
 		mount = strings.TrimSuffix(rec.path[:len(rec.path)-len(localPath)], "/")
 	}
 	rec.mu.Lock()
-	mux := rec.mux
+	k := routeKey{mount: mount, muxes: rec.muxes, pattern: pattern}
 	rec.mu.Unlock()
-	route := rec.t.route(mount, mux, pattern)
+	if rec.req != nil {
+		k.outer = rec.req.Pattern
+	}
+	route := rec.t.route(k)
 	rec.mu.Lock()
 	rec.route, rec.operation, rec.table = route, operation, table
 	rec.mu.Unlock()
 }
 
-// muxMount returns mount (the escaped path before a resource's own, with
-// no trailing slash) with the values of the ServeMux pattern mux's
-// wildcards replaced by their names, and true; mux is the pattern that
-// routed the request, with or without method and host. A pattern that does
-// not describe mount (another level's, or one that ends in {$}) gives
-// mount unchanged and false. Where mux ends in a prefix ("/api/") that
-// mount goes beyond, the rest is named like a trailing wildcard: "{...}".
-func muxMount(mux, mount string) (string, bool) {
-	p := mux
+// maxMuxes is how many reported ServeMux patterns a request keeps.
+const maxMuxes = 3
+
+// describeMount returns the route text of mount (an escaped path with no
+// trailing slash) as the patterns describe it, and true: one pattern that
+// describes all of it, or one that describes a beginning and another the
+// rest. Literal segments are written as the pattern writes them (a
+// ServeMux matches unescaped segments), wildcards by name. It returns
+// false when no pattern or pair does.
+func describeMount(mount string, patterns []string) (string, bool) {
+	segs := strings.Split(strings.TrimPrefix(mount, "/"), "/")
+	for _, p := range patterns {
+		if r, n, ok := alignPattern(p, segs); ok && n == len(segs) {
+			return r, true
+		}
+	}
+	for _, p := range patterns {
+		r1, n, ok := alignPattern(p, segs)
+		if !ok || n == 0 || n == len(segs) {
+			continue
+		}
+		for _, q := range patterns {
+			if r2, m, ok := alignPattern(q, segs[n:]); ok && m == len(segs)-n {
+				return r1 + r2, true
+			}
+		}
+	}
+	return "", false
+}
+
+// alignPattern matches the ServeMux pattern p (with or without method and
+// host) against the start of segs: it returns the route text of the
+// segments p describes and how many. A pattern that ends in a prefix
+// ("/api/") describes its own segments; one that ends in {name...} all of
+// segs; an exact one must describe all of segs, and {$} none.
+func alignPattern(p string, segs []string) (string, int, bool) {
+	if p == "" {
+		return "", 0, false
+	}
 	if _, after, ok := strings.Cut(p, " "); ok {
 		p = after
 	}
 	i := strings.IndexByte(p, '/')
-	if i < 0 || mount == "" {
-		return mount, false
+	if i < 0 {
+		return "", 0, false
 	}
 	p = p[i:]
 	prefix := strings.HasSuffix(p, "/")
@@ -134,35 +171,49 @@ func muxMount(mux, mount string) (string, bool) {
 	}
 	rest := ""
 	if n := len(psegs); n > 0 && strings.HasPrefix(psegs[n-1], "{") && strings.HasSuffix(psegs[n-1], "...}") {
-		rest, psegs, prefix = psegs[n-1], psegs[:n-1], true
+		rest, psegs = psegs[n-1], psegs[:n-1]
 	}
-	msegs := strings.Split(strings.TrimPrefix(mount, "/"), "/")
-	if len(psegs) > len(msegs) {
-		return mount, false
+	if len(psegs) > len(segs) {
+		return "", 0, false
 	}
 	var b strings.Builder
 	for i, ps := range psegs {
 		switch {
 		case ps == "{$}":
-			return mount, false
+			return "", 0, false
 		case strings.HasPrefix(ps, "{") && strings.HasSuffix(ps, "}"):
-			b.WriteString("/" + ps)
-		case ps == msegs[i]:
-			b.WriteString("/" + ps)
 		default:
-			return mount, false
+			if seg, err := url.PathUnescape(segs[i]); err != nil || seg != ps {
+				return "", 0, false
+			}
+		}
+		b.WriteString("/" + ps)
+	}
+	switch {
+	case rest != "":
+		if len(segs) > len(psegs) {
+			b.WriteString("/" + rest)
+		}
+		return b.String(), len(segs), true
+	case prefix || len(psegs) == len(segs):
+		return b.String(), len(psegs), true
+	}
+	return "", 0, false
+}
+
+// receivedMount returns mount with each segment unescaped, so that one
+// mount point written with different escapes is one route.
+func receivedMount(mount string) string {
+	if !strings.Contains(mount, "%") {
+		return mount
+	}
+	segs := strings.Split(mount, "/")
+	for i, s := range segs {
+		if u, err := url.PathUnescape(s); err == nil {
+			segs[i] = u
 		}
 	}
-	if len(msegs) > len(psegs) {
-		if !prefix {
-			return mount, false
-		}
-		if rest == "" {
-			rest = "{...}"
-		}
-		b.WriteString("/" + rest)
-	}
-	return b.String(), true
+	return strings.Join(segs, "/")
 }
 
 // SetPattern records a route pattern of a ServeMux-style handler (such as
@@ -176,15 +227,18 @@ func SetPattern(ctx context.Context, pattern string) {
 	}
 }
 
-// setPattern is SetPattern on the request's record. The latest pattern
-// reported is also the one SetRoute reads the mount point through.
+// setPattern is SetPattern on the request's record. The latest patterns
+// reported are also those SetRoute reads the mount point through.
 func (rec *record) setPattern(pattern string) {
 	if pattern == "" {
 		return
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	rec.mux = pattern
+	if rec.muxes[0] != pattern {
+		copy(rec.muxes[1:], rec.muxes[:maxMuxes-1])
+		rec.muxes[0] = pattern
+	}
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		pattern = p
 	}
@@ -303,6 +357,7 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		ctx = context.WithValue(ctx, recordKey{}, rec)
 		sw := &rec.w
 		inner := r.WithContext(ctx)
+		rec.req = inner
 		defer func() {
 			p := recover()
 			if p != nil && sw.status == 0 {

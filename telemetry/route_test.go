@@ -58,16 +58,31 @@ func TestRouteNamesMountWildcards(t *testing.T) {
 			next.ServeHTTP(w, r2)
 		})
 	}
+	// Nested: an outer mux takes the tenant off, an inner one routes the
+	// table (each mux sets r.Pattern on the request it was given).
+	inner := http.NewServeMux()
+	inner.Handle("/todos/", http.StripPrefix("/todos", resource))
 	mux := http.NewServeMux()
 	mux.Handle("GET /t/{tenant}/todos/", strip(resource))
 	mux.Handle("GET /o/{org}/p/{rest...}", strip(resource))
+	mux.Handle("/n/{tenant}/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path, u.RawPath = "/"+strings.SplitN(r.URL.Path, "/", 4)[3], ""
+		r2.URL = &u
+		inner.ServeHTTP(w, r2)
+	}))
 	h := tel.Handler(mux)
 	for target, want := range map[string]string{
 		"/t/acme/todos/1":          "/t/{tenant}/todos/{id}",
 		"/t/globex/todos/2":        "/t/{tenant}/todos/{id}",
 		"/t/initech/todos/":        "/t/{tenant}/todos",
+		"/t/secret-42/%74odos/1":   "/t/{tenant}/todos/{id}",
 		"/o/acme/p/deep/todos/3":   "/o/{org}/p/{rest...}/{id}",
 		"/o/globex/p/other/todos/": "/o/{org}/p/{rest...}",
+		"/n/acme/todos/4":          "/n/{tenant}/todos/{id}",
+		"/n/globex/todos/5":        "/n/{tenant}/todos/{id}",
 	} {
 		if got := routeOf(t, h, &buf, target); got != want {
 			t.Errorf("%s: route %q, want %q", target, got, want)
@@ -104,32 +119,40 @@ func TestPathMountsBounded(t *testing.T) {
 	}
 }
 
-func TestMuxMount(t *testing.T) {
+func TestDescribeMount(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		mux, mount, want string
-		described        bool
+		mount    string
+		patterns []string
+		want     string // "" when not described
 	}{
-		{"/api/todos/", "/api/todos", "/api/todos", true},
-		{"GET /api/todos/", "/api/todos", "/api/todos", true},
-		{"example.com/api/todos/", "/api/todos", "/api/todos", true},
-		{"/api/todos/{path...}", "/api/todos", "/api/todos", true},
-		{"/api/todos", "/api/todos", "/api/todos", true},
-		{"/t/{tenant}/todos/", "/t/acme/todos", "/t/{tenant}/todos", true},
-		{"/t/{tenant}/", "/t/acme/todos", "/t/{tenant}/{...}", true},
-		{"/", "/api/todos", "/{...}", true},
-		{"/x/{rest...}", "/x/a/b", "/x/{rest...}", true},
-		{"", "/api/todos", "/api/todos", false},
-		{"/todos/", "/api/todos", "/api/todos", false},        // another level's
-		{"/api/todos/{$}", "/api/todos", "/api/todos", false}, // ends at the mount
-		{"/api/todos/x/", "/api/todos", "/api/todos", false},  // longer than the mount
-		{"/api/todos", "/api/todos/more", "/api/todos/more", false},
-		{"/api/", "", "", false},
-		{"nohost", "/a", "/a", false},
+		{"/api/todos", []string{"/api/todos/"}, "/api/todos"},
+		{"/api/todos", []string{"GET /api/todos/"}, "/api/todos"},
+		{"/api/todos", []string{"example.com/api/todos/"}, "/api/todos"},
+		{"/api/todos", []string{"/api/todos/{path...}"}, "/api/todos"},
+		{"/api/todos", []string{"/api/todos"}, "/api/todos"},
+		{"/t/acme/todos", []string{"/t/{tenant}/todos/"}, "/t/{tenant}/todos"},
+		{"/t/acme/%74odos", []string{"/t/{tenant}/todos/"}, "/t/{tenant}/todos"}, // the mux matches unescaped
+		{"/x/a/b", []string{"/x/{rest...}"}, "/x/{rest...}"},
+		// Two levels: an outer prefix and an inner pattern for the rest.
+		{"/t/acme/todos", []string{"/todos/", "/t/{tenant}/"}, "/t/{tenant}/todos"},
+		{"/v1/todos", []string{"/todos/", "/v1/"}, "/v1/todos"},
+		{"/api/todos", []string{"/", "/api/todos/"}, "/api/todos"},
+		// Not described: the path as received is used (bounded).
+		{"/api/todos", nil, ""},
+		{"/api/todos", []string{""}, ""},
+		{"/api/todos", []string{"/todos/"}, ""},         // another level's, nothing before it
+		{"/t/acme/todos", []string{"/t/{tenant}/"}, ""}, // the rest unknown
+		{"/v1/todos", []string{"/v1/"}, ""},
+		{"/api/todos", []string{"/"}, ""},
+		{"/api/todos", []string{"/api/todos/{$}"}, ""},
+		{"/api/todos", []string{"/api/todos/x/"}, ""},
+		{"/api/todos/more", []string{"/api/todos"}, ""},
+		{"/a", []string{"nohost"}, ""},
 	} {
-		got, ok := muxMount(tc.mux, tc.mount)
-		if got != tc.want || ok != tc.described {
-			t.Errorf("muxMount(%q, %q) = %q, %v; want %q, %v", tc.mux, tc.mount, got, ok, tc.want, tc.described)
+		got, ok := describeMount(tc.mount, tc.patterns)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("describeMount(%q, %q) = %q, %v; want %q", tc.mount, tc.patterns, got, ok, tc.want)
 		}
 	}
 }

@@ -119,44 +119,56 @@ type Telemetry struct {
 	pathMounts  map[string]struct{} // mount points reported as received, at most maxPathMounts
 }
 
-type routeKey struct{ mount, mux, pattern string }
+// routeKey is what a resource's route is computed from: its mount point
+// (the escaped path before its own), the ServeMux patterns that routed the
+// request (outer: the one right below Handler; muxes: those reported),
+// and its own pattern.
+type routeKey struct {
+	mount, outer, pattern string
+	muxes                 [maxMuxes]string
+}
 
 // maxPathMounts bounds the mount points reported as received (no ServeMux
 // pattern describes them): past it a request under another one is
 // reported as route "other", so that path segments cannot mint series.
 const maxPathMounts = 64
 
-// route returns the route of a resource mounted at mount (the escaped path
-// before its own), routed by the ServeMux pattern mux (may be ""), serving
-// pattern: mount read through mux (see muxMount) followed by pattern,
-// built once per combination.
-func (t *Telemetry) route(mount, mux, pattern string) string {
-	if mount == "" {
-		if pattern == "" {
+// maxCachedMount is the longest mount point whose route is kept in the
+// cache (a client chooses its length).
+const maxCachedMount = 256
+
+// route returns the route of a resource (see SetRoute): its mount point
+// read through the patterns, followed by its own pattern, built once per
+// combination.
+func (t *Telemetry) route(k routeKey) string {
+	if k.mount == "" {
+		if k.pattern == "" {
 			return "/"
 		}
-		return pattern
+		return k.pattern
 	}
-	k := routeKey{mount, mux, pattern}
 	t.cacheMu.RLock()
 	r, ok := t.routes[k]
 	t.cacheMu.RUnlock()
 	if ok {
 		return r
 	}
-	m, described := muxMount(mux, mount)
+	pats := append(k.muxes[:0:0], k.muxes[:]...)
+	pats = append(pats, k.outer)
+	m, described := describeMount(k.mount, pats)
 	t.cacheMu.Lock()
 	defer t.cacheMu.Unlock()
 	if !described {
+		m = receivedMount(k.mount)
 		if _, seen := t.pathMounts[m]; !seen {
-			if len(t.pathMounts) >= maxPathMounts {
+			if len(t.pathMounts) >= maxPathMounts || len(m) > maxCachedMount {
 				return "other"
 			}
 			t.pathMounts[m] = struct{}{}
 		}
 	}
-	r = m + pattern
-	if len(t.routes) < maxCached {
+	r = m + k.pattern
+	if len(t.routes) < maxCached && len(k.mount) <= maxCachedMount {
 		t.routes[k] = r
 	}
 	return r

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -55,17 +56,23 @@ func readinessChecks(pool *pgxpool.Pool, rv *authctx.Resolver) []namedCheck {
 	}
 }
 
-// checkError is a readiness failure in words /readyz may show: never a
-// driver's message, which names the database, its user and its host.
-type checkError string
+// checkError is a readiness failure: reason is what /readyz shows, in
+// words of its own (never a driver's message, which names the database,
+// its user and its host); cause, the error behind it, goes to the log.
+type checkError struct {
+	reason string
+	cause  error
+}
 
-func (e checkError) Error() string { return string(e) }
+func (e *checkError) Error() string { return e.reason }
+
+func (e *checkError) Unwrap() error { return e.cause }
 
 // databaseReady reports whether the database answers (db.Ready: a pool
 // whose connections are all busy still counts as answering).
 func databaseReady(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := db.Ready(ctx, pool); err != nil {
-		return checkError("the database does not answer")
+		return &checkError{"the database does not answer", err}
 	}
 	return nil
 }
@@ -73,7 +80,7 @@ func databaseReady(ctx context.Context, pool *pgxpool.Pool) error {
 // jwksReady reports whether the resolver holds keys to verify with.
 func jwksReady(rv *authctx.Resolver) error {
 	if err := rv.Ready(); err != nil {
-		return checkError("the signing keys (JWKS) are not loaded yet")
+		return &checkError{"the signing keys (JWKS) are not loaded yet", err}
 	}
 	return nil
 }
@@ -120,15 +127,15 @@ func (m *migrationsCheck) check(ctx context.Context) error {
 	select {
 	case m.turn <- struct{}{}:
 	case <-ctx.Done():
-		return checkError("the migration version could not be read in time")
+		return &checkError{"the migration version could not be read in time", ctx.Err()}
 	}
 	defer func() { <-m.turn }()
 	if _, err := m.read(ctx); err != nil {
-		var ce checkError
+		var ce *checkError
 		if errors.As(err, &ce) {
 			return ce
 		}
-		return checkError("the migration version could not be read")
+		return &checkError{"the migration version could not be read", err}
 	}
 	return nil
 }
@@ -189,7 +196,7 @@ func (m *migrationsCheck) read(ctx context.Context) (behind bool, err error) {
 	defer m.mu.Unlock()
 	if got < want {
 		m.okAt = time.Time{}
-		return true, checkError(fmt.Sprintf("at version %d, this build expects %d (run: tablegate migrate up)", got, want))
+		return true, &checkError{fmt.Sprintf("at version %d, this build expects %d (run: tablegate migrate up)", got, want), nil}
 	}
 	m.okAt = time.Now()
 	return false, nil
@@ -204,19 +211,21 @@ func adminHandler(checks []namedCheck, metrics http.Handler) http.Handler {
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
+	causes := make([]causeLog, len(checks))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		status := map[string]string{}
 		var failed []string
-		for _, c := range checks {
+		for i, c := range checks {
 			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 			err := c.check(ctx)
 			cancel()
+			causes[i].note(c.name, err)
 			if err != nil {
 				status[c.name] = "failing"
 				why := "failing"
-				var ce checkError
+				var ce *checkError
 				if errors.As(err, &ce) {
-					why = string(ce)
+					why = ce.reason
 				}
 				failed = append(failed, c.name+": "+why)
 				continue
@@ -234,6 +243,31 @@ func adminHandler(checks []namedCheck, metrics http.Handler) http.Handler {
 		mux.Handle("GET /metrics", metrics)
 	}
 	return problemFallback(mux)
+}
+
+// causeLog logs what makes a readiness check fail (the driver's error,
+// which /readyz does not show) each time it changes, not at every probe.
+type causeLog struct {
+	mu   sync.Mutex
+	last string
+}
+
+func (c *causeLog) note(check string, err error) {
+	var ce *checkError
+	if errors.As(err, &ce) && ce.cause != nil {
+		err = ce.cause
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	c.mu.Lock()
+	changed := msg != c.last
+	c.last = msg
+	c.mu.Unlock()
+	if changed && err != nil {
+		slog.Warn("readiness check failing", "check", check, "error", msg)
+	}
 }
 
 // startAdmin listens on addr and serves h until ctx ends (then shuts

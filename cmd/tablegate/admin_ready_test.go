@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -81,5 +83,33 @@ func TestMigrationsCheckNeverQueuesOnceSeen(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the check still passes 10 s after the database went one migration back")
 		}
+	}
+}
+
+// TestReadinessCauseLogged: the error behind a failing check (which
+// /readyz does not show) is logged once per change, not at every probe.
+func TestReadinessCauseLogged(t *testing.T) {
+	var buf syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	var c causeLog
+	refused := &checkError{"the database does not answer", errors.New("dial tcp 127.0.0.1:1: connect: connection refused")}
+	for range 3 {
+		c.note("cause-test", refused)
+	}
+	c.note("cause-test", nil)
+	c.note("cause-test", refused)
+	lines := 0
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "check=cause-test") {
+			lines++
+			if !strings.Contains(l, "connection refused") {
+				t.Errorf("the cause is not logged: %s", l)
+			}
+		}
+	}
+	if lines != 2 {
+		t.Errorf("want 2 lines (first failure, failure after recovery), got %d:\n%s", lines, buf.String())
 	}
 }
