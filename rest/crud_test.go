@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/tablegate/tablegate/internal/syncbuf"
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // decode parses a JSON body into a map (numbers as json.Number).
@@ -300,7 +304,12 @@ func TestResourcesSet(t *testing.T) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", http.StripPrefix("/v1", set))
-	s := httptest.NewServer(mux)
+	var accessLog syncbuf.Buffer
+	tel, err := telemetry.New(&telemetry.Config{AccessLog: slog.New(slog.NewJSONHandler(&accessLog, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(tel.Handler(mux))
 	t.Cleanup(s.Close)
 	r := do(t, s, "POST", "/v1/todos", alice, `{"title":"x"}`)
 	if r.status != 201 || !strings.HasPrefix(r.header.Get("Location"), "/v1/todos/") {
@@ -321,6 +330,12 @@ func TestResourcesSet(t *testing.T) {
 	}
 	isProblem(t, do(t, s, "GET", "/v1/nope", alice, ""), 404, "not_found")
 	isProblem(t, do(t, s, "GET", "/v1/", alice, ""), 404, "not_found")
+	// Telemetry names each table's routes below the set's mount.
+	for _, route := range []string{`"route":"/v1/todos"`, `"route":"/v1/todos/{id}"`, `"route":"/v1/notes"`} {
+		if !strings.Contains(accessLog.String(), route) {
+			t.Errorf("no access log line with %s:\n%s", route, accessLog.String())
+		}
+	}
 	_, err = NewResources(t.Context(), b.db, map[string]*Config{"todos": nil, "missing": nil})
 	if !errors.Is(err, ErrBuild) {
 		t.Errorf("missing table: %v", err)
