@@ -88,7 +88,7 @@ func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Spans, metrics and the access log name the route, never the id (nor
 	// a value of the mount's wildcards: the ServeMux pattern names them).
-	telemetry.SetPattern(r.Context(), r.Pattern)
+	telemetry.MountPattern(r.Context(), r.Pattern)
 	telemetry.SetRoute(r.Context(), r.URL.EscapedPath(), pattern, op, "tablegate.approvals")
 	if !methodIn(r.Method, allow) {
 		w.Header().Set("Allow", allow)

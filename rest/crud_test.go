@@ -336,6 +336,12 @@ func TestResourcesSet(t *testing.T) {
 			t.Errorf("no access log line with %s:\n%s", route, accessLog.String())
 		}
 	}
+	// A request the set refuses before its resource reports a route (the
+	// 405, the 404 item) keeps the mount's pattern, never the set's
+	// relative "/notes/".
+	if strings.Contains(accessLog.String(), `"route":"/notes/"`) {
+		t.Errorf("the set's relative pattern became a route:\n%s", accessLog.String())
+	}
 	_, err = NewResources(t.Context(), b.db, map[string]*Config{"todos": nil, "missing": nil})
 	if !errors.Is(err, ErrBuild) {
 		t.Errorf("missing table: %v", err)

@@ -231,7 +231,7 @@ func (r *Resource) reportRoute(req *http.Request, op Operation, ba *boundAction)
 	}
 	// The ServeMux pattern that routed here (kept through http.StripPrefix)
 	// names the mount point's wildcards in the route.
-	telemetry.SetPattern(req.Context(), req.Pattern)
+	telemetry.MountPattern(req.Context(), req.Pattern)
 	telemetry.SetRoute(req.Context(), req.URL.EscapedPath(), pattern, string(op), r.table)
 }
 

@@ -88,6 +88,6 @@ func (s *ResourceSet) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	// Telemetry reads the mount point through this pattern too (after the
 	// one that routed to the set): /v1/ then /todos/ is /v1/todos.
-	telemetry.SetPattern(req.Context(), "/"+name+"/")
+	telemetry.MountPattern(req.Context(), "/"+name+"/")
 	http.StripPrefix("/"+name, r).ServeHTTP(w, req)
 }

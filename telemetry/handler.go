@@ -88,11 +88,11 @@ func RequestID(ctx context.Context) string {
 //
 // The mount point is read through the patterns of the ServeMuxes that
 // routed the request: one right below [Telemetry.Handler], and those
-// reported with [SetPattern] (rest reports its request's r.Pattern, which
-// http.StripPrefix keeps). A wildcard of such a pattern is named, never
-// its value, so a resource mounted at "/t/{tenant}/todos/" is reported as
-// "/t/{tenant}/todos/{id}" whatever the tenant; two levels compose (an
-// outer "/t/{tenant}/" and an inner "/todos/"). A mount point no pattern
+// reported with [MountPattern] or [SetPattern] (rest reports its request's
+// r.Pattern, which http.StripPrefix keeps). A wildcard of such a pattern
+// is named, never its value, so a resource mounted at "/t/{tenant}/todos/"
+// is reported as "/t/{tenant}/todos/{id}" whatever the tenant; levels
+// compose (an outer "/t/{tenant}/" and an inner "/todos/"). A mount point no pattern
 // describes is the path as received (unescaped), and at most 64 distinct
 // ones are reported as routes; past them the request's route is "other".
 func SetRoute(ctx context.Context, localPath, pattern, operation, table string) {
@@ -120,49 +120,48 @@ func SetRoute(ctx context.Context, localPath, pattern, operation, table string) 
 const maxMuxes = 3
 
 // describeMount returns the route text of mount (an escaped path with no
-// trailing slash) as the patterns describe it, and true: one pattern that
-// describes all of it, or one that describes a beginning and another the
-// rest. Literal segments are written as the pattern writes them (a
-// ServeMux matches unescaped segments), wildcards by name. It returns
-// false when no pattern or pair does.
+// trailing slash) as the patterns describe it, and true: a chain of
+// patterns, each describing the segments after the previous one's (one
+// pattern per level of ServeMux and http.StripPrefix). Literal segments
+// are written as the pattern writes them, wildcards by name. It returns
+// false when no chain describes all of mount.
 func describeMount(mount string, patterns []string) (string, bool) {
 	segs := strings.Split(strings.TrimPrefix(mount, "/"), "/")
-	for _, p := range patterns {
-		if r, n, ok := alignPattern(p, segs); ok && n == len(segs) {
-			return r, true
-		}
-	}
-	for _, p := range patterns {
-		r1, n, ok := alignPattern(p, segs)
-		if !ok || n == 0 || n == len(segs) {
-			continue
-		}
-		for _, q := range patterns {
-			if r2, m, ok := alignPattern(q, segs[n:]); ok && m == len(segs)-n {
-				return r1 + r2, true
+	// from[i] describes segs[i:]; described[i] says whether one was found.
+	from := make([]string, len(segs)+1)
+	described := make([]bool, len(segs)+1)
+	described[len(segs)] = true
+	for i := len(segs) - 1; i >= 0; i-- {
+		for _, p := range patterns {
+			if r, n, ok := alignPattern(p, segs[i:]); ok && n > 0 && described[i+n] {
+				from[i], described[i] = r+from[i+n], true
+				break
 			}
 		}
 	}
-	return "", false
+	return from[0], described[0]
 }
 
 // alignPattern matches the ServeMux pattern p (with or without method and
-// host) against the start of segs: it returns the route text of the
-// segments p describes and how many. A pattern that ends in a prefix
-// ("/api/") describes its own segments; one that ends in {name...} all of
-// segs; an exact one must describe all of segs, and {$} none.
+// host) against the start of segs and returns the route text of the
+// segments it describes and how many. A pattern describes the segments it
+// has in common with segs (one that goes on past them describes a mount
+// with the resource's own path after it, as "/api/todos/{id}" does
+// "/api/todos"); one that ends in {name...} describes all of segs; an
+// exact pattern shorter than segs describes none. Literals are compared
+// unescaped, as ServeMux matches them.
 func alignPattern(p string, segs []string) (string, int, bool) {
 	if p == "" {
 		return "", 0, false
 	}
 	if _, after, ok := strings.Cut(p, " "); ok {
-		p = after
+		p = strings.TrimLeft(after, " \t")
 	}
 	i := strings.IndexByte(p, '/')
 	if i < 0 {
 		return "", 0, false
 	}
-	p = p[i:]
+	p = strings.TrimSuffix(p[i:], "{$}")
 	prefix := strings.HasSuffix(p, "/")
 	p = strings.Trim(p, "/")
 	var psegs []string
@@ -173,30 +172,28 @@ func alignPattern(p string, segs []string) (string, int, bool) {
 	if n := len(psegs); n > 0 && strings.HasPrefix(psegs[n-1], "{") && strings.HasSuffix(psegs[n-1], "...}") {
 		rest, psegs = psegs[n-1], psegs[:n-1]
 	}
-	if len(psegs) > len(segs) {
-		return "", 0, false
-	}
+	n := min(len(psegs), len(segs))
 	var b strings.Builder
-	for i, ps := range psegs {
-		switch {
-		case ps == "{$}":
-			return "", 0, false
-		case strings.HasPrefix(ps, "{") && strings.HasSuffix(ps, "}"):
-		default:
-			if seg, err := url.PathUnescape(segs[i]); err != nil || seg != ps {
+	for i, ps := range psegs[:n] {
+		if !strings.HasPrefix(ps, "{") || !strings.HasSuffix(ps, "}") {
+			lit, err := url.PathUnescape(ps)
+			if err != nil {
+				return "", 0, false
+			}
+			if seg, err := url.PathUnescape(segs[i]); err != nil || seg != lit {
 				return "", 0, false
 			}
 		}
 		b.WriteString("/" + ps)
 	}
 	switch {
+	case len(psegs) >= len(segs):
+		return b.String(), n, true
 	case rest != "":
-		if len(segs) > len(psegs) {
-			b.WriteString("/" + rest)
-		}
+		b.WriteString("/" + rest)
 		return b.String(), len(segs), true
-	case prefix || len(psegs) == len(segs):
-		return b.String(), len(psegs), true
+	case prefix:
+		return b.String(), n, true
 	}
 	return "", 0, false
 }
@@ -227,6 +224,28 @@ func SetPattern(ctx context.Context, pattern string) {
 	}
 }
 
+// MountPattern records pattern, the ServeMux-style pattern of a router
+// that routed the request below [Telemetry.Handler] (such as r.Pattern),
+// for [SetRoute] to read the mount point through; unlike [SetPattern] it
+// names no route of its own. rest reports its request's r.Pattern, and
+// rest.ResourceSet "/<table>/", this way.
+func MountPattern(ctx context.Context, pattern string) {
+	if rec := recordFrom(ctx); rec != nil && pattern != "" {
+		rec.mu.Lock()
+		rec.addMux(pattern)
+		rec.mu.Unlock()
+	}
+}
+
+// addMux keeps pattern among the request's latest reported patterns
+// (rec.mu held).
+func (rec *record) addMux(pattern string) {
+	if rec.muxes[0] != pattern {
+		copy(rec.muxes[1:], rec.muxes[:maxMuxes-1])
+		rec.muxes[0] = pattern
+	}
+}
+
 // setPattern is SetPattern on the request's record. The latest patterns
 // reported are also those SetRoute reads the mount point through.
 func (rec *record) setPattern(pattern string) {
@@ -235,10 +254,7 @@ func (rec *record) setPattern(pattern string) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if rec.muxes[0] != pattern {
-		copy(rec.muxes[1:], rec.muxes[:maxMuxes-1])
-		rec.muxes[0] = pattern
-	}
+	rec.addMux(pattern)
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		pattern = p
 	}

@@ -38,7 +38,7 @@ func TestRouteNamesMountWildcards(t *testing.T) {
 	}
 	// What rest does: the ServeMux pattern, then the resource's own route.
 	resource := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		SetPattern(r.Context(), r.Pattern)
+		MountPattern(r.Context(), r.Pattern)
 		pattern := "/{id}"
 		if r.URL.Path == "" || r.URL.Path == "/" {
 			pattern = ""
@@ -65,6 +65,9 @@ func TestRouteNamesMountWildcards(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /t/{tenant}/todos/", strip(resource))
 	mux.Handle("GET /o/{org}/p/{rest...}", strip(resource))
+	mux.Handle("GET /a/{tenant}/todos/{$}", strip(resource))
+	mux.Handle("GET /d/{tenant}/todos/{id}", strip(resource))
+	mux.Handle("GET /b/{tenant}/a%20b/todos/", strip(resource))
 	mux.Handle("/n/{tenant}/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r2 := new(http.Request)
 		*r2 = *r
@@ -75,18 +78,31 @@ func TestRouteNamesMountWildcards(t *testing.T) {
 	}))
 	h := tel.Handler(mux)
 	for target, want := range map[string]string{
-		"/t/acme/todos/1":          "/t/{tenant}/todos/{id}",
-		"/t/globex/todos/2":        "/t/{tenant}/todos/{id}",
-		"/t/initech/todos/":        "/t/{tenant}/todos",
-		"/t/secret-42/%74odos/1":   "/t/{tenant}/todos/{id}",
-		"/o/acme/p/deep/todos/3":   "/o/{org}/p/{rest...}/{id}",
-		"/o/globex/p/other/todos/": "/o/{org}/p/{rest...}",
-		"/n/acme/todos/4":          "/n/{tenant}/todos/{id}",
-		"/n/globex/todos/5":        "/n/{tenant}/todos/{id}",
+		"/t/acme/todos/1":           "/t/{tenant}/todos/{id}",
+		"/t/globex/todos/2":         "/t/{tenant}/todos/{id}",
+		"/t/initech/todos/":         "/t/{tenant}/todos",
+		"/t/secret-42/%74odos/1":    "/t/{tenant}/todos/{id}",
+		"/o/acme/p/deep/todos/3":    "/o/{org}/p/{rest...}/{id}",
+		"/o/globex/p/other/todos/":  "/o/{org}/p/{rest...}",
+		"/n/acme/todos/4":           "/n/{tenant}/todos/{id}",
+		"/n/globex/todos/5":         "/n/{tenant}/todos/{id}",
+		"/a/secret-1/todos/":        "/a/{tenant}/todos",
+		"/d/secret-4/todos/1":       "/d/{tenant}/todos/{id}",
+		"/b/secret-2/a%20b/todos/1": "/b/{tenant}/a%20b/todos/{id}",
 	} {
 		if got := routeOf(t, h, &buf, target); got != want {
 			t.Errorf("%s: route %q, want %q", target, got, want)
 		}
+	}
+	// Tenants do not fill the route cache (nor the mounts reported as
+	// received).
+	for i := range 200 {
+		routeOf(t, h, &buf, fmt.Sprintf("/t/tenant-%d/todos/1", i))
+	}
+	tel.cacheMu.RLock()
+	defer tel.cacheMu.RUnlock()
+	if len(tel.routes) > 20 || len(tel.pathMounts) != 0 {
+		t.Errorf("after 200 tenants: %d routes cached, %d path mounts", len(tel.routes), len(tel.pathMounts))
 	}
 }
 
@@ -138,6 +154,12 @@ func TestDescribeMount(t *testing.T) {
 		{"/t/acme/todos", []string{"/todos/", "/t/{tenant}/"}, "/t/{tenant}/todos"},
 		{"/v1/todos", []string{"/todos/", "/v1/"}, "/v1/todos"},
 		{"/api/todos", []string{"/", "/api/todos/"}, "/api/todos"},
+		{"/c/x/v1/todos", []string{"/todos/", "/v1/", "/c/{tenant}/"}, "/c/{tenant}/v1/todos"}, // three levels
+		{"/api/todos", []string{"/api/todos/{$}"}, "/api/todos"},
+		{"/api/todos", []string{"GET /api/todos/{id}"}, "/api/todos"}, // the pattern goes on into the resource's path
+		{"/api/todos", []string{"/api/todos/x/"}, "/api/todos"},
+		{"/b/x/a%20b", []string{"/b/{t}/a%20b/"}, "/b/{t}/a%20b"},
+		{"/b/x/a b", []string{"/b/{t}/a%20b/"}, "/b/{t}/a%20b"},
 		// Not described: the path as received is used (bounded).
 		{"/api/todos", nil, ""},
 		{"/api/todos", []string{""}, ""},
@@ -145,9 +167,8 @@ func TestDescribeMount(t *testing.T) {
 		{"/t/acme/todos", []string{"/t/{tenant}/"}, ""}, // the rest unknown
 		{"/v1/todos", []string{"/v1/"}, ""},
 		{"/api/todos", []string{"/"}, ""},
-		{"/api/todos", []string{"/api/todos/{$}"}, ""},
-		{"/api/todos", []string{"/api/todos/x/"}, ""},
 		{"/api/todos/more", []string{"/api/todos"}, ""},
+		{"/api/todos", []string{"/api/%zz/"}, ""},
 		{"/a", []string{"nohost"}, ""},
 	} {
 		got, ok := describeMount(tc.mount, tc.patterns)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -168,7 +169,9 @@ func (t *Telemetry) route(k routeKey) string {
 		}
 	}
 	r = m + k.pattern
-	if len(t.routes) < maxCached && len(k.mount) <= maxCachedMount {
+	// A mount with wildcards is not kept: its key holds their values, one
+	// entry per value. (Its route is built per request.)
+	if len(t.routes) < maxCached && len(k.mount) <= maxCachedMount && !(described && strings.Contains(m, "{")) {
 		t.routes[k] = r
 	}
 	return r
