@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -127,5 +128,65 @@ func TestInitWritesNothingWhenKeysCannotSign(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			t.Errorf("%s was written", f)
 		}
+	}
+}
+
+// TestObservabilityFromEnv: what serve and demo build from the OTEL_*
+// variables: tracing only with an OTLP exporter (by default when an
+// endpoint is set), metrics always for /metrics unless the SDK is
+// disabled, OTLP pushes named in the start-up summary, and refusals of
+// what is not supported.
+func TestObservabilityFromEnv(t *testing.T) {
+	const endpoint = "http://127.0.0.1:1"
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		tracing bool
+		metrics bool     // a meter provider and the /metrics handler
+		summary []string // lines the summary holds
+		errText string   // a refusal naming this
+	}{
+		{name: "nothing set", metrics: true},
+		{name: "endpoint", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}, tracing: true, metrics: true,
+			summary: []string{"traces → OTLP/HTTP", "metrics → OTLP/HTTP"}},
+		{name: "traces endpoint only", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}, tracing: true, metrics: true,
+			summary: []string{"traces → OTLP/HTTP"}},
+		{name: "exporters none", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_TRACES_EXPORTER": "none",
+			"OTEL_METRICS_EXPORTER": "none"}, metrics: true},
+		{name: "sdk disabled", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SDK_DISABLED": "TRUE"},
+			summary: []string{"OpenTelemetry off (OTEL_SDK_DISABLED)"}},
+		{name: "unknown exporter", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, errText: "zipkin"},
+		{name: "grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			errText: "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
+		{name: "metrics json", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/json"},
+			errText: "http/json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs, err := setupObservability(t.Context(), func(k string) string { return tc.env[k] }, observeOpts{})
+			if tc.errText != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errText) {
+					t.Fatalf("want a refusal naming %q, got %v", tc.errText, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer obs.close()
+			if got := obs.tel.Tracing(); got != tc.tracing {
+				t.Errorf("tracing %v, want %v", got, tc.tracing)
+			}
+			if got := obs.tel.MeterProvider() != nil && obs.metrics != nil; got != tc.metrics {
+				t.Errorf("metrics %v, want %v", got, tc.metrics)
+			}
+			for _, s := range tc.summary {
+				if !slices.Contains(obs.summary, s) {
+					t.Errorf("summary %q lacks %q", obs.summary, s)
+				}
+			}
+			if len(obs.summary) != len(tc.summary) {
+				t.Errorf("summary %q, want %q", obs.summary, tc.summary)
+			}
+		})
 	}
 }
