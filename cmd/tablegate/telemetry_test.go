@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +54,8 @@ type telBundle struct {
 	// dbName and dbAddr (host:port) are the pool's connection details,
 	// which no telemetry may carry.
 	dbName, dbAddr string
+	// jwksDown makes the JWKS endpoint answer 503.
+	jwksDown atomic.Bool
 }
 
 // reset starts a new section: spans recorded so far move to seen, where
@@ -113,6 +116,10 @@ func setupTelemetryStack(t *testing.T) *telBundle {
 	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/auth/v1/.well-known/jwks.json":
+			if b.jwksDown.Load() {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
 			_, _ = w.Write(b.ks.publicJWKS())
 			return
 		case "/auth/v1/token": // the auth server, outside the instrumented stack
@@ -818,5 +825,71 @@ func TestMuxRoutesBelowMiddleware(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "secret-token") || strings.Contains(logs.String(), "/42") {
 		t.Errorf("a path or query value in the access log:\n%s", logs.String())
+	}
+}
+
+// TestTelemetryJWKSFetchInRequest: a token with an unknown kid makes its
+// request fetch the JWKS, in a span under its resolution; a failed fetch
+// is counted with outcome error and its span says so, naming no URL path
+// or body.
+func TestTelemetryJWKSFetchInRequest(t *testing.T) {
+	b := setupTelemetryStack(t)
+	b.reset()
+	k, err := newSigningJWK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keysPath := filepath.Join(t.TempDir(), "other.json")
+	if err := writeKeyFile(keysPath, []jwk{k}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := loadKeyFile(keysPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := mintToken(other, tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour, Issuer: b.issuer}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.jwksDown.Store(true)
+	if r := b.send(t, "GET", "/api/todos/", map[string]string{"Authorization": "Bearer " + tok}, nil); r.status != 401 {
+		t.Fatalf("unknown kid with the JWKS down: %d %s", r.status, r.body)
+	}
+	server, spans := b.trace(t)
+	resolve, ok := find(spans, "tablegate.resolve")
+	if !ok {
+		t.Fatalf("no resolve span: %v", names(spans))
+	}
+	fetch, ok := find(spans, "tablegate jwks")
+	if !ok {
+		t.Fatalf("no JWKS fetch span under the request: %v", names(spans))
+	}
+	wantChild(t, server, resolve)
+	wantChild(t, resolve, fetch)
+	wantAttrs(t, fetch, map[string]string{"tablegate.outcome": "error", "http.response.status_code": "503"})
+	wantAttrs(t, resolve, map[string]string{"tablegate.caller.kind": "invalid"})
+	for _, kv := range fetch.Attributes {
+		if v := kv.Value.Emit(); strings.Contains(v, "jwks.json") || strings.Contains(v, "down") {
+			t.Errorf("the fetch span carries %s=%s", kv.Key, v)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := b.metrics.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var failed int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "tablegate.auth.jwks.fetches" {
+				for _, p := range d.DataPoints {
+					if v, _ := p.Attributes.Value("tablegate.outcome"); v.AsString() == "error" {
+						failed += p.Value
+					}
+				}
+			}
+		}
+	}
+	if failed != 1 {
+		t.Errorf("JWKS fetches with outcome error: %d, want 1", failed)
 	}
 }
