@@ -64,9 +64,14 @@ func TestRequestIDAcceptedOrGenerated(t *testing.T) {
 
 func TestNilTelemetryIsInert(t *testing.T) {
 	var tel *Telemetry
-	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	next := http.NotFoundHandler()
 	if h := tel.Handler(next); h == nil {
 		t.Fatal("nil Handler")
+	}
+	// Off costs nothing: the stack is the one built without telemetry.
+	mux := http.NewServeMux()
+	if h, ok := tel.Handler(mux).(*http.ServeMux); !ok || h != mux {
+		t.Error("a nil Telemetry's Handler wraps its handler")
 	}
 	ctx, span := tel.Start(t.Context(), "x")
 	if ctx != t.Context() || span.IsRecording() {
