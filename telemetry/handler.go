@@ -116,8 +116,10 @@ func SetRoute(ctx context.Context, localPath, pattern, operation, table string) 
 	rec.mu.Unlock()
 }
 
-// maxMuxes is how many reported ServeMux patterns a request keeps.
-const maxMuxes = 3
+// maxMuxes is how many reported ServeMux patterns a request keeps (with
+// the one right below Handler, three levels): two keep the request's
+// record within 768 bytes, the size class it is allocated in.
+const maxMuxes = 2
 
 // describeMount returns the route text of mount (an escaped path with no
 // trailing slash) as the patterns describe it, and true: a chain of

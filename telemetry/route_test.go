@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -261,5 +262,13 @@ func TestObserveMemoSizeStops(t *testing.T) {
 	stop2()
 	if got := size(); got != 0 || len(tel.memoFn) != 0 {
 		t.Errorf("after both stops: memo size %d, %d held", got, len(tel.memoFn))
+	}
+}
+
+// TestRecordSize: a request allocates one record; past 768 bytes it is
+// allocated in the next size class (896), which every request pays.
+func TestRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(record{}); n > 768 {
+		t.Errorf("record is %d bytes, over 768", n)
 	}
 }
