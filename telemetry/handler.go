@@ -33,7 +33,6 @@ const MaxRequestIDLen = 64
 type record struct {
 	t         *Telemetry
 	requestID string
-	path      string // escaped path as received, to rebuild the route
 	span      trace.Span
 	w         statusWriter // the response writer given to the next handler
 	idv       [1]string    // backs a generated X-Request-Id header value
@@ -100,16 +99,15 @@ func SetRoute(ctx context.Context, localPath, pattern, operation, table string) 
 	if rec == nil {
 		return
 	}
-	mount := ""
-	if strings.HasSuffix(rec.path, localPath) {
-		mount = strings.TrimSuffix(rec.path[:len(rec.path)-len(localPath)], "/")
+	// The escaped path as received (rec.req shares the request's URL;
+	// http.StripPrefix gives the layers below URLs of their own).
+	path, mount := rec.req.URL.EscapedPath(), ""
+	if strings.HasSuffix(path, localPath) {
+		mount = strings.TrimSuffix(path[:len(path)-len(localPath)], "/")
 	}
 	rec.mu.Lock()
-	k := routeKey{mount: mount, muxes: rec.muxes, pattern: pattern}
+	k := routeKey{mount: mount, muxes: rec.muxes, pattern: pattern, outer: rec.req.Pattern}
 	rec.mu.Unlock()
-	if rec.req != nil {
-		k.outer = rec.req.Pattern
-	}
 	route := rec.t.route(k)
 	rec.mu.Lock()
 	rec.route, rec.operation, rec.table = route, operation, table
@@ -118,7 +116,7 @@ func SetRoute(ctx context.Context, localPath, pattern, operation, table string) 
 
 // maxMuxes is how many reported ServeMux patterns a request keeps (with
 // the one right below Handler, three levels): two keep the request's
-// record within 768 bytes, the size class it is allocated in.
+// record in the 768-byte size class (see TestRecordSize).
 const maxMuxes = 2
 
 // describeMount returns the route text of mount (an escaped path with no
@@ -348,7 +346,7 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		method := knownMethod(r.Method)
-		rec := &record{t: t, path: r.URL.EscapedPath()}
+		rec := &record{t: t}
 		rec.w.ResponseWriter = w
 		id := r.Header.Get(RequestIDHeader)
 		if !ValidRequestID(id) || len(r.Header[RequestIDHeader]) > 1 {
