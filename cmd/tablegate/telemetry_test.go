@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,17 +97,7 @@ func setupTelemetryStack(t *testing.T) *telBundle {
 		t.Fatal(err)
 	}
 
-	k, err := newSigningJWK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keysPath := filepath.Join(t.TempDir(), "keys.json")
-	if err := writeKeyFile(keysPath, []jwk{k}); err != nil {
-		t.Fatal(err)
-	}
-	if b.ks, err = loadKeyFile(keysPath); err != nil {
-		t.Fatal(err)
-	}
+	b.ks = testKeySet(t, algES256)
 
 	var handler http.Handler
 	var ready sync.WaitGroup
@@ -627,18 +616,7 @@ func TestTelemetryApprovalsAndEvents(t *testing.T) {
 	if _, err := pool.Exec(ctx, demoSchemaSQL); err != nil {
 		t.Fatal(err)
 	}
-	k, err := newSigningJWK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keysPath := filepath.Join(t.TempDir(), "keys.json")
-	if err := writeKeyFile(keysPath, []jwk{k}); err != nil {
-		t.Fatal(err)
-	}
-	ks, err := loadKeyFile(keysPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks := testKeySet(t, algES256)
 	const issuer = "http://tablegate.test/auth/v1"
 	rv, err := authctx.New(ctx, &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: ks.publicJWKS(), Issuer: issuer}, Telemetry: tel})
 	if err != nil {
@@ -835,19 +813,7 @@ func TestMuxRoutesBelowMiddleware(t *testing.T) {
 func TestTelemetryJWKSFetchInRequest(t *testing.T) {
 	b := setupTelemetryStack(t)
 	b.reset()
-	k, err := newSigningJWK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keysPath := filepath.Join(t.TempDir(), "other.json")
-	if err := writeKeyFile(keysPath, []jwk{k}); err != nil {
-		t.Fatal(err)
-	}
-	other, err := loadKeyFile(keysPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := mintToken(other, tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour, Issuer: b.issuer}, time.Now())
+	tok, err := mintToken(testKeySet(t, algES256), tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour, Issuer: b.issuer}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
