@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -31,11 +33,10 @@ const MaxRequestIDLen = 64
 // record is what one request served by Handler collects from the layers
 // below it (caller resolution, the resource that served it).
 type record struct {
-	t         *Telemetry
-	requestID string
-	span      trace.Span
-	w         statusWriter // the response writer given to the next handler
-	idv       [1]string    // backs a generated X-Request-Id header value
+	t    *Telemetry
+	span trace.Span
+	w    statusWriter // the response writer given to the next handler
+	idv  [1]string    // the request id; backs a generated X-Request-Id header value
 
 	// attrs backs the server span's closing attributes (no allocation):
 	// at most route, status, operation, table, caller kind, source,
@@ -71,7 +72,7 @@ func FromContext(ctx context.Context) *Telemetry { return fromContext(ctx) }
 // (the accepted or generated X-Request-Id), "" outside one.
 func RequestID(ctx context.Context) string {
 	if rec := recordFrom(ctx); rec != nil {
-		return rec.requestID
+		return rec.idv[0]
 	}
 	return ""
 }
@@ -86,27 +87,23 @@ func RequestID(ctx context.Context) string {
 // key or a query value. Outside such a request it does nothing.
 //
 // The mount point is read through the patterns of the ServeMuxes that
-// routed the request: one right below [Telemetry.Handler], and those
-// reported with [MountPattern] or [SetPattern] (rest reports its request's
-// r.Pattern, which http.StripPrefix keeps). A wildcard of such a pattern
-// is named, never its value, so a resource mounted at "/t/{tenant}/todos/"
-// is reported as "/t/{tenant}/todos/{id}" whatever the tenant; levels
-// compose (an outer "/t/{tenant}/" and an inner "/todos/"). A mount point no pattern
-// describes is the path as received (unescaped), and at most 64 distinct
-// ones are reported as routes; past them the request's route is "other".
+// routed the request: one right below [Telemetry.Handler], and the first
+// three reported with [MountPattern] or [SetPattern] (rest reports its
+// request's r.Pattern, which http.StripPrefix keeps). A wildcard of such a
+// pattern is named, never its value, so a resource mounted at
+// "/t/{tenant}/todos/" is reported as "/t/{tenant}/todos/{id}" whatever
+// the tenant; levels compose (an outer "/t/{tenant}/" and an inner
+// "/todos/"), each pattern used once. A mount point no chain of them
+// describes is the path as received (unescaped where that gives UTF-8),
+// and at most 64 distinct ones are reported as routes; past them, and for
+// a mount point over 1 KB, the request's route is "other".
 func SetRoute(ctx context.Context, localPath, pattern, operation, table string) {
 	rec := recordFrom(ctx)
 	if rec == nil {
 		return
 	}
-	// The escaped path as received (rec.req shares the request's URL;
-	// http.StripPrefix gives the layers below URLs of their own).
-	path, mount := rec.req.URL.EscapedPath(), ""
-	if strings.HasSuffix(path, localPath) {
-		mount = strings.TrimSuffix(path[:len(path)-len(localPath)], "/")
-	}
 	rec.mu.Lock()
-	k := routeKey{mount: mount, muxes: rec.muxes, pattern: pattern, outer: rec.req.Pattern}
+	k := routeKey{mount: rec.mount(localPath), muxes: rec.muxes, pattern: pattern, outer: rec.req.Pattern}
 	rec.mu.Unlock()
 	route := rec.t.route(k)
 	rec.mu.Lock()
@@ -114,99 +111,142 @@ func SetRoute(ctx context.Context, localPath, pattern, operation, table string) 
 	rec.mu.Unlock()
 }
 
-// maxMuxes is how many reported ServeMux patterns a request keeps (with
-// the one right below Handler, three levels): two keep the request's
-// record in the 768-byte size class (see TestRecordSize).
-const maxMuxes = 2
-
-// describeMount returns the route text of mount (an escaped path with no
-// trailing slash) as the patterns describe it, and true: a chain of
-// patterns, each describing the segments after the previous one's (one
-// pattern per level of ServeMux and http.StripPrefix). Literal segments
-// are written as the pattern writes them, wildcards by name. It returns
-// false when no chain describes all of mount.
-func describeMount(mount string, patterns []string) (string, bool) {
-	segs := strings.Split(strings.TrimPrefix(mount, "/"), "/")
-	// from[i] describes segs[i:]; described[i] says whether one was found.
-	from := make([]string, len(segs)+1)
-	described := make([]bool, len(segs)+1)
-	described[len(segs)] = true
-	for i := len(segs) - 1; i >= 0; i-- {
-		for _, p := range patterns {
-			if r, n, ok := alignPattern(p, segs[i:]); ok && n > 0 && described[i+n] {
-				from[i], described[i] = r+from[i+n], true
-				break
-			}
-		}
+// mount returns the part of the request's path before localPath (the
+// path the reporting handler saw), with no trailing slash: compared
+// escaped, else unescaped (a layer that set only URL.Path re-escapes the
+// rest its own way); "" when neither is a suffix.
+func (rec *record) mount(localPath string) string {
+	u := rec.req.URL // shared with the request as received
+	if p := u.EscapedPath(); strings.HasSuffix(p, localPath) {
+		return strings.TrimSuffix(p[:len(p)-len(localPath)], "/")
 	}
-	return from[0], described[0]
+	if lp, err := url.PathUnescape(localPath); err == nil && strings.HasSuffix(u.Path, lp) {
+		return strings.TrimSuffix(u.Path[:len(u.Path)-len(lp)], "/")
+	}
+	return ""
 }
 
-// alignPattern matches the ServeMux pattern p (with or without method and
-// host) against the start of segs and returns the route text of the
-// segments it describes and how many. A pattern describes the segments it
-// has in common with segs (one that goes on past them describes a mount
-// with the resource's own path after it, as "/api/todos/{id}" does
-// "/api/todos"); one that ends in {name...} describes all of segs; an
-// exact pattern shorter than segs describes none. Literals are compared
-// unescaped, as ServeMux matches them.
-func alignPattern(p string, segs []string) (string, int, bool) {
-	if p == "" {
-		return "", 0, false
+// maxMuxes is how many reported ServeMux patterns a request keeps (with
+// the one right below Handler, four levels; the first reported are kept,
+// outer levels report first): three keep the request's record in the
+// 768-byte size class (see TestRecordSize).
+const maxMuxes = 3
+
+// maxMountLen is the longest mount point reported as a route.
+const maxMountLen = 1024
+
+// describeMount returns the route text of mount (a path with no trailing
+// slash) as a chain of patterns describes it, each pattern describing the
+// segments after the previous one's and used at most once, and true; of
+// several chains, the one with the most literal segments. Literals are
+// written as the pattern writes them, wildcards by name. It returns false
+// when no chain describes all of mount.
+func describeMount(mount string, patterns []string) (string, bool) {
+	segs := strings.Split(strings.TrimPrefix(mount, "/"), "/")
+	var uniq []string
+	for _, p := range patterns {
+		if p != "" && !slices.Contains(uniq, p) {
+			uniq = append(uniq, p)
+		}
 	}
-	if _, after, ok := strings.Cut(p, " "); ok {
-		p = strings.TrimLeft(after, " \t")
+	var walk func(i int, used uint) (string, int, bool)
+	walk = func(i int, used uint) (route string, literals int, ok bool) {
+		if i == len(segs) {
+			return "", 0, true
+		}
+		for j, p := range uniq {
+			if used&(1<<j) != 0 {
+				continue
+			}
+			r, n, lits, aligned := alignPattern(p, segs[i:])
+			if !aligned || n == 0 {
+				continue
+			}
+			if rest, l, full := walk(i+n, used|1<<j); full && (!ok || lits+l > literals) {
+				route, literals, ok = r+rest, lits+l, true
+			}
+		}
+		return route, literals, ok
 	}
-	i := strings.IndexByte(p, '/')
-	if i < 0 {
-		return "", 0, false
+	route, _, ok := walk(0, 0)
+	return route, ok
+}
+
+// patternPath returns the path of a ServeMux pattern: without its method
+// and host; "" when it has none.
+func patternPath(p string) string {
+	if i := strings.IndexAny(p, " \t"); i >= 0 {
+		p = strings.TrimLeft(p[i:], " \t")
 	}
-	p = strings.TrimSuffix(p[i:], "{$}")
-	prefix := strings.HasSuffix(p, "/")
-	p = strings.Trim(p, "/")
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		return p[i:]
+	}
+	return ""
+}
+
+// alignPattern matches the ServeMux pattern p against the start of segs
+// and returns the route text of the segments it describes, how many, and
+// how many of them are literals. A pattern describes the segments it has
+// in common with segs (one that goes on past them describes a mount with
+// the resource's own path after it, as "/api/todos/{id}" does
+// "/api/todos"); one that ends in a prefix ("/api/") its own segments,
+// unless it ends in {$}; one that ends in {name...} all of segs; an exact
+// one shorter than segs none. Literals are compared unescaped, as
+// ServeMux matches them.
+func alignPattern(p string, segs []string) (route string, n, literals int, ok bool) {
+	pp := patternPath(p)
+	if pp == "" {
+		return "", 0, 0, false
+	}
+	end := strings.HasSuffix(pp, "/{$}")
+	pp = strings.TrimSuffix(pp, "{$}")
+	prefix := strings.HasSuffix(pp, "/")
+	pp = strings.Trim(pp, "/")
 	var psegs []string
-	if p != "" {
-		psegs = strings.Split(p, "/")
+	if pp != "" {
+		psegs = strings.Split(pp, "/")
 	}
 	rest := ""
-	if n := len(psegs); n > 0 && strings.HasPrefix(psegs[n-1], "{") && strings.HasSuffix(psegs[n-1], "...}") {
-		rest, psegs = psegs[n-1], psegs[:n-1]
+	if k := len(psegs); k > 0 && strings.HasPrefix(psegs[k-1], "{") && strings.HasSuffix(psegs[k-1], "...}") {
+		rest, psegs = psegs[k-1], psegs[:k-1]
 	}
-	n := min(len(psegs), len(segs))
+	n = min(len(psegs), len(segs))
 	var b strings.Builder
 	for i, ps := range psegs[:n] {
 		if !strings.HasPrefix(ps, "{") || !strings.HasSuffix(ps, "}") {
 			lit, err := url.PathUnescape(ps)
 			if err != nil {
-				return "", 0, false
+				return "", 0, 0, false
 			}
 			if seg, err := url.PathUnescape(segs[i]); err != nil || seg != lit {
-				return "", 0, false
+				return "", 0, 0, false
 			}
+			literals++
 		}
 		b.WriteString("/" + ps)
 	}
 	switch {
 	case len(psegs) >= len(segs):
-		return b.String(), n, true
+		return b.String(), n, literals, true
 	case rest != "":
 		b.WriteString("/" + rest)
-		return b.String(), len(segs), true
-	case prefix:
-		return b.String(), n, true
+		return b.String(), len(segs), literals, true
+	case prefix && !end:
+		return b.String(), n, literals, true
 	}
-	return "", 0, false
+	return "", 0, 0, false
 }
 
-// receivedMount returns mount with each segment unescaped, so that one
-// mount point written with different escapes is one route.
+// receivedMount returns mount with each segment unescaped where that
+// gives valid UTF-8 (attribute values and span names must be), so that
+// one mount point written with different escapes is one route.
 func receivedMount(mount string) string {
 	if !strings.Contains(mount, "%") {
 		return mount
 	}
 	segs := strings.Split(mount, "/")
 	for i, s := range segs {
-		if u, err := url.PathUnescape(s); err == nil {
+		if u, err := url.PathUnescape(s); err == nil && utf8.ValidString(u) {
 			segs[i] = u
 		}
 	}
@@ -237,12 +277,17 @@ func MountPattern(ctx context.Context, pattern string) {
 	}
 }
 
-// addMux keeps pattern among the request's latest reported patterns
-// (rec.mu held).
+// addMux keeps pattern among the request's reported patterns: the first
+// maxMuxes distinct ones (rec.mu held).
 func (rec *record) addMux(pattern string) {
-	if rec.muxes[0] != pattern {
-		copy(rec.muxes[1:], rec.muxes[:maxMuxes-1])
-		rec.muxes[0] = pattern
+	for i, p := range rec.muxes {
+		switch p {
+		case pattern:
+			return
+		case "":
+			rec.muxes[i] = pattern
+			return
+		}
 	}
 }
 
@@ -255,11 +300,11 @@ func (rec *record) setPattern(pattern string) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	rec.addMux(pattern)
-	if _, p, ok := strings.Cut(pattern, " "); ok {
-		pattern = p
-	}
-	if pattern == "/" {
+	if p := patternPath(pattern); p == "/" || p == "" {
 		return // a catch-all: the request stays "other" unless a route is set
+	}
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 { // the method
+		pattern = strings.TrimLeft(pattern[i:], " \t")
 	}
 	if rec.route == "" {
 		rec.route = pattern
@@ -351,13 +396,12 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		id := r.Header.Get(RequestIDHeader)
 		if !ValidRequestID(id) || len(r.Header[RequestIDHeader]) > 1 {
 			id = NewRequestID()
-			rec.idv[0] = id
 			if r.Header == nil { // a request built by hand; servers always set one
 				r.Header = make(http.Header, 1)
 			}
 			r.Header[RequestIDHeader] = rec.idv[:]
 		}
-		rec.requestID = id
+		rec.idv[0] = id
 		// The request's header holds exactly [id] now: the response shares
 		// that slice (Header.Add appends to a full slice, so never into it).
 		w.Header()[RequestIDHeader] = r.Header[RequestIDHeader]
@@ -435,7 +479,7 @@ func (t *Telemetry) finish(ctx context.Context, rec *record, method string, stat
 	if t.tracing {
 		sp := rec.span
 		sp.SetName(ra.name)
-		a := append(append(rec.attrs[:0], ra.span...), AttrRequestID.String(rec.requestID))
+		a := append(append(rec.attrs[:0], ra.span...), AttrRequestID.String(rec.idv[0]))
 		sp.SetAttributes(a...)
 		if status >= 500 {
 			sp.SetStatus(codes.Error, "")
@@ -448,7 +492,7 @@ func (t *Telemetry) finish(ctx context.Context, rec *record, method string, stat
 	if t.log != nil {
 		attrs := make([]slog.Attr, 0, 10)
 		attrs = append(attrs, slog.String("method", method), slog.String("route", route), slog.Int("status", status),
-			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", rec.requestID),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", rec.idv[0]),
 			slog.String("caller_kind", kind))
 		if op != "" {
 			attrs = append(attrs, slog.String("operation", op), slog.String("table", table))

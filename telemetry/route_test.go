@@ -90,6 +90,7 @@ func TestRouteNamesMountWildcards(t *testing.T) {
 		"/a/secret-1/todos/":        "/a/{tenant}/todos",
 		"/d/secret-4/todos/1":       "/d/{tenant}/todos/{id}",
 		"/b/secret-2/a%20b/todos/1": "/b/{tenant}/a%20b/todos/{id}",
+		"/t/acme/todos/%41":         "/t/{tenant}/todos/{id}", // the strip re-escapes the key its own way
 	} {
 		if got := routeOf(t, h, &buf, target); got != want {
 			t.Errorf("%s: route %q, want %q", target, got, want)
@@ -157,6 +158,12 @@ func TestDescribeMount(t *testing.T) {
 		{"/api/todos", []string{"/", "/api/todos/"}, "/api/todos"},
 		{"/c/x/v1/todos", []string{"/todos/", "/v1/", "/c/{tenant}/"}, "/c/{tenant}/v1/todos"}, // three levels
 		{"/api/todos", []string{"/api/todos/{$}"}, "/api/todos"},
+		{"/api/todos", []string{"GET\t/api/todos/"}, "/api/todos"},
+		// Each pattern once: a wildcard-only one does not repeat, and of
+		// two levels the one that names the segment wins.
+		{"/v1/todos", []string{"/todos/", "/{version}/", "/{version}/"}, "/{version}/todos"},
+		{"/v1/todos", []string{"/{a}/", "/{b}/", "/todos/"}, "/{a}/todos"},
+		{"/t/x/v1/todos", []string{"/t/{tenant}/", "/todos/", "/v1/"}, "/t/{tenant}/v1/todos"},
 		{"/api/todos", []string{"GET /api/todos/{id}"}, "/api/todos"}, // the pattern goes on into the resource's path
 		{"/api/todos", []string{"/api/todos/x/"}, "/api/todos"},
 		{"/b/x/a%20b", []string{"/b/{t}/a%20b/"}, "/b/{t}/a%20b"},
@@ -168,6 +175,9 @@ func TestDescribeMount(t *testing.T) {
 		{"/t/acme/todos", []string{"/t/{tenant}/"}, ""}, // the rest unknown
 		{"/v1/todos", []string{"/v1/"}, ""},
 		{"/api/todos", []string{"/"}, ""},
+		{"/a/todos", []string{"/{tenant}/"}, ""},
+		{"/a/b/c", []string{"/{x}/", "/{y}/"}, ""},
+		{"/api/todos/x", []string{"/api/todos/{$}", "/x/"}, ""}, // {$}: the path ends there
 		{"/api/todos/more", []string{"/api/todos"}, ""},
 		{"/api/todos", []string{"/api/%zz/"}, ""},
 		{"/a", []string{"nohost"}, ""},
@@ -272,5 +282,72 @@ func TestObserveMemoSizeStops(t *testing.T) {
 func TestRecordSize(t *testing.T) {
 	if n := unsafe.Sizeof(record{}); n > 760 {
 		t.Errorf("record is %d bytes, over 760", n)
+	}
+}
+
+// TestRouteBelowMiddleware: the documented stack, caller resolution
+// between Handler and the muxes (it passes a request copy down, so the
+// mux below it is not the one Handler keeps), three levels reported:
+// the outer tenant mux by the application, the set's table and rest's
+// own mux pattern.
+func TestRouteBelowMiddleware(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	tel, err := New(&Config{AccessLog: newTestLogger(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		MountPattern(r.Context(), r.Pattern)
+		SetRoute(r.Context(), r.URL.EscapedPath(), "/{id}", "get", "todos")
+	})
+	set := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { // as rest.ResourceSet
+		MountPattern(r.Context(), "/todos/")
+		http.StripPrefix("/todos", resource).ServeHTTP(w, r)
+	})
+	inner := http.NewServeMux()
+	inner.Handle("/v1/", http.StripPrefix("/v1", set))
+	outer := http.NewServeMux()
+	outer.Handle("/t/{tenant}/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		MountPattern(r.Context(), r.Pattern)
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path, u.RawPath = "/"+strings.SplitN(r.URL.Path, "/", 4)[3], ""
+		r2.URL = &u
+		inner.ServeHTTP(w, r2)
+	}))
+	middleware := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		outer.ServeHTTP(w, r.WithContext(r.Context()))
+	})
+	h := tel.Handler(middleware)
+	for _, tenant := range []string{"acme", "globex", "%FF"} {
+		if got := routeOf(t, h, &buf, "/t/"+tenant+"/v1/todos/1"); got != "/t/{tenant}/v1/todos/{id}" {
+			t.Errorf("tenant %s: route %q", tenant, got)
+		}
+	}
+}
+
+// TestReceivedMountsStayUTF8: a mount reported as received keeps an
+// escape that does not decode to UTF-8 (exporters refuse such strings),
+// and a mount over 1 KB is "other".
+func TestReceivedMountsStayUTF8(t *testing.T) {
+	t.Parallel()
+	if got := receivedMount("/t/%FF/caf%C3%A9"); got != "/t/%FF/café" {
+		t.Errorf("receivedMount = %q", got)
+	}
+	var buf bytes.Buffer
+	tel, err := New(&Config{AccessLog: newTestLogger(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetRoute(r.Context(), "/7", "/{id}", "get", "items")
+	}))
+	if got := routeOf(t, h, &buf, "/%FF/7"); got != "/%FF/{id}" {
+		t.Errorf("route %q", got)
+	}
+	if got := routeOf(t, h, &buf, "/"+strings.Repeat("a", maxMountLen)+"/7"); got != "other" {
+		t.Errorf("a mount over 1 KB: route %q", got)
 	}
 }

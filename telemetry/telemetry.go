@@ -148,6 +148,9 @@ func (t *Telemetry) route(k routeKey) string {
 		}
 		return k.pattern
 	}
+	if len(k.mount) > maxMountLen {
+		return "other"
+	}
 	t.cacheMu.RLock()
 	r, ok := t.routes[k]
 	t.cacheMu.RUnlock()
