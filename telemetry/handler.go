@@ -36,7 +36,7 @@ type record struct {
 	t    *Telemetry
 	span trace.Span
 	w    statusWriter // the response writer given to the next handler
-	idv  [1]string    // the request id; backs a generated X-Request-Id header value
+	id   string       // the request id
 
 	// attrs backs the server span's closing attributes (no allocation):
 	// at most route, status, operation, table, caller kind, source,
@@ -72,7 +72,7 @@ func FromContext(ctx context.Context) *Telemetry { return fromContext(ctx) }
 // (the accepted or generated X-Request-Id), "" outside one.
 func RequestID(ctx context.Context) string {
 	if rec := recordFrom(ctx); rec != nil {
-		return rec.idv[0]
+		return rec.id
 	}
 	return ""
 }
@@ -399,9 +399,9 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			if r.Header == nil { // a request built by hand; servers always set one
 				r.Header = make(http.Header, 1)
 			}
-			r.Header[RequestIDHeader] = rec.idv[:]
+			r.Header[RequestIDHeader] = []string{id} // its own: a write into it does not change the id logged
 		}
-		rec.idv[0] = id
+		rec.id = id
 		// The request's header holds exactly [id] now: the response shares
 		// that slice (Header.Add appends to a full slice, so never into it).
 		w.Header()[RequestIDHeader] = r.Header[RequestIDHeader]
@@ -479,7 +479,7 @@ func (t *Telemetry) finish(ctx context.Context, rec *record, method string, stat
 	if t.tracing {
 		sp := rec.span
 		sp.SetName(ra.name)
-		a := append(append(rec.attrs[:0], ra.span...), AttrRequestID.String(rec.idv[0]))
+		a := append(append(rec.attrs[:0], ra.span...), AttrRequestID.String(rec.id))
 		sp.SetAttributes(a...)
 		if status >= 500 {
 			sp.SetStatus(codes.Error, "")
@@ -492,7 +492,7 @@ func (t *Telemetry) finish(ctx context.Context, rec *record, method string, stat
 	if t.log != nil {
 		attrs := make([]slog.Attr, 0, 10)
 		attrs = append(attrs, slog.String("method", method), slog.String("route", route), slog.Int("status", status),
-			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", rec.idv[0]),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", rec.id),
 			slog.String("caller_kind", kind))
 		if op != "" {
 			attrs = append(attrs, slog.String("operation", op), slog.String("table", table))

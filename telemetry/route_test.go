@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"unsafe"
 
 	"go.opentelemetry.io/otel/metric"
@@ -349,5 +350,53 @@ func TestReceivedMountsStayUTF8(t *testing.T) {
 	}
 	if got := routeOf(t, h, &buf, "/"+strings.Repeat("a", maxMountLen)+"/7"); got != "other" {
 		t.Errorf("a mount over 1 KB: route %q", got)
+	}
+}
+
+// TestRouteFromDecodedPathStaysUTF8: a mount taken from the decoded path
+// (a layer that set only URL.Path) and described by no pattern is
+// re-escaped where it is not UTF-8. (The access log's JSON would hide
+// the bytes; span names and metric attributes would carry them.)
+func TestRouteFromDecodedPathStaysUTF8(t *testing.T) {
+	t.Parallel()
+	tel, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path, u.RawPath = "/"+strings.SplitN(r.URL.Path, "/", 3)[2], ""
+		r2.URL = &u
+		SetRoute(r2.Context(), r2.URL.EscapedPath(), "/{id}", "get", "items")
+		got = recordFrom(r2.Context()).route
+	}))
+	for _, target := range []string{"/%FF/%41", "/%C3/%41"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", target, nil))
+		if !utf8.ValidString(got) || !strings.HasSuffix(got, "/{id}") || len(got) <= len("/{id}") {
+			t.Errorf("%s: route %q", target, got)
+		}
+	}
+}
+
+// TestRequestIDNotRewritten: a write into the request's X-Request-Id
+// value below the Handler does not change the id it logs.
+func TestRequestIDNotRewritten(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	tel, err := New(&Config{AccessLog: newTestLogger(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id = RequestID(r.Context())
+		r.Header[RequestIDHeader][0] = "forged"
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if strings.Contains(buf.String(), "forged") || !strings.Contains(buf.String(), id) {
+		t.Errorf("logged %s (id %s)", buf.String(), id)
 	}
 }

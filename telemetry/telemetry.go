@@ -5,9 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -164,6 +166,9 @@ func (t *Telemetry) route(k routeKey) string {
 	defer t.cacheMu.Unlock()
 	if !described {
 		m = receivedMount(k.mount)
+		if !utf8.ValidString(m) { // a mount taken from the decoded path
+			m = (&url.URL{Path: m}).EscapedPath()
+		}
 		if _, seen := t.pathMounts[m]; !seen {
 			if len(t.pathMounts) >= maxPathMounts || len(m) > maxCachedMount {
 				return "other"
