@@ -15,6 +15,26 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 )
 
+// withPath returns a copy of r with the decoded path path (URL.RawPath
+// cleared), as an application that strips a variable prefix itself
+// passes its request on; the copy keeps r.Pattern.
+func withPath(r *http.Request, path string) *http.Request {
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.Path, u.RawPath = path, ""
+	r2.URL = &u
+	return r2
+}
+
+// dropSegments serves next with the first n segments of the path taken
+// off (see withPath).
+func dropSegments(n int, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, withPath(r, "/"+strings.SplitN(r.URL.Path, "/", n+2)[n+1]))
+	})
+}
+
 // routeOf serves req through h and returns the route of its access log
 // line.
 func routeOf(t *testing.T, h http.Handler, buf *bytes.Buffer, target string) string {
@@ -52,12 +72,7 @@ func TestRouteNamesMountWildcards(t *testing.T) {
 	strip := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			i := strings.Index(r.URL.Path, "/todos")
-			r2 := new(http.Request)
-			*r2 = *r
-			u := *r.URL
-			u.Path, u.RawPath = r.URL.Path[i+len("/todos"):], ""
-			r2.URL = &u
-			next.ServeHTTP(w, r2)
+			next.ServeHTTP(w, withPath(r, r.URL.Path[i+len("/todos"):]))
 		})
 	}
 	// Nested: an outer mux takes the tenant off, an inner one routes the
@@ -70,14 +85,7 @@ func TestRouteNamesMountWildcards(t *testing.T) {
 	mux.Handle("GET /a/{tenant}/todos/{$}", strip(resource))
 	mux.Handle("GET /d/{tenant}/todos/{id}", strip(resource))
 	mux.Handle("GET /b/{tenant}/a%20b/todos/", strip(resource))
-	mux.Handle("/n/{tenant}/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r2 := new(http.Request)
-		*r2 = *r
-		u := *r.URL
-		u.Path, u.RawPath = "/"+strings.SplitN(r.URL.Path, "/", 4)[3], ""
-		r2.URL = &u
-		inner.ServeHTTP(w, r2)
-	}))
+	mux.Handle("/n/{tenant}/", dropSegments(2, inner))
 	h := tel.Handler(mux)
 	for target, want := range map[string]string{
 		"/t/acme/todos/1":           "/t/{tenant}/todos/{id}",
@@ -311,12 +319,7 @@ func TestRouteBelowMiddleware(t *testing.T) {
 	outer := http.NewServeMux()
 	outer.Handle("/t/{tenant}/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		MountPattern(r.Context(), r.Pattern)
-		r2 := new(http.Request)
-		*r2 = *r
-		u := *r.URL
-		u.Path, u.RawPath = "/"+strings.SplitN(r.URL.Path, "/", 4)[3], ""
-		r2.URL = &u
-		inner.ServeHTTP(w, r2)
+		dropSegments(2, inner).ServeHTTP(w, r)
 	}))
 	middleware := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		outer.ServeHTTP(w, r.WithContext(r.Context()))
@@ -364,15 +367,10 @@ func TestRouteFromDecodedPathStaysUTF8(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got string
-	h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r2 := new(http.Request)
-		*r2 = *r
-		u := *r.URL
-		u.Path, u.RawPath = "/"+strings.SplitN(r.URL.Path, "/", 3)[2], ""
-		r2.URL = &u
-		SetRoute(r2.Context(), r2.URL.EscapedPath(), "/{id}", "get", "items")
-		got = recordFrom(r2.Context()).route
-	}))
+	h := tel.Handler(dropSegments(1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetRoute(r.Context(), r.URL.EscapedPath(), "/{id}", "get", "items")
+		got = recordFrom(r.Context()).route
+	})))
 	for _, target := range []string{"/%FF/%41", "/%C3/%41"} {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", target, nil))
 		if !utf8.ValidString(got) || !strings.HasSuffix(got, "/{id}") || len(got) <= len("/{id}") {
