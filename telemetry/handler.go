@@ -95,8 +95,9 @@ func RequestID(ctx context.Context) string {
 // the tenant; levels compose (an outer "/t/{tenant}/" and an inner
 // "/todos/"), each pattern used once. A mount point no chain of them
 // describes is the path as received (unescaped where that gives UTF-8),
-// and at most 64 distinct ones are reported as routes; past them, and for
-// a mount point over 1 KB, the request's route is "other".
+// and at most 64 distinct ones of at most 256 bytes are reported as
+// routes; past them, and for any mount point over 1 KB, the request's
+// route is "other".
 func SetRoute(ctx context.Context, localPath, pattern, operation, table string) {
 	rec := recordFrom(ctx)
 	if rec == nil {
