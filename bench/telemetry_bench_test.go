@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -34,22 +35,29 @@ func (discardSpans) Shutdown(context.Context) error                             
 // with the always-on sampler and a batch span processor feeding a
 // discarding exporter, a meter provider with a reader (every instrument
 // aggregates), the pgx tracer and pool metrics, X-Request-Id, and no access
-// log; "off" is the stack as a user without telemetry builds it. Rounds
-// alternate floor, off, on (the order rotates). Metrics: req/s of each,
-// on/off (the ratio of the mean throughputs; target ≥ 0.90), the median
-// of the rounds' on/off ratios (less moved by one disturbed round), and
-// off/floor (compare with the GET ratio recorded in BENCHMARKS.md before
-// telemetry existed).
+// log; "off" is the stack as a user without telemetry builds it. Two
+// references run beside them: "otelhttp" is the off stack wrapped in
+// OpenTelemetry's own net/http instrumentation (otelhttp.NewHandler) with
+// on's providers — one server span and its metrics, no child span, what a
+// Go service commonly adds for tracing —, and "sampled" is on with the
+// production sampler (parent-based, 10 % of new traces). Rounds alternate
+// floor, off, on, otelhttp, sampled (the order rotates). Metrics: req/s of
+// each; <name>/off, the ratio of the mean throughputs (on/off: target
+// ≥ 0.90), and <name>/off-median, the median of the rounds' ratios (less
+// moved by one disturbed round); the servers' CPU per request; off/floor
+// (compare with the GET ratio recorded in BENCHMARKS.md before telemetry
+// existed).
 func BenchmarkTelemetryGet(b *testing.B) {
 	wrk, err := exec.LookPath("wrk")
 	if err != nil {
 		b.Fatal("BenchmarkTelemetryGet needs wrk on PATH: apt-get install wrk")
 	}
-	fx, on, _ := telemetryStacks(b)
+	st := newTelemetryStacks(b)
+	fx := st.fx
 	servers := []struct {
 		name string
 		h    http.Handler
-	}{{"floor", fx.floor}, {"off", fx.tablegate}, {"on", on}}
+	}{{"floor", fx.floor}, {"off", fx.tablegate}, {"on", st.on}, {"otelhttp", st.otelhttp}, {"sampled", st.sampled}}
 	urls := map[string]string{}
 	for _, s := range servers {
 		srv := httptest.NewServer(s.h)
@@ -59,7 +67,7 @@ func BenchmarkTelemetryGet(b *testing.B) {
 	for b.Loop() {
 		rps, cpu := map[string]float64{}, map[string]float64{}
 		const rounds = 6
-		var ratios []float64
+		ratios := map[string][]float64{}
 		for round := range rounds + 1 {
 			got := map[string]float64{}
 			for i := range servers {
@@ -77,19 +85,24 @@ func BenchmarkTelemetryGet(b *testing.B) {
 				}
 			}
 			if round > 0 {
-				ratios = append(ratios, got["on"]/got["off"])
+				for _, name := range []string{"on", "otelhttp", "sampled"} {
+					ratios[name] = append(ratios[name], got[name]/got["off"])
+				}
 			}
 		}
-		b.ReportMetric(median(ratios), "on/off-median")
+		for name, r := range ratios {
+			b.ReportMetric(median(r), name+"/off-median")
+			b.ReportMetric(rps[name]/rps["off"], name+"/off")
+		}
 		for name, v := range rps {
 			b.ReportMetric(v, name+"-req/s")
 		}
-		b.ReportMetric(rps["on"]/rps["off"], "on/off")
 		// Server CPU per request (this process: the servers; wrk runs in
 		// its own), less sensitive to other load than req/s: off/on is
 		// the throughput ratio a CPU-bound server would see.
-		b.ReportMetric(cpu["off"]/rounds*1e6, "off-cpu-µs/req")
-		b.ReportMetric(cpu["on"]/rounds*1e6, "on-cpu-µs/req")
+		for _, name := range []string{"off", "on", "otelhttp"} {
+			b.ReportMetric(cpu[name]/rounds*1e6, name+"-cpu-µs/req")
+		}
 		b.ReportMetric(cpu["off"]/cpu["on"], "cpu-off/on")
 		b.ReportMetric(rps["off"]/rps["floor"], "off/floor")
 		b.ReportMetric(loadavg(), "load-1m")
@@ -102,11 +115,12 @@ func BenchmarkTelemetryGet(b *testing.B) {
 // each adds per request (the database round trip is in all). Run it with
 // -count to interleave them.
 func BenchmarkTelemetryOverhead(b *testing.B) {
-	fx, on, onLog := telemetryStacks(b)
+	st := newTelemetryStacks(b)
+	fx := st.fx
 	for _, s := range []struct {
 		name string
 		h    http.Handler
-	}{{"off", fx.tablegate}, {"on", on}, {"on+log", onLog}} {
+	}{{"off", fx.tablegate}, {"on", st.on}, {"on+log", st.onLog}} {
 		b.Run(s.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(8)
@@ -143,6 +157,9 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 // telemetry's CPU per request with little of the machine's noise; set it
 // beside BenchmarkSDKSpan/batcher/request (the SDK's share) and
 // BenchmarkTelemetryOverhead's off (the request it is added to).
+// "otelhttp" is the off stack inside OpenTelemetry's net/http handler
+// with the same providers (one server span and its metrics): the least
+// a Go service pays for always-on tracing of a request.
 func BenchmarkTelemetryLayers(b *testing.B) {
 	pool := setupItems(b)
 	fx := newHTTPFixture(b, pool)
@@ -200,7 +217,8 @@ func BenchmarkTelemetryLayers(b *testing.B) {
 		name string
 		h    http.Handler
 	}{{"off", stack(nil, nil)}, {"on", stack(tel, pgxTracer(tel))},
-		{"traces", stack(traces, pgxTracer(traces))}, {"metrics", stack(metrics, nil)}, {"handler", stack(bare, nil)}} {
+		{"traces", stack(traces, pgxTracer(traces))}, {"metrics", stack(metrics, nil)}, {"handler", stack(bare, nil)},
+		{"otelhttp", otelhttp.NewHandler(stack(nil, nil), "GET /items/{id}", otelhttp.WithTracerProvider(tp), otelhttp.WithMeterProvider(mp))}} {
 		b.Run(s.name, func(b *testing.B) {
 			b.ReportAllocs()
 			before := processCPU()
@@ -223,37 +241,54 @@ func BenchmarkTelemetryLayers(b *testing.B) {
 	}
 }
 
-// telemetryStacks returns the HTTP fixture (its tablegate handler is the
-// stack with telemetry off), the same stack with tracing and metrics on,
-// and that with the access log too.
-func telemetryStacks(b *testing.B) (fx *httpFixture, on, onLog http.Handler) {
+// telemetryStacks is the HTTP fixture (its tablegate handler is the
+// stack with telemetry off) and the same stack with telemetry.
+type telemetryStacks struct {
+	fx *httpFixture
+	// on has tracing (always-on sampler, batch processor, discarding
+	// exporter) and metrics (a manual reader: every instrument aggregates).
+	on http.Handler
+	// onLog is on with the access log (slog JSON to io.Discard).
+	onLog http.Handler
+	// sampled is on with the production sampler docs/observability.md
+	// suggests: parent-based, 10 % of the traces the caller did not start.
+	sampled http.Handler
+	// otelhttp is the off stack inside otelhttp.NewHandler with on's
+	// tracer and meter providers.
+	otelhttp http.Handler
+}
+
+func newTelemetryStacks(b *testing.B) *telemetryStacks {
 	pool := setupItems(b)
-	fx = newHTTPFixture(b, pool)
+	fx := newHTTPFixture(b, pool)
 
 	ctx := context.Background()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(discardSpans{}))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
-	tel, err := telemetry.New(&telemetry.Config{TracerProvider: tp, MeterProvider: mp})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := pool.Config()
-	db.Instrument(cfg, tel)
-	tpool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(tpool.Close)
-	if err := db.RecordPoolStats(tpool, tel); err != nil {
-		b.Fatal(err)
-	}
-	res, err := rest.NewResource(ctx, db.New(tpool, nil), benchTable, &rest.Config{CursorKey: []byte("bench cursor key, 32 bytes long!")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	stack := func(tel *telemetry.Telemetry) http.Handler {
+	tp10 := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))),
+		sdktrace.WithBatcher(discardSpans{}))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = tp10.Shutdown(ctx); _ = mp.Shutdown(ctx) })
+	// stack is the fixture's stack with cfg's telemetry: the handler, the
+	// resolver and the pool (the pgx tracer, pool metrics).
+	stack := func(cfg *telemetry.Config) http.Handler {
+		tel, err := telemetry.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pcfg := pool.Config()
+		db.Instrument(pcfg, tel)
+		tpool, err := pgxpool.NewWithConfig(ctx, pcfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(tpool.Close)
+		if err := db.RecordPoolStats(tpool, tel); err != nil {
+			b.Fatal(err)
+		}
+		res, err := rest.NewResource(ctx, db.New(tpool, nil), benchTable, &rest.Config{CursorKey: []byte("bench cursor key, 32 bytes long!")})
+		if err != nil {
+			b.Fatal(err)
+		}
 		rv, err := authctx.New(ctx, &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: fx.jwks}, Telemetry: tel})
 		if err != nil {
 			b.Fatal(err)
@@ -261,10 +296,12 @@ func telemetryStacks(b *testing.B) (fx *httpFixture, on, onLog http.Handler) {
 		b.Cleanup(rv.Close)
 		return tel.Handler(rv.Middleware(http.StripPrefix("/"+benchTable, res)))
 	}
-	logged, err := telemetry.New(&telemetry.Config{TracerProvider: tp, MeterProvider: mp,
-		AccessLog: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
+	return &telemetryStacks{
+		fx:      fx,
+		on:      stack(&telemetry.Config{TracerProvider: tp, MeterProvider: mp}),
+		onLog:   stack(&telemetry.Config{TracerProvider: tp, MeterProvider: mp, AccessLog: slog.New(slog.NewJSONHandler(io.Discard, nil))}),
+		sampled: stack(&telemetry.Config{TracerProvider: tp10, MeterProvider: mp}),
+		otelhttp: otelhttp.NewHandler(fx.tablegate, "GET /items/{id}",
+			otelhttp.WithTracerProvider(tp), otelhttp.WithMeterProvider(mp)),
 	}
-	return fx, stack(tel), stack(logged)
 }
