@@ -44,7 +44,7 @@ func (discardSpans) Shutdown(context.Context) error                             
 // floor, off, on, otelhttp, sampled (the order rotates). Metrics: req/s of
 // each; <name>/off, the ratio of the mean throughputs (on/off: target
 // ≥ 0.90), and <name>/off-median, the median of the rounds' ratios (less
-// moved by one disturbed round); the servers' CPU per request; off/floor
+// moved by one disturbed round); each server's CPU per request; off/floor
 // (compare with the GET ratio recorded in BENCHMARKS.md before telemetry
 // existed).
 func BenchmarkTelemetryGet(b *testing.B) {
@@ -100,7 +100,7 @@ func BenchmarkTelemetryGet(b *testing.B) {
 		// Server CPU per request (this process: the servers; wrk runs in
 		// its own), less sensitive to other load than req/s: off/on is
 		// the throughput ratio a CPU-bound server would see.
-		for _, name := range []string{"off", "on", "otelhttp"} {
+		for _, name := range []string{"off", "on", "otelhttp", "sampled"} {
 			b.ReportMetric(cpu[name]/rounds*1e6, name+"-cpu-µs/req")
 		}
 		b.ReportMetric(cpu["off"]/cpu["on"], "cpu-off/on")
@@ -110,17 +110,18 @@ func BenchmarkTelemetryGet(b *testing.B) {
 }
 
 // BenchmarkTelemetryOverhead serves GET /items/{id} in-process (no
-// sockets) with telemetry off, on (tracing and metrics), and on with the
-// access log (slog JSON to io.Discard), to show the CPU and allocations
-// each adds per request (the database round trip is in all). Run it with
-// -count to interleave them.
+// sockets) with telemetry off, on (tracing and metrics), on with the
+// access log (slog JSON to io.Discard), on with the 10 % sampler, and off
+// inside otelhttp's handler (the stacks of BenchmarkTelemetryGet), to show
+// the CPU and allocations each adds per request (the database round trip
+// is in all). Run it with -count to interleave them.
 func BenchmarkTelemetryOverhead(b *testing.B) {
 	st := newTelemetryStacks(b)
 	fx := st.fx
 	for _, s := range []struct {
 		name string
 		h    http.Handler
-	}{{"off", fx.tablegate}, {"on", st.on}, {"on+log", st.onLog}} {
+	}{{"off", fx.tablegate}, {"on", st.on}, {"on+log", st.onLog}, {"sampled", st.sampled}, {"otelhttp", st.otelhttp}} {
 		b.Run(s.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(8)
