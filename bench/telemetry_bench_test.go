@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
@@ -48,65 +50,120 @@ func (discardSpans) Shutdown(context.Context) error                             
 // (compare with the GET ratio recorded in BENCHMARKS.md before telemetry
 // existed).
 func BenchmarkTelemetryGet(b *testing.B) {
-	wrk, err := exec.LookPath("wrk")
-	if err != nil {
-		b.Fatal("BenchmarkTelemetryGet needs wrk on PATH: apt-get install wrk")
-	}
 	st := newTelemetryStacks(b)
 	fx := st.fx
-	servers := []struct {
-		name string
-		h    http.Handler
-	}{{"floor", fx.floor}, {"off", fx.tablegate}, {"on", st.on}, {"otelhttp", st.otelhttp}, {"sampled", st.sampled}}
-	urls := map[string]string{}
-	for _, s := range servers {
-		srv := httptest.NewServer(s.h)
-		b.Cleanup(srv.Close)
-		urls[s.name] = srv.URL
-	}
+	servers := []namedHandler{{"floor", fx.floor}, {"off", fx.tablegate}, {"on", st.on}, {"otelhttp", st.otelhttp}, {"sampled", st.sampled}}
 	for b.Loop() {
-		rps, cpu := map[string]float64{}, map[string]float64{}
-		const rounds = 6
-		ratios := map[string][]float64{}
-		for round := range rounds + 1 {
-			got := map[string]float64{}
-			for i := range servers {
-				s := servers[(i+round)%len(servers)]
-				d := 2 * time.Second
-				if round == 0 {
-					d = time.Second // warm-up, not counted
-				}
-				before := processCPU()
-				v := runWrk(b, wrk, urls[s.name]+"/items/42", fx.token, d)
-				got[s.name] = v
-				if round > 0 {
-					rps[s.name] += v / rounds
-					cpu[s.name] += (processCPU() - before).Seconds() / (v * d.Seconds())
-				}
-			}
-			if round > 0 {
-				for _, name := range []string{"on", "otelhttp", "sampled"} {
-					ratios[name] = append(ratios[name], got[name]/got["off"])
-				}
-			}
-		}
-		for name, r := range ratios {
-			b.ReportMetric(median(r), name+"/off-median")
-			b.ReportMetric(rps[name]/rps["off"], name+"/off")
-		}
-		for name, v := range rps {
-			b.ReportMetric(v, name+"-req/s")
-		}
-		// Server CPU per request (this process: the servers; wrk runs in
-		// its own), less sensitive to other load than req/s: off/on is
-		// the throughput ratio a CPU-bound server would see.
-		for _, name := range []string{"off", "on", "otelhttp", "sampled"} {
-			b.ReportMetric(cpu[name]/rounds*1e6, name+"-cpu-µs/req")
-		}
+		rps, cpu := wrkRounds(b, servers, "/items/42", fx.token)
 		b.ReportMetric(cpu["off"]/cpu["on"], "cpu-off/on")
 		b.ReportMetric(rps["off"]/rps["floor"], "off/floor")
 		b.ReportMetric(loadavg(), "load-1m")
 	}
+}
+
+// BenchmarkTelemetryGetProcessors is BenchmarkTelemetryGet's on/off with
+// each way the SDK can hand spans over: "batcher" (on: the batch span
+// processor and a discarding exporter), "syncer" (the simple span
+// processor and the same exporter) and "memory" (the simple span processor
+// and tracetest's in-memory exporter, emptied every 16 384 spans), all
+// with the always-on sampler and the same meter provider.
+func BenchmarkTelemetryGetProcessors(b *testing.B) {
+	st := newTelemetryStacks(b)
+	fx := st.fx
+	provider := func(opt sdktrace.TracerProviderOption) *sdktrace.TracerProvider {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), opt)
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		return tp
+	}
+	servers := []namedHandler{{"off", fx.tablegate}, {"batcher", st.on},
+		{"syncer", st.build(&telemetry.Config{TracerProvider: provider(sdktrace.WithSyncer(discardSpans{})), MeterProvider: st.mp})},
+		{"memory", st.build(&telemetry.Config{TracerProvider: provider(sdktrace.WithSyncer(&boundedMemory{mem: tracetest.NewInMemoryExporter()})), MeterProvider: st.mp})}}
+	for b.Loop() {
+		wrkRounds(b, servers, "/items/42", fx.token)
+		b.ReportMetric(loadavg(), "load-1m")
+	}
+}
+
+// boundedMemory is tracetest's in-memory exporter, emptied every 16 384
+// spans so that a benchmark's memory stays bounded.
+type boundedMemory struct {
+	mem *tracetest.InMemoryExporter
+	n   atomic.Int64
+}
+
+func (m *boundedMemory) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := m.mem.ExportSpans(ctx, spans)
+	if m.n.Add(int64(len(spans))) >= 1<<14 {
+		m.n.Store(0)
+		m.mem.Reset()
+	}
+	return err
+}
+
+func (m *boundedMemory) Shutdown(ctx context.Context) error { return m.mem.Shutdown(ctx) }
+
+// namedHandler is one server of a wrk comparison.
+type namedHandler struct {
+	name string
+	h    http.Handler
+}
+
+// wrkRounds serves each handler and drives GET path with token at them
+// with wrk from its own process: a 1 s warm-up round, then six rounds of
+// 2 s, the servers' order rotating from round to round. For each server it
+// reports <name>-req/s (the mean of the rounds) and <name>-cpu-µs/req
+// (this process's CPU per request: the servers, not wrk or Postgres), and
+// for each server but "floor" and "off", <name>/off (the ratio of the
+// mean throughputs) and <name>/off-median (the median of the rounds'
+// ratios, less moved by one disturbed round). It returns the req/s and
+// CPU seconds per request of each.
+func wrkRounds(b *testing.B, servers []namedHandler, path, token string) (rps, cpu map[string]float64) {
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		b.Fatal("this benchmark needs wrk on PATH: apt-get install wrk")
+	}
+	urls := map[string]string{}
+	for _, s := range servers {
+		srv := httptest.NewServer(s.h)
+		defer srv.Close()
+		urls[s.name] = srv.URL
+	}
+	rps, cpu = map[string]float64{}, map[string]float64{}
+	const rounds = 6
+	ratios := map[string][]float64{}
+	for round := range rounds + 1 {
+		got := map[string]float64{}
+		for i := range servers {
+			s := servers[(i+round)%len(servers)]
+			d := 2 * time.Second
+			if round == 0 {
+				d = time.Second // warm-up, not counted
+			}
+			before := processCPU()
+			v := runWrk(b, wrk, urls[s.name]+path, token, d)
+			got[s.name] = v
+			if round > 0 {
+				rps[s.name] += v / rounds
+				cpu[s.name] += (processCPU() - before).Seconds() / (v * d.Seconds()) / rounds
+			}
+		}
+		if round > 0 {
+			for _, s := range servers {
+				if s.name != "floor" && s.name != "off" {
+					ratios[s.name] = append(ratios[s.name], got[s.name]/got["off"])
+				}
+			}
+		}
+	}
+	for name, r := range ratios {
+		b.ReportMetric(median(r), name+"/off-median")
+		b.ReportMetric(rps[name]/rps["off"], name+"/off")
+	}
+	for _, s := range servers {
+		b.ReportMetric(rps[s.name], s.name+"-req/s")
+		b.ReportMetric(cpu[s.name]*1e6, s.name+"-cpu-µs/req")
+	}
+	return rps, cpu
 }
 
 // BenchmarkTelemetryOverhead serves GET /items/{id} in-process (no
@@ -257,6 +314,12 @@ type telemetryStacks struct {
 	// otelhttp is the off stack inside otelhttp.NewHandler with on's
 	// tracer and meter providers.
 	otelhttp http.Handler
+	// build returns the fixture's stack with the telemetry of cfg (the
+	// handler, the resolver, and a pool of its own with the pgx tracer and
+	// pool metrics).
+	build func(cfg *telemetry.Config) http.Handler
+	// mp is the meter provider of on (a manual reader).
+	mp *sdkmetric.MeterProvider
 }
 
 func newTelemetryStacks(b *testing.B) *telemetryStacks {
@@ -299,6 +362,8 @@ func newTelemetryStacks(b *testing.B) *telemetryStacks {
 	}
 	return &telemetryStacks{
 		fx:      fx,
+		build:   stack,
+		mp:      mp,
 		on:      stack(&telemetry.Config{TracerProvider: tp, MeterProvider: mp}),
 		onLog:   stack(&telemetry.Config{TracerProvider: tp, MeterProvider: mp, AccessLog: slog.New(slog.NewJSONHandler(io.Discard, nil))}),
 		sampled: stack(&telemetry.Config{TracerProvider: tp10, MeterProvider: mp}),
