@@ -215,9 +215,10 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 // telemetry's CPU per request with little of the machine's noise; set it
 // beside BenchmarkSDKSpan/batcher/request (the SDK's share) and
 // BenchmarkTelemetryOverhead's off (the request it is added to).
-// "otelhttp" is the off stack inside OpenTelemetry's net/http handler
-// with the same providers (one server span and its metrics): the least
-// a Go service pays for always-on tracing of a request.
+// Beside the layers: "sampled" is on with the parent-based 10 % sampler
+// (what a request pays when most are not sampled), and "otelhttp" the
+// off stack inside OpenTelemetry's net/http handler with on's providers
+// (one server span and its metrics, the usual tracing of a Go service).
 func BenchmarkTelemetryLayers(b *testing.B) {
 	pool := setupItems(b)
 	fx := newHTTPFixture(b, pool)
@@ -236,6 +237,13 @@ func BenchmarkTelemetryLayers(b *testing.B) {
 		return tr
 	}
 	traces, err := telemetry.New(&telemetry.Config{TracerProvider: tp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp10 := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))),
+		sdktrace.WithBatcher(discardSpans{}))
+	b.Cleanup(func() { _ = tp10.Shutdown(ctx) })
+	sampled, err := telemetry.New(&telemetry.Config{TracerProvider: tp10, MeterProvider: mp})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -276,6 +284,7 @@ func BenchmarkTelemetryLayers(b *testing.B) {
 		h    http.Handler
 	}{{"off", stack(nil, nil)}, {"on", stack(tel, pgxTracer(tel))},
 		{"traces", stack(traces, pgxTracer(traces))}, {"metrics", stack(metrics, nil)}, {"handler", stack(bare, nil)},
+		{"sampled", stack(sampled, pgxTracer(sampled))},
 		{"otelhttp", otelhttp.NewHandler(stack(nil, nil), "GET /items/{id}", otelhttp.WithTracerProvider(tp), otelhttp.WithMeterProvider(mp))}} {
 		b.Run(s.name, func(b *testing.B) {
 			b.ReportAllocs()
