@@ -112,9 +112,105 @@ func TestRouteNamesMountWildcards(t *testing.T) {
 	}
 	tel.cacheMu.RLock()
 	defer tel.cacheMu.RUnlock()
-	if len(tel.routes) > 20 || len(tel.pathMounts) != 0 {
-		t.Errorf("after 200 tenants: %d routes cached, %d path mounts", len(tel.routes), len(tel.pathMounts))
+	if len(tel.routes) > 20 || len(tel.shapes) > 20 || len(tel.pathMounts) != 0 {
+		t.Errorf("after 200 tenants: %d routes and %d shapes cached, %d path mounts", len(tel.routes), len(tel.shapes), len(tel.pathMounts))
 	}
+	for k := range tel.shapes {
+		if strings.Contains(k.mount, "tenant-") || strings.Contains(k.mount, "acme") {
+			t.Errorf("a shape holds a wildcard's value: %q", k.mount)
+		}
+	}
+}
+
+// shapeChains are chains of ServeMux patterns for the mount shape tests:
+// wildcards, {rest...}, {$}, escaped literals (one holding a slash), a
+// literal beside a wildcard at the same place, a method.
+var shapeChains = [][]string{
+	{"/t/{tenant}/todos/"},
+	{"/todos/", "/t/{tenant}/"},
+	{"/todos/", "/v1/", "/c/{tenant}/"},
+	{"/o/{org}/p/{rest...}"},
+	{"/b/{t}/a%20b/"},
+	{"/x/{a}/a%2Fb/", "/a/", "/b/"},
+	{"/api/todos/{$}", "/{x}/"},
+	{"/{a}/", "/{b}/", "/todos/"},
+	{"GET /t/{tenant}/todos/{id}", "/t/admin/todos/"},
+	{"/t/%zz/", "/t/{tenant}/"},
+}
+
+// TestMountShape: mounts that differ only in wildcard values share a
+// shape, which holds none of them; a segment a pattern names keeps it
+// apart, however it is escaped, and a literal holding a slash does not
+// pass for two segments.
+func TestMountShape(t *testing.T) {
+	t.Parallel()
+	same := func(pats []string, a, b string) {
+		t.Helper()
+		if sa, sb := mountShape(a, pats), mountShape(b, pats); sa != sb {
+			t.Errorf("%q: shapes of %q and %q differ: %q, %q", pats, a, b, sa, sb)
+		} else if strings.Contains(sa, "acme") || strings.Contains(sa, "globex") {
+			t.Errorf("%q: shape %q holds a wildcard's value", pats, sa)
+		}
+	}
+	apart := func(pats []string, a, b string) {
+		t.Helper()
+		if sa, sb := mountShape(a, pats), mountShape(b, pats); sa == sb {
+			t.Errorf("%q: %q and %q share the shape %q", pats, a, b, sa)
+		}
+	}
+	same(shapeChains[0], "/t/acme/todos", "/t/globex/todos")
+	same(shapeChains[0], "/t/acme/%74odos", "/t/globex/todos")
+	same(shapeChains[3], "/o/acme/p/a/b", "/o/globex/p/c/d")
+	apart(shapeChains[3], "/o/acme/p/a", "/o/acme/p/a/b")
+	apart(shapeChains[8], "/t/admin/todos", "/t/acme/todos")
+	apart(shapeChains[5], "/x/y/a%2Fb", "/x/y/a/b")
+	if r1, _ := describeMount("/x/y/a%2Fb", shapeChains[5]); r1 != "/x/{a}/a%2Fb" {
+		t.Errorf("describeMount(/x/y/a%%2Fb) = %q", r1)
+	}
+}
+
+// FuzzMountShape: replacing every segment of a mount that no pattern
+// names (a wildcard's value, say) by other such text keeps its shape, and
+// describeMount describes both alike, so a route cached by shape is the
+// route of every mount of that shape.
+func FuzzMountShape(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"/t/acme/todos", "globex"},
+		{"/t/acme/%74odos", "x"},
+		{"/x/y/a%2Fb", "z"},
+		{"/t/admin/todos", "acme"},
+		{"/o/acme/p/a/b/c", "%"},
+		{"/c/x/v1/todos", ""},
+		{"/a//b", "b%2"},
+		{"/api/todos", "%61pi"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, mount, alt string) {
+		if strings.Contains(alt, "/") {
+			return
+		}
+		for _, pats := range shapeChains {
+			if _, named := patternLiteral(alt, pats); named {
+				continue
+			}
+			segs := strings.Split(strings.TrimPrefix(mount, "/"), "/")
+			for i, seg := range segs {
+				if _, named := patternLiteral(seg, pats); !named {
+					segs[i] = alt
+				}
+			}
+			other := "/" + strings.Join(segs, "/")
+			if s1, s2 := mountShape(mount, pats), mountShape(other, pats); s1 != s2 {
+				t.Fatalf("%q: shapes of %q and %q differ: %q, %q", pats, mount, other, s1, s2)
+			}
+			r1, ok1 := describeMount(mount, pats)
+			r2, ok2 := describeMount(other, pats)
+			if r1 != r2 || ok1 != ok2 {
+				t.Errorf("%q: %q is described as %q, %v; %q of the same shape as %q, %v", pats, mount, r1, ok1, other, r2, ok2)
+			}
+		}
+	})
 }
 
 // TestPathMountsBounded mounts resources where no ServeMux pattern
@@ -396,5 +492,56 @@ func TestRequestIDNotRewritten(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	if strings.Contains(buf.String(), "forged") || !strings.Contains(buf.String(), id) {
 		t.Errorf("logged %s (id %s)", buf.String(), id)
+	}
+}
+
+// BenchmarkRouteWildcardMount reports the route of a resource below two
+// ServeMux levels, an outer one with a tenant wildcard and an inner one
+// naming the table, for a different tenant each request; "literal" is
+// the same stack with the tenant written into the outer pattern (its
+// mount point's route is looked up by the mount itself).
+func BenchmarkRouteWildcardMount(b *testing.B) {
+	for _, c := range []struct{ name, outer, route string }{
+		{"wildcard", "/t/{tenant}/", "/t/{tenant}/todos/{id}"},
+		{"literal", "/t/tenant-1/", "/t/tenant-1/todos/{id}"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			tel, err := New(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var got string
+			resource := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				MountPattern(r.Context(), r.Pattern)
+				SetRoute(r.Context(), r.URL.EscapedPath(), "/{id}", "get", "todos")
+				rec := recordFrom(r.Context())
+				rec.mu.Lock()
+				got = rec.route
+				rec.mu.Unlock()
+			})
+			inner := http.NewServeMux()
+			inner.Handle("/todos/", http.StripPrefix("/todos", resource))
+			mux := http.NewServeMux()
+			mux.Handle(c.outer, dropSegments(2, inner))
+			h := tel.Handler(mux)
+			reqs := make([]*http.Request, 64)
+			for i := range reqs {
+				tenant := i
+				if c.name == "literal" {
+					tenant = 1
+				}
+				reqs[i] = httptest.NewRequest("GET", fmt.Sprintf("/t/tenant-%d/todos/%d", tenant, i), nil)
+			}
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				h.ServeHTTP(w, reqs[i%len(reqs)])
+				i++
+			}
+			if got != c.route {
+				b.Fatalf("route %q, want %q", got, c.route)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,7 @@ type Telemetry struct {
 	requests    map[requestKey]*requestAttrs
 	resolutions map[resolutionKey]*resolutionAttrs
 	routes      map[routeKey]string
+	shapes      map[routeKey]string // routes of mounts with wildcards, by mountShape
 	pathMounts  map[string]struct{} // mount points reported as received, at most maxPathMounts
 }
 
@@ -159,8 +161,18 @@ func (t *Telemetry) route(k routeKey) string {
 	if ok {
 		return r
 	}
-	pats := append(k.muxes[:0:0], k.muxes[:]...)
-	pats = append(pats, k.outer)
+	var chain [maxMuxes + 1]string
+	pats := append(append(chain[:0], k.muxes[:]...), k.outer)
+	// A mount with wildcards (one per tenant, say) is looked up by its
+	// shape, which holds no wildcard value.
+	sk := k
+	sk.mount = mountShape(k.mount, pats)
+	t.cacheMu.RLock()
+	r, ok = t.shapes[sk]
+	t.cacheMu.RUnlock()
+	if ok {
+		return r
+	}
 	m, described := describeMount(k.mount, pats)
 	t.cacheMu.Lock()
 	defer t.cacheMu.Unlock()
@@ -177,12 +189,81 @@ func (t *Telemetry) route(k routeKey) string {
 		}
 	}
 	r = m + k.pattern
-	// A mount with wildcards is not kept: its key holds their values, one
-	// entry per value. (Its route is built per request.)
-	if len(t.routes) < maxCached && len(k.mount) <= maxCachedMount && !(described && strings.Contains(m, "{")) {
+	switch {
+	case described && strings.Contains(m, "{"):
+		// Not by the mount: that key would hold the wildcards' values,
+		// one entry per value.
+		if len(t.shapes) < maxCached && len(sk.mount) <= maxCachedMount {
+			t.shapes[sk] = r
+		}
+	case len(t.routes) < maxCached && len(k.mount) <= maxCachedMount:
 		t.routes[k] = r
 	}
 	return r
+}
+
+// mountShape returns what describeMount's answer for mount depends on,
+// and nothing else of it: its segments in order, each written as the
+// literal of pats it equals (compared unescaped, as alignPattern compares
+// them) or as "%" when it equals none (a wildcard's value, or text no
+// pattern names). Two mounts of one shape are described alike; a shape
+// holds no wildcard value. Literals are written with their length, so
+// that one holding "/" (from "%2F") cannot pass for two segments.
+func mountShape(mount string, pats []string) string {
+	var b strings.Builder
+	b.Grow(2 * len(mount))
+	rest := strings.TrimPrefix(mount, "/")
+	for {
+		seg, more, found := strings.Cut(rest, "/")
+		b.WriteByte('/')
+		if lit, ok := patternLiteral(seg, pats); ok {
+			b.WriteString(strconv.Itoa(len(lit)))
+			b.WriteByte(':')
+			b.WriteString(lit)
+		} else {
+			b.WriteByte('%')
+		}
+		if !found {
+			return b.String()
+		}
+		rest = more
+	}
+}
+
+// patternLiteral returns the unescaped value of seg, a segment of a
+// mount, when it equals a literal segment of one of pats (compared
+// unescaped); false when it equals none or is not validly escaped.
+func patternLiteral(seg string, pats []string) (string, bool) {
+	v := seg
+	if strings.Contains(seg, "%") {
+		u, err := url.PathUnescape(seg)
+		if err != nil {
+			return "", false
+		}
+		v = u
+	}
+	for _, p := range pats {
+		pp := strings.Trim(strings.TrimSuffix(patternPath(p), "{$}"), "/")
+		for pp != "" {
+			var ps string
+			ps, pp, _ = strings.Cut(pp, "/")
+			if strings.HasPrefix(ps, "{") && strings.HasSuffix(ps, "}") {
+				continue // a wildcard
+			}
+			lit := ps
+			if strings.Contains(ps, "%") {
+				u, err := url.PathUnescape(ps)
+				if err != nil {
+					continue
+				}
+				lit = u
+			}
+			if lit == v {
+				return v, true
+			}
+		}
+	}
+	return "", false
 }
 
 // cached returns m[k] under mu, building it with mk (and keeping it while m
@@ -309,7 +390,7 @@ func New(cfg *Config) (*Telemetry, error) {
 		return nil, err
 	}
 	t := &Telemetry{tp: cfg.TracerProvider, mp: cfg.MeterProvider, prop: cfg.Propagator, log: cfg.AccessLog, subject: cfg.LogSubject,
-		requests: map[requestKey]*requestAttrs{}, resolutions: map[resolutionKey]*resolutionAttrs{}, routes: map[routeKey]string{}, pathMounts: map[string]struct{}{}}
+		requests: map[requestKey]*requestAttrs{}, resolutions: map[resolutionKey]*resolutionAttrs{}, routes: map[routeKey]string{}, shapes: map[routeKey]string{}, pathMounts: map[string]struct{}{}}
 	if t.prop == nil {
 		t.prop = propagation.TraceContext{}
 	}
