@@ -48,6 +48,18 @@ func routeOf(t *testing.T, h http.Handler, buf *bytes.Buffer, target string) str
 	return line.Route
 }
 
+// restResource reports what rest reports for a todos resource: its
+// request's ServeMux pattern, then its own route ("/{id}", or the
+// collection's "").
+var restResource = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	MountPattern(r.Context(), r.Pattern)
+	pattern := "/{id}"
+	if r.URL.Path == "" || r.URL.Path == "/" {
+		pattern = ""
+	}
+	SetRoute(r.Context(), r.URL.EscapedPath(), pattern, "get", "todos")
+})
+
 // TestRouteNamesMountWildcards mounts a resource below a ServeMux pattern
 // with a wildcard: every tenant's requests share one route, which names
 // the wildcard and never holds its value.
@@ -58,15 +70,7 @@ func TestRouteNamesMountWildcards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What rest does: the ServeMux pattern, then the resource's own route.
-	resource := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		MountPattern(r.Context(), r.Pattern)
-		pattern := "/{id}"
-		if r.URL.Path == "" || r.URL.Path == "/" {
-			pattern = ""
-		}
-		SetRoute(r.Context(), r.URL.EscapedPath(), pattern, "get", "todos")
-	})
+	resource := restResource
 	// The application strips the variable prefix itself (StripPrefix takes
 	// a fixed one); the request copy keeps r.Pattern.
 	strip := func(next http.Handler) http.Handler {
@@ -402,10 +406,7 @@ func TestRouteBelowMiddleware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resource := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		MountPattern(r.Context(), r.Pattern)
-		SetRoute(r.Context(), r.URL.EscapedPath(), "/{id}", "get", "todos")
-	})
+	resource := restResource
 	set := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { // as rest.ResourceSet
 		MountPattern(r.Context(), "/todos/")
 		http.StripPrefix("/todos", resource).ServeHTTP(w, r)
@@ -512,8 +513,7 @@ func BenchmarkRouteWildcardMount(b *testing.B) {
 			}
 			var got string
 			resource := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				MountPattern(r.Context(), r.Pattern)
-				SetRoute(r.Context(), r.URL.EscapedPath(), "/{id}", "get", "todos")
+				restResource(w, r)
 				rec := recordFrom(r.Context())
 				rec.mu.Lock()
 				got = rec.route
