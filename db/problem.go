@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 
@@ -21,6 +22,7 @@ import (
 //	23502 not null, 23514 check, 22xxx    → 422 unprocessable (22P02 → 400)
 //	40001 serialization, 40P01 deadlock   → 409 conflict with Retry-After
 //	connection failures, 57P0x, 53xxx     → 503 unavailable with Retry-After
+//	  (also a connection lost mid-statement: EOF, reset, server crash)
 //	57014 statement timeout or cancelled  → 503 unavailable with Retry-After
 //	25P03 transaction idle over budget    → 503 unavailable with Retry-After
 //	[ErrPoolBusy], [ErrPoolClosed]        → 503 unavailable with Retry-After
@@ -106,7 +108,15 @@ func fromPgError(e *pgconn.PgError) *problem.Problem {
 	return problem.New(problem.KindUnexpected, "The server could not complete the request.")
 }
 
+// isConnError reports whether err is a failure of the connection rather
+// than of the statement: a dial or network error (refused, reset, broken
+// pipe), a connection that ended mid-statement (the server crashed or was
+// stopped: pgx reads io.ErrUnexpectedEOF), a connection pgx had already
+// closed, or anything pgx marks safe to retry (sent nothing).
 func isConnError(err error) bool {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) {
+		return true
+	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {
 		return true
