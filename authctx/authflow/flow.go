@@ -65,6 +65,28 @@ type Config struct {
 	// refreshes ([authctx.Resolver.ForgetSession]), so that a request
 	// still carrying the session's previous cookies is not signed back in.
 	Sessions *authctx.Resolver
+	// AttemptsPerAccount bounds the sign-in attempts (password sign-ins,
+	// codes and links sent, codes verified) for one email address or
+	// phone number in each AttemptWindow, whether an account has it or
+	// not; past it, every attempt for that address — the right password
+	// too — answers 429 AUTH_RATE_LIMITED with Retry-After until the
+	// window ends. A sign-in that succeeds does not count. Zero means
+	// DefaultAttemptsPerAccount; -1 means no limit.
+	AttemptsPerAccount int
+	// AttemptsPerAddress bounds the attempts from one client address
+	// (IPv6: one /64) the same way. Zero means DefaultAttemptsPerAddress;
+	// -1 means no limit.
+	AttemptsPerAddress int
+	// AttemptWindow is the window of both limits, opened by a key's first
+	// attempt (default DefaultAttemptWindow).
+	AttemptWindow time.Duration
+	// TrustedProxyHeader names the header that a proxy in front of this
+	// server sets to the client's address (X-Forwarded-For, X-Real-IP,
+	// Fly-Client-IP, …): the limit per address then keys on its last
+	// address. Unset (the default), the connection's address is used and
+	// no header is read — set it only when every request passes through
+	// that proxy, or a client could name any address it likes.
+	TrustedProxyHeader string
 	// Now replaces time.Now (tests).
 	Now func() time.Time
 }
@@ -100,6 +122,15 @@ func (c *Config) validate() error {
 	if c.Timeout < 0 {
 		return errors.New("authflow: Config.Timeout is negative")
 	}
+	if c.AttemptsPerAccount < -1 || c.AttemptsPerAddress < -1 {
+		return errors.New("authflow: Config.AttemptsPerAccount and AttemptsPerAddress must be 0 (default), -1 (no limit) or a positive count")
+	}
+	if c.AttemptWindow < 0 {
+		return errors.New("authflow: Config.AttemptWindow is negative")
+	}
+	if c.TrustedProxyHeader != "" && !validHeaderName(c.TrustedProxyHeader) {
+		return fmt.Errorf("authflow: Config.TrustedProxyHeader %q is not a header name (e.g. X-Forwarded-For)", c.TrustedProxyHeader)
+	}
 	return nil
 }
 
@@ -118,6 +149,7 @@ type Flows struct {
 	now        func() time.Time
 	authorize  string
 	sessions   *authctx.Resolver // ForgetSession on sign-out; nil: none
+	limits     limits
 }
 
 // New validates cfg and returns the flows. It makes no network call.
@@ -140,6 +172,7 @@ func New(cfg *Config) (*Flows, error) {
 		now:        cfg.Now,
 		sessions:   cfg.Sessions,
 		authorize:  strings.TrimRight(strings.TrimSpace(cfg.ProjectURL), "/") + "/auth/v1/authorize",
+		limits:     newLimits(cfg),
 	}
 	if f.cookieName == "" {
 		name, err := authctx.CookieNameFor(cfg.ProjectURL)
@@ -280,8 +313,14 @@ func (f *Flows) SignInWithPassword(w http.ResponseWriter, r *http.Request, c *Pa
 			Meta     metaSecurity `json:"gotrue_meta_security"`
 		}{c.Phone, c.Password, metaSecurity{c.CaptchaToken}}
 	}
+	a, err := f.take(r, accountKey(c.Email, c.Phone))
+	if err != nil {
+		return nil, err
+	}
 	rep := f.call(r.Context(), gotrue.Call{Path: "/token", Query: url.Values{"grant_type": {"password"}}, Body: body})
-	return f.finish(w, r, rep, nil)
+	s, err := f.finish(w, r, rep, nil)
+	f.settle(a, err)
+	return s, err
 }
 
 // finish stores the session of a sign-in reply, together with extra
@@ -330,6 +369,21 @@ func (f *Flows) SendOTP(w http.ResponseWriter, r *http.Request, o *OTPRequest) e
 	if o == nil || (o.Email == "") == (o.Phone == "") {
 		return newProblem(codeInvalidInput, "Give an email or a phone number.")
 	}
+	// Every send counts (a sent code is a chance to guess it), unless the
+	// auth server did not answer.
+	a, err := f.take(r, accountKey(o.Email, o.Phone))
+	if err != nil {
+		return err
+	}
+	err = f.sendOTP(w, r, o)
+	if p, ok := problem.As(err); ok && p.Code == CodeUnavailable {
+		f.settle(a, nil)
+	}
+	return err
+}
+
+// sendOTP is SendOTP past its checks.
+func (f *Flows) sendOTP(w http.ResponseWriter, r *http.Request, o *OTPRequest) error {
 	create := true
 	if o.CreateUser != nil {
 		create = *o.CreateUser
@@ -437,8 +491,14 @@ func (f *Flows) VerifyOTP(w http.ResponseWriter, r *http.Request, v *VerifyReque
 	default:
 		return nil, newProblem(codeInvalidInput, "Give a token hash and type, or an email or phone with its code and type.")
 	}
+	a, err := f.take(r, accountKey(v.Email, v.Phone))
+	if err != nil {
+		return nil, err
+	}
 	rep := f.call(r.Context(), gotrue.Call{Path: "/verify", Body: body})
-	return f.finish(w, r, rep, nil)
+	s, err := f.finish(w, r, rep, nil)
+	f.settle(a, err)
+	return s, err
 }
 
 // OAuthRequest starts an OAuth sign-in.

@@ -121,7 +121,8 @@ func TestErrorClassesMapToProblems(t *testing.T) {
 		{503, "", "", 503, CodeUnavailable, "5"},
 		{502, "", "", 503, CodeUnavailable, "5"},
 	}
-	b := setup(t, nil)
+	// Every answer is asked for many times: no attempt limit here.
+	b := setup(t, func(c *Config) { c.AttemptsPerAccount, c.AttemptsPerAddress = -1, -1 })
 	secret := "hunter2-secret-password"
 	flows := map[string]func(w http.ResponseWriter) error{
 		"password": func(w http.ResponseWriter) error {
