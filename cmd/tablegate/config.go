@@ -116,6 +116,22 @@ type authFlowsConfig struct {
 	TokensOnly bool `json:"tokens_only,omitempty"`
 	// Timeout bounds each call to the auth server (default 10s).
 	Timeout duration `json:"timeout,omitempty"`
+	// AttemptsPerAccount bounds the sign-in attempts (passwords, codes
+	// sent and verified) for one email address or phone number per
+	// attempt_window, whether an account has it or not (default 10; -1:
+	// no limit). Past it every attempt, the right password too, answers
+	// 429 with Retry-After until the window ends.
+	AttemptsPerAccount int `json:"attempts_per_account,omitempty"`
+	// AttemptsPerAddress bounds them per client address (default 60; -1:
+	// no limit).
+	AttemptsPerAddress int `json:"attempts_per_address,omitempty"`
+	// AttemptWindow is the window of both limits (default "1m").
+	AttemptWindow duration `json:"attempt_window,omitempty"`
+	// TrustedProxyHeader names the header the proxy in front of serve
+	// sets to the client's address (X-Forwarded-For, X-Real-IP, …); the
+	// limit per address then keys on its last entry. Unset: the
+	// connection's address, and no header is read.
+	TrustedProxyHeader string `json:"trusted_proxy_header,omitempty"`
 }
 
 // validate checks what serve asks of the flows beyond what authflow.New
@@ -134,6 +150,15 @@ func (f *authFlowsConfig) validate(base, publicURL string, tables map[string]*ta
 		// The listen address is not what browsers open (localhost vs
 		// 127.0.0.1, a proxy): redirects and cookies would not meet.
 		return errors.New(`auth.flows needs the origin browsers open this server at, for redirects and the OAuth and magic-link callback: set auth.flows.site_url (or public_url), e.g. "http://localhost:8080"`)
+	}
+	if f.AttemptsPerAccount < -1 {
+		return fmt.Errorf("auth.flows.attempts_per_account must be a positive count, or -1 for no limit, got %d", f.AttemptsPerAccount)
+	}
+	if f.AttemptsPerAddress < -1 {
+		return fmt.Errorf("auth.flows.attempts_per_address must be a positive count, or -1 for no limit, got %d", f.AttemptsPerAddress)
+	}
+	if f.TrustedProxyHeader != "" && !headerName.MatchString(f.TrustedProxyHeader) {
+		return fmt.Errorf("auth.flows.trusted_proxy_header must be a header name such as X-Forwarded-For, got %q", f.TrustedProxyHeader)
 	}
 	if base == "/auth" || strings.HasPrefix(base, "/auth/") {
 		return fmt.Errorf("base_path %q meets the sign-in routes of auth.flows under /auth: choose another base_path", base)
@@ -188,6 +213,7 @@ var (
 	crudOps    = []string{"list", "get", "create", "update", "delete"}
 	guardKinds = []string{"user", "anon", "anonymous", "service"}
 	routeName  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+	headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 	tableName  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_$]*\.)?[A-Za-z_][A-Za-z0-9_$]*$`)
 )
 

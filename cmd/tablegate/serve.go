@@ -86,7 +86,13 @@ flows turn auth.refresh on). flows.site_url (or public_url) is the origin
 browsers open, where OAuth and magic links return (https makes the cookies
 Secure); flows.redirect_urls further allowed next targets;
 flows.tokens_only the cookie encoding; flows.timeout each auth call's
-bound (10s, below the write timeout). See docs/auth-flows.md.
+bound (10s, below the write timeout). Sign-in attempts are limited per
+email or phone (flows.attempts_per_account, 10) and per client address
+(flows.attempts_per_address, 60) in each flows.attempt_window (1m; -1
+turns a limit off): past a limit, 429 with Retry-After.
+flows.trusted_proxy_header (e.g. X-Forwarded-For) names the header a
+proxy in front sets to the client's address; unset, the connection's
+address counts. See docs/auth-flows.md.
 
 "cors": {"allowed_origins": ["https://app.example.com"]} (or ["*"]) lets
 pages of those origins call every route with the user's Bearer token or
@@ -176,6 +182,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			ProjectURL: acfg.ProjectURL, PublishableKey: acfg.PublishableKeys[0], CookieName: rv.CookieName(),
 			CookieOptions: acfg.CookieOptions, SiteURL: cfg.flowsSite(), RedirectURLs: f.RedirectURLs,
 			TokensOnly: f.TokensOnly, Timeout: flowsTimeout(f), Sessions: rv,
+			AttemptsPerAccount: f.AttemptsPerAccount, AttemptsPerAddress: f.AttemptsPerAddress,
+			AttemptWindow: time.Duration(f.AttemptWindow), TrustedProxyHeader: f.TrustedProxyHeader,
 		})
 		if err != nil {
 			return fmt.Errorf("auth.flows: %w", err)

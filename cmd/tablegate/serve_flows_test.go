@@ -167,6 +167,14 @@ func TestServeAuthFlowsConfigErrors(t *testing.T) {
 		{"site with a path", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"https://app.example.com/app"}},"tables":{"t":{}}}`, nil, exitFailure, "auth.flows.site_url must be an origin"},
 		{"timeout past the write timeout", `{"timeouts":{"write":"5s"},"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1","timeout":"5s"}},"tables":{"t":{}}}`,
 			nil, exitUsage, "must be shorter than the write timeout"},
+		{"attempts per account", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1","attempts_per_account":-5}},"tables":{"t":{}}}`,
+			nil, exitFailure, "auth.flows.attempts_per_account must be a positive count, or -1"},
+		{"attempts per address", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1","attempts_per_address":-2}},"tables":{"t":{}}}`,
+			nil, exitFailure, "auth.flows.attempts_per_address must be a positive count, or -1"},
+		{"attempt window", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1","attempt_window":"soon"}},"tables":{"t":{}}}`,
+			nil, exitFailure, "not a duration"},
+		{"trusted proxy header", `{"auth":{"url":"http://127.0.0.1:1","flows":{"site_url":"http://localhost:1","trusted_proxy_header":"X Forwarded For"}},"tables":{"t":{}}}`,
+			nil, exitFailure, "auth.flows.trusted_proxy_header must be a header name"},
 	}
 	for i, c := range cases {
 		p := filepath.Join(dir, fmt.Sprintf("case%d.json", i))
@@ -228,7 +236,9 @@ func TestServeAuthFlowsBurstIsBounded(t *testing.T) {
 		})
 	})
 	ks, issuer, password := p.ks, p.issuer, p.password
-	base, cancel, exit := p.serve(t, dbURL, map[string]any{"timeout": "1s"})
+	// 64 sign-ins of one account at once: past the attempt limits here,
+	// which TestServeAuthFlowsAttemptLimit covers; off for this test.
+	base, cancel, exit := p.serve(t, dbURL, map[string]any{"timeout": "1s", "attempts_per_account": -1, "attempts_per_address": -1})
 	defer cancel()
 
 	signIn := func(c *http.Client) (*http.Response, error) {
@@ -388,4 +398,74 @@ func (p *flowsProject) serve(t *testing.T, dbURL string, flows map[string]any) (
 	}()
 	waitLive(t, base, cancel, exit)
 	return base, cancel, exit
+}
+
+// TestServeAuthFlowsAttemptLimit: serve limits sign-in attempts as its
+// config says: past auth.flows.attempts_per_account wrong passwords, 429
+// with Retry-After, the right password too; an unknown account gets the
+// same answers; the limit per address keys on trusted_proxy_header's last
+// entry, and ignores the client's own entries.
+func TestServeAuthFlowsAttemptLimit(t *testing.T) {
+	t.Parallel()
+	dbURL := flowsDatabase(t)
+	p := newFlowsProject(t, "sb_publishable_limit", time.Hour, nil)
+	base, cancel, exit := p.serve(t, dbURL, map[string]any{"attempts_per_account": 3, "attempts_per_address": 8,
+		"attempt_window": "10m", "trusted_proxy_header": "X-Forwarded-For"})
+	defer cancel()
+	signIn := func(email, password, xff string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+"/auth/sign-in", strings.NewReader(url.Values{
+			"email": {email}, "password": {password}, "next": {"/account"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("X-Forwarded-For", xff)
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+	}
+	var known, unknown []string
+	for i := range 5 {
+		// One client (the proxy's entry is last; the first is the client's own).
+		st, ra, body := signIn(demoUserEmail, "wrong", fmt.Sprintf("10.9.9.%d, 203.0.113.1", i))
+		known = append(known, fmt.Sprint(st, " ", ra != "", " ", strings.Contains(body, "AUTH_RATE_LIMITED")))
+		st, ra, body = signIn("nobody@example.com", "wrong", "203.0.113.2")
+		unknown = append(unknown, fmt.Sprint(st, " ", ra != "", " ", strings.Contains(body, "AUTH_RATE_LIMITED")))
+	}
+	want := []string{"401 false false", "401 false false", "401 false false", "429 true true", "429 true true"}
+	if fmt.Sprint(known) != fmt.Sprint(want) || fmt.Sprint(unknown) != fmt.Sprint(want) {
+		t.Fatalf("known account %v, unknown %v; want %v for both", known, unknown, want)
+	}
+	if st, ra, _ := signIn(demoUserEmail, p.password, "203.0.113.3"); st != 429 || ra == "" {
+		t.Fatalf("right password past the limit: %d Retry-After %q", st, ra)
+	}
+	// Client 203.0.113.1 has 3 attempts counted (refused ones do not
+	// count): 5 more for new accounts pass, the next is refused whatever
+	// entries the client puts before the proxy's.
+	for i := range 6 {
+		st, _, _ := signIn(fmt.Sprintf("user%d@example.com", i), "wrong", fmt.Sprintf("198.51.100.%d, 203.0.113.1", i))
+		want := 401
+		if i == 5 {
+			want = 429
+		}
+		if st != want {
+			t.Fatalf("new account %d from one client: %d, want %d", i+1, st, want)
+		}
+	}
+	// Another client is not limited.
+	if st, _, _ := signIn("user9@example.com", "wrong", "203.0.113.4"); st != 401 {
+		t.Fatalf("another client: %d, want 401", st)
+	}
+	cancel()
+	select {
+	case res := <-exit:
+		if res.code != 0 {
+			t.Fatalf("serve exit %d: %s", res.code, res.stderr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
 }
