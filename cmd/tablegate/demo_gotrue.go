@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/tablegate/tablegate/internal/ratelimit"
 )
 
 // refreshReuseInterval is GoTrue's refresh-token reuse interval as the
@@ -35,11 +37,15 @@ type demoAuthServer struct {
 	// SMTP max frequency, 60 s by default); 0: no wait. Read under mu.
 	otpInterval time.Duration
 	otpSentTo   map[string]time.Time // when each address was last sent a code (otpWait)
+	// passwordTries limits password grants per email or phone
+	// (demo_gotrue_flows.go).
+	passwordTries *ratelimit.Limiter
 
 	mu       sync.Mutex
 	sessions map[string]*demoSession // by refresh token (current and used ones)
 	accounts []*demoAccount          // users who can sign in (demo_gotrue_flows.go)
 	flows    map[string]*flowState   // PKCE auth codes
+	flowsBy  map[string][]string     // codes of s.flows by client address, oldest first
 	otps     map[string]*otpState    // by token hash
 }
 
@@ -53,9 +59,12 @@ type demoSession struct {
 }
 
 func newDemoAuthServer(ks *keySet, issuer, apikey string) *demoAuthServer {
-	return &demoAuthServer{ks: ks, issuer: issuer, apikey: apikey, now: time.Now, sessions: map[string]*demoSession{},
+	s := &demoAuthServer{ks: ks, issuer: issuer, apikey: apikey, now: time.Now, sessions: map[string]*demoSession{},
 		flows: map[string]*flowState{}, otps: map[string]*otpState{}, otpInterval: defaultOTPInterval,
-		otpSentTo: map[string]time.Time{}}
+		otpSentTo: map[string]time.Time{}, flowsBy: map[string][]string{}}
+	s.passwordTries = ratelimit.New(ratelimit.Config{Limit: passwordAttempts, Window: passwordWindow, MaxKeys: maxPending,
+		Now: func() time.Time { return s.now() }})
+	return s
 }
 
 // newRefreshToken returns a GoTrue v1-style refresh token: 12 characters

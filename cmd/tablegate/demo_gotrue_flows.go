@@ -9,10 +9,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tablegate/tablegate/internal/ratelimit"
 )
 
 // The demo's auth server also answers the sign-in and sign-out calls of
@@ -52,6 +56,7 @@ type flowState struct {
 	challenge string
 	account   *demoAccount
 	expires   time.Time
+	addr      string // the client address that started it (s.flowsBy)
 }
 
 // otpState is one sent code / magic link.
@@ -155,7 +160,21 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// passwordGrant answers POST /token?grant_type=password.
+// passwordAttempts password grants may be tried per email address or
+// phone number in each passwordWindow, as tablegate's own sign-in routes
+// allow by default (authflow.DefaultAttemptsPerAccount); a grant that
+// succeeds does not count. The stand-in limits per account only: behind
+// tablegate every grant comes from tablegate's own address, so a limit per
+// address here would let one client lock everyone out.
+const (
+	passwordAttempts = 10
+	passwordWindow   = time.Minute
+)
+
+// passwordGrant answers POST /token?grant_type=password. Past the limit
+// of the email or phone (known to an account or not: the answers are the
+// same), it answers 429 over_request_rate_limit with Retry-After, even to
+// the right password, until the window ends.
 func (s *demoAuthServer) passwordGrant(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Email, Phone, Password string
@@ -163,32 +182,77 @@ func (s *demoAuthServer) passwordGrant(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &body) {
 		return
 	}
+	key := "e:" + foldKey(strings.TrimSpace(body.Email))
+	if body.Email == "" {
+		key = "p:" + body.Phone
+	}
+	t, ok, wait := s.passwordTries.Take(key)
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		gotrueError(w, http.StatusTooManyRequests, "over_request_rate_limit", "Request rate limit reached")
+		return
+	}
 	a := s.accountBy(body.Email, body.Phone)
 	if a == nil || body.Password == "" || !equalKeys(body.Password, a.password) {
 		gotrueError(w, http.StatusBadRequest, "invalid_credentials", "Invalid login credentials")
 		return
 	}
+	s.passwordTries.Give(t)
 	s.writeSession(w, a)
 }
 
 // maxPending bounds the flow states and OTPs the demo keeps: /authorize
-// needs no key, so a burst must not grow memory without bound.
-const maxPending = 10000
+// needs no key, so a burst must not grow memory without bound. One client
+// address may hold maxPendingPerAddress of the flow states, so that a
+// flood from one client cannot take the capacity everyone shares (a
+// browser holds a handful: auth-js keeps at most 5 pending flows).
+const (
+	maxPending           = 10000
+	maxPendingPerAddress = 100
+)
 
-// roomForFlow drops expired flow states when there are maxPending and
-// reports whether there is room for one more; roomForOTP does the same for
-// codes. Each map has its own bound: a burst of /authorize calls (no key
-// needed) must not stop codes from being sent. Called with s.mu held.
-func (s *demoAuthServer) roomForFlow() bool {
+// roomForFlow reports whether the client address addr may start one more
+// flow: it drops addr's expired flows when it holds
+// maxPendingPerAddress, and everyone's when there are maxPending. Each
+// map has its own bound: a burst of /authorize calls (no key needed) must
+// not stop codes from being sent. Called with s.mu held.
+func (s *demoAuthServer) roomForFlow(addr string) bool {
+	now := s.now()
+	if len(s.flowsBy[addr]) >= maxPendingPerAddress {
+		// Oldest first: the expired ones lead.
+		for codes := s.flowsBy[addr]; len(codes) > 0; codes = s.flowsBy[addr] {
+			if f := s.flows[codes[0]]; f != nil && now.Before(f.expires) {
+				break
+			}
+			s.dropFlow(codes[0])
+		}
+		if len(s.flowsBy[addr]) >= maxPendingPerAddress {
+			return false
+		}
+	}
 	if len(s.flows) >= maxPending {
-		now := s.now()
 		for k, f := range s.flows {
 			if !now.Before(f.expires) {
-				delete(s.flows, k)
+				s.dropFlow(k)
 			}
 		}
 	}
 	return len(s.flows) < maxPending
+}
+
+// dropFlow forgets the flow state of code. Called with s.mu held.
+func (s *demoAuthServer) dropFlow(code string) {
+	f := s.flows[code]
+	if f == nil {
+		return
+	}
+	delete(s.flows, code)
+	codes := slices.DeleteFunc(s.flowsBy[f.addr], func(c string) bool { return c == code })
+	if len(codes) == 0 {
+		delete(s.flowsBy, f.addr)
+	} else {
+		s.flowsBy[f.addr] = codes
+	}
 }
 
 func (s *demoAuthServer) roomForOTP() bool {
@@ -203,19 +267,22 @@ func (s *demoAuthServer) roomForOTP() bool {
 	return len(s.otps) < maxPending
 }
 
-// newAuthCode stores a flow state and returns its code, or "" when too
-// many flows are pending. A flow that follows a verified magic link
+// newAuthCode stores a flow state started from the client address of r
+// and returns its code, or "" when too many flows are pending, from that
+// address or from all. A flow that follows a verified magic link
 // (verified) is not refused: it spends a code, which only a known
 // account's address gets, at most once a minute, so those flows are few,
 // and a burst of anonymous /authorize calls must not lock links out.
-func (s *demoAuthServer) newAuthCode(a *demoAccount, challenge string, verified bool) string {
+func (s *demoAuthServer) newAuthCode(r *http.Request, a *demoAccount, challenge string, verified bool) string {
 	code := newUUID()
+	addr := ratelimit.ClientAddr(r, "")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !verified && !s.roomForFlow() {
+	if !verified && !s.roomForFlow(addr) {
 		return ""
 	}
-	s.flows[code] = &flowState{challenge: challenge, account: a, expires: s.now().Add(flowStateTTL)}
+	s.flows[code] = &flowState{challenge: challenge, account: a, expires: s.now().Add(flowStateTTL), addr: addr}
+	s.flowsBy[addr] = append(s.flowsBy[addr], code)
 	return code
 }
 
@@ -241,7 +308,7 @@ func (s *demoAuthServer) pkceGrant(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	fs := s.flows[body.AuthCode]
-	delete(s.flows, body.AuthCode)
+	s.dropFlow(body.AuthCode)
 	s.mu.Unlock()
 	sum := sha256.Sum256([]byte(body.CodeVerifier))
 	switch {
@@ -310,7 +377,7 @@ func (s *demoAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, withQuery(to, "error", "server_error", "error_code", "user_not_found"), http.StatusFound)
 		return
 	}
-	code := s.newAuthCode(a, ch, false)
+	code := s.newAuthCode(r, a, ch, false)
 	if code == "" {
 		tooMany(w, r, to)
 		return
@@ -511,7 +578,7 @@ func (s *demoAuthServer) verifyLink(w http.ResponseWriter, r *http.Request) {
 		if st.redirect != "" {
 			to = st.redirect
 		}
-		code := s.newAuthCode(st.account, st.challenge, true)
+		code := s.newAuthCode(r, st.account, st.challenge, true)
 		if code == "" {
 			tooMany(w, r, to)
 			return
