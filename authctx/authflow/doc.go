@@ -29,6 +29,19 @@
 // verifier. [Flows.Handler] serves the routes a server-rendered app needs
 // (POST sign-in, POST otp, GET oauth start, GET callback, POST sign-out).
 //
+// # Limits on guessing
+//
+// [Flows.SignInWithPassword], [Flows.SendOTP] and [Flows.VerifyOTP] count
+// each attempt against its email address or phone number, whether an
+// account has it or not, and against the client address
+// (Config.AttemptsPerAccount, default [DefaultAttemptsPerAccount];
+// Config.AttemptsPerAddress, default [DefaultAttemptsPerAddress]; per
+// [DefaultAttemptWindow]). Past a limit they answer 429 AUTH_RATE_LIMITED
+// with Retry-After until the window ends, without calling the auth server.
+// Successful sign-ins do not count. The client address is the
+// connection's unless Config.TrustedProxyHeader names the header a proxy
+// in front sets.
+//
 // # PKCE verifier cookies
 //
 // [Flows.StartOAuth] and [Flows.SendOTP] (email) store the code verifier
