@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,4 +247,96 @@ func doQuiet(base, method, path, who, body string) resp {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return resp{res.StatusCode, res.Header, string(b)}
+}
+
+// Postgres crashes (a backend killed with SIGKILL, on a throwaway cluster
+// of the test's own: the postmaster then ends every other backend and
+// recovers) while a write and a read run: the write whose backend died
+// reads EOF mid-statement, the read is ended by the crash (57P02); both
+// answer 503 with Retry-After, and once Postgres has recovered the next
+// write succeeds.
+func TestPostgresCrashUnderWritesIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u, _ := pgtest.Cluster(t)
+	pc, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.ConfigurePool(pc)
+	pc.MaxConns = 4
+	pc.ConnConfig.RuntimeParams["application_name"] = "tg-crash"
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := db.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, fixtureSQL+slowLostSQL); err != nil {
+		t.Fatal(err)
+	}
+	watch := pgtest.Pool(t, u)
+	// The throwaway cluster commits asynchronously (synchronous_commit
+	// off): a checkpoint puts the schema where crash recovery finds it.
+	if _, err := watch.Exec(ctx, "checkpoint"); err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{t: t, pool: pool, db: db.New(pool, &db.Config{StatementTimeout: 20 * time.Second})}
+	mux := http.NewServeMux()
+	mux.Handle("/api/lost_writes", http.StripPrefix("/api/lost_writes", b.resource("lost_writes", nil)))
+	mux.Handle("/api/lost_reads", http.StripPrefix("/api/lost_reads", b.resource("lost_reads", nil)))
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+
+	write, read := make(chan resp, 1), make(chan resp, 1)
+	go func() { write <- doQuiet(s.URL, "POST", "/api/lost_writes", alice, `{"title":"x"}`) }()
+	go func() { read <- doQuiet(s.URL, "GET", "/api/lost_reads", alice, "") }()
+	var writer int
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		err := watch.QueryRow(ctx, `select count(*), coalesce(min(pid) filter (where query like '%lost_writes%'), 0) from pg_stat_activity
+where application_name = 'tg-crash' and wait_event = 'PgSleep'`).Scan(&n, &writer)
+		if err == nil && n == 2 && writer != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the write and the read never both ran in Postgres (%d, %v)", n, err)
+		}
+	}
+	if err := syscall.Kill(writer, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range map[string]chan resp{"write": write, "read": read} {
+		select {
+		case r := <-ch:
+			isProblem(t, r, 503, "unavailable")
+			if r.header.Get("Retry-After") == "" || !strings.Contains(r.body, "database is unavailable") {
+				t.Errorf("%s during the crash: %s %v", name, r, r.header)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s: no answer 15 s after the crash", name)
+		}
+	}
+	// Recovered: the pool reconnects and writes go through.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := watch.Exec(ctx, "drop trigger if exists lost_sleep on lost_writes"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("Postgres did not recover: %v", err)
+		}
+	}
+	var r resp
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r = doQuiet(s.URL, "POST", "/api/lost_writes", alice, `{"title":"after"}`); r.status == 201 || time.Now().After(deadline) {
+			break
+		}
+		if r.status != 503 {
+			t.Fatalf("write during recovery: %s", r)
+		}
+	}
+	if r.status != 201 {
+		t.Fatalf("write after recovery: %s", r)
+	}
 }
