@@ -175,6 +175,8 @@ where application_name = $1 and wait_event = 'PgSleep'`, app).Scan(&n); err != n
 						t.Fatalf("%d statements of earlier cases still sleep", n)
 					}
 				}
+				// Connections a cut left idle in the pool are not reused.
+				pool.Reset()
 				done := make(chan resp, 1)
 				start := time.Now()
 				go func() { done <- doQuiet(s.URL, op.method, op.path, alice, op.body) }()
@@ -184,6 +186,11 @@ where application_name = $1 and wait_event = 'PgSleep'`, app).Scan(&n); err != n
 where application_name = $1 and wait_event = 'PgSleep' and state = 'active' limit 1`, app).Scan(&pid)
 					if err == nil {
 						break
+					}
+					select {
+					case r := <-done:
+						t.Fatalf("the %s answered before it reached Postgres: %s", op.name, r)
+					default:
 					}
 					if time.Now().After(deadline) {
 						t.Fatalf("the %s never reached Postgres: %v", op.name, err)
