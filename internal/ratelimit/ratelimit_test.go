@@ -140,3 +140,43 @@ func TestClientAddr(t *testing.T) {
 		}
 	}
 }
+
+// A key gets fewer than 2×Limit attempts in any span of one window (19
+// for 10 a minute), however it times them: steady, or one attempt that
+// opens a window and then bursts at its end and at the next one's start.
+func TestNoSpanOfOneWindowHoldsTwiceTheLimit(t *testing.T) {
+	t.Parallel()
+	burst := []time.Duration{59900 * time.Millisecond}
+	for range 40 {
+		burst = append(burst, 5*time.Millisecond)
+	}
+	for name, gaps := range map[string][]time.Duration{
+		"every 10ms":  {10 * time.Millisecond},
+		"every 250ms": {250 * time.Millisecond},
+		"every 5.9s":  {5900 * time.Millisecond},
+		"bursts":      burst,
+	} {
+		c := &clock{t: time.Unix(1e9, 0)}
+		l := New(Config{Limit: 10, Window: time.Minute, MaxKeys: 10, Now: c.now})
+		var passed []time.Time
+		for i, end := 0, c.now().Add(10*time.Minute); c.now().Before(end); i++ {
+			if _, ok, _ := l.Take("k"); ok {
+				passed = append(passed, c.now())
+			}
+			c.add(gaps[i%len(gaps)])
+		}
+		most := 0
+		for i := range passed {
+			n := 0
+			for j := i; j < len(passed) && passed[j].Sub(passed[i]) < time.Minute; j++ {
+				n++
+			}
+			most = max(most, n)
+		}
+		if most >= 20 || most < 10 {
+			t.Errorf("%s: at most %d attempts in one minute, want 10 to 19", name, most)
+		} else {
+			t.Logf("%s: at most %d attempts in one minute", name, most)
+		}
+	}
+}
