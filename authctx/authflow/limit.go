@@ -22,7 +22,7 @@ const (
 )
 
 // maxTrackedKeys bounds the accounts and the addresses each limit tracks
-// at once (about 100 bytes each); beyond it the oldest window is
+// at once (about 120 bytes each); beyond it the oldest window is
 // forgotten.
 const maxTrackedKeys = 50_000
 
