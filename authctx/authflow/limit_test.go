@@ -257,3 +257,37 @@ func TestAttemptLimitConfig(t *testing.T) {
 		}
 	}
 }
+
+// A burst of 300 wrong passwords at once for one account (before, all
+// reached the auth server in a quarter of a second and the right password
+// then signed in): only the limit's 10 reach it, the rest answer 429, and
+// the right password is refused after them.
+func TestPasswordBurstIsLimited(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	before := b.gt.count()
+	var wg sync.WaitGroup
+	statuses := make(chan int, 300)
+	for i := range 300 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- b.postForm("/auth/sign-in", signInForm("a@example.com", fmt.Sprint("guess-", i)), fmt.Sprintf("203.0.113.%d:1", i%200)).status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if count[401] != DefaultAttemptsPerAccount || count[429] != 300-DefaultAttemptsPerAccount {
+		t.Fatalf("answers %v, want %d × 401 and the rest 429", count, DefaultAttemptsPerAccount)
+	}
+	if n := b.gt.count() - before; n != DefaultAttemptsPerAccount {
+		t.Fatalf("%d guesses reached the auth server, want %d", n, DefaultAttemptsPerAccount)
+	}
+	if a := b.postForm("/auth/sign-in", signInForm("a@example.com", testPassword), "198.51.100.1:1"); a.status != 429 {
+		t.Fatalf("right password after the burst: %s", a)
+	}
+}
