@@ -121,7 +121,7 @@ func BenchmarkStorageMembership(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		execScript(b, pool, equivalenceFixture)
+		execScript(b, pool, membershipFixture)
 		for _, s := range []string{
 			`select tablegate.enable_storage_policies('files', require_membership => true)`,
 			`insert into storage.objects (bucket_id, name) select 'files', (array['` + tenantA + `', '` + tenantB + `'])[1 + g % 2] || '/f' || g || '.txt' from generate_series(1, 2000) g`,
