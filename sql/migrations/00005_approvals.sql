@@ -385,6 +385,9 @@ grant execute on function tablegate.approver_role(), tablegate.approver_source()
   to anon, authenticated, service_role;
 
 -- +goose Down
+-- First the settings: deleting approver_role rewrites approver_role()
+-- (trigger settings_functions), which is dropped below.
+delete from tablegate.settings where key in ('approver_role', 'approver_source');
 drop function tablegate.approval_decide(uuid, boolean);
 drop function tablegate.approval_use(text, text, text, boolean);
 drop function tablegate.approval_request(text, text, text, interval, interval);
@@ -396,4 +399,3 @@ drop function tablegate.set_approver_source(text);
 drop function tablegate.approver_source();
 drop function tablegate.set_approver_role(text);
 drop function tablegate.approver_role();
-delete from tablegate.settings where key in ('approver_role', 'approver_source');

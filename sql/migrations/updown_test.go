@@ -67,6 +67,13 @@ func TestUpDown(t *testing.T) {
 				admin(t, pool, `select tablegate.enable_tenant_policies('public.todos')`)
 				admin(t, pool, `select tablegate.exclude_anonymous('public.todos')`)
 				admin(t, pool, `select tablegate.enable_realtime('public.todos')`)
+				admin(t, pool, `select tablegate.enable_events('public.todos')`)
+				// Settings whose rows rewrite functions (trigger
+				// settings_functions) or that down must forget.
+				admin(t, pool, `select tablegate.set_tenant_claim('app_metadata.org_id')`)
+				admin(t, pool, `select tablegate.set_approver_role('reviewer')`)
+				admin(t, pool, `select tablegate.set_approver_source('claims')`)
+				admin(t, pool, `select tablegate.enable_realtime_policies(require_membership => true)`)
 				installed := adminScalar[bool](t, pool, `select tablegate.enable_storage_policies('files')`)
 				if installed != supabase {
 					t.Fatalf("enable_storage_policies installed=%v, want %v", installed, supabase)
