@@ -44,6 +44,7 @@ create table tablegate.settings (
   value text not null
 );
 comment on table tablegate.settings is 'tablegate settings (tenant_claim, ...). Change through tablegate.set_* functions.';
+
 -- RLS is on for the API roles (read-only, and they hold no write grant).
 -- It is not forced: the owner, a non-superuser on managed databases, writes
 -- settings through tablegate.set_tenant_claim().
@@ -86,6 +87,7 @@ as $$
   end
 $$;
 -- +goose StatementEnd
+
 -- +goose StatementBegin
 create function tablegate.claim_array(key text) returns jsonb
 language sql stable parallel safe
@@ -117,6 +119,7 @@ as $$
     false)
 $$;
 -- +goose StatementEnd
+
 -- +goose StatementBegin
 create function tablegate.is_full_user() returns boolean
 language sql stable parallel safe
@@ -217,6 +220,7 @@ as $$
          then tablegate.claim_text('app_metadata.' operator(pg_catalog.||) tablegate.tenant_claim()) end)
 $$;
 -- +goose StatementEnd
+
 -- tenant_text_of: the tenant claim's text (the configured claim, then the
 -- app_metadata fallback), unchecked; tenant_of and member_tenant_id share
 -- it. is_uuid_text: true for a uuid in canonical form (hex digits of either
@@ -233,6 +237,7 @@ as $$
               pg_catalog.string_to_array('app_metadata.' operator(pg_catalog.||) tablegate.tenant_claim(), '.') end)
 $$;
 -- +goose StatementEnd
+
 -- is_uuid_text maps hex digits to 'x' (translate) instead of matching a
 -- regular expression: Postgres rebuilds a regex's matching states on every
 -- evaluation (≈ 5 µs), translate costs ≈ 1 µs. An 'x' in the input maps
@@ -245,6 +250,7 @@ as $$
          operator(pg_catalog.=) 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'
 $$;
 -- +goose StatementEnd
+
 -- +goose StatementBegin
 create function tablegate.tenant_of(claims jsonb) returns uuid
 language sql stable parallel safe

@@ -263,7 +263,7 @@ comment on function tablegate.member_tenant_ids() is
 
 -- The memberships claim (tablegate.access_token_hook) is read by a function,
 -- called only when the table has no membership: written out in the views,
--- its expressions were set up by every statement (about 12 function nodes,
+-- its expressions would be set up by every statement (about 12 function nodes,
 -- each with its privilege check, whether the claim is there or not). A
 -- token's claim still admits a membership the table no longer has, until
 -- the token expires, as member_tenant_id() does.

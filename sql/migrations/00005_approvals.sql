@@ -66,6 +66,7 @@ create table tablegate.approvals (
 );
 comment on table tablegate.approvals is 'tablegate approvals; change only through tablegate.approval_* functions.';
 comment on column tablegate.approvals.tenant_id is 'the requester''s active tenant when the approval was opened; NULL without a tenant claim';
+
 -- At most one pending approval per requester, permission, target and tenant.
 create unique index approvals_one_pending_idx on tablegate.approvals
   (actor, permission, target_table, target_key, coalesce(tenant_id, '00000000-0000-0000-0000-000000000000'::uuid))
@@ -108,6 +109,7 @@ as $$
                   'memberships')
 $$;
 -- +goose StatementEnd
+
 -- set_approver_source chooses memberships (default), claims or global_role.
 -- +goose StatementBegin
 create function tablegate.set_approver_source(source text) returns void
@@ -135,6 +137,7 @@ as $$
      and tablegate.has_role(tablegate.approver_role())
 $$;
 -- +goose StatementEnd
+
 -- is_approver_of is true for a signed-in, non-anonymous caller who is an
 -- approver of tenant (see approver_source); for a NULL tenant, a caller
 -- holding the claim role approver_role(). PL/pgSQL, so that callers who
@@ -173,6 +176,7 @@ $$;
 
 alter table tablegate.approvals enable row level security;
 alter table tablegate.approvals force row level security;
+
 -- Requesters read their own approvals, approvers every approval, of the
 -- caller's active tenant.
 create policy approvals_read on tablegate.approvals for select to authenticated

@@ -40,6 +40,7 @@ as $$
   end
 $$;
 -- +goose StatementEnd
+
 -- drop_storage_policies_of drops the policies of one bucket, where present.
 -- +goose StatementBegin
 create function tablegate.drop_storage_policies_of(bucket text) returns void
@@ -156,6 +157,7 @@ begin
 end
 $$;
 -- +goose StatementEnd
+
 -- disable_storage_policies drops a bucket's policies and forgets it.
 -- +goose StatementBegin
 create function tablegate.disable_storage_policies(bucket text) returns void

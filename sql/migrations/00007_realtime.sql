@@ -159,6 +159,7 @@ begin
 end
 $$;
 -- +goose StatementEnd
+
 -- send_signal sends one private broadcast through realtime.send, else
 -- realtime.messages, else nowhere.
 -- +goose StatementBegin
@@ -176,6 +177,7 @@ begin
 end
 $$;
 -- +goose StatementEnd
+
 -- enable_realtime opts a table in: publication supabase_realtime and the
 -- broadcast trigger to tenant topics.
 -- +goose StatementBegin

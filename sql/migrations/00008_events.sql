@@ -110,6 +110,7 @@ begin
 end
 $$;
 -- +goose StatementEnd
+
 -- +goose StatementBegin
 create function tablegate.emit_event(p_name text, p_tbl text, p_key text, p_payload jsonb) returns bigint
 language plpgsql volatile security definer
@@ -193,6 +194,7 @@ begin
 end
 $$;
 -- +goose StatementEnd
+
 -- events_row_change is the trigger of tables opted in with enable_events.
 -- tg_argv[0] is the key column, tg_argv[1] the event prefix (the table name).
 -- +goose StatementBegin
@@ -218,6 +220,7 @@ begin
 end
 $$;
 -- +goose StatementEnd
+
 -- enable_events opts a table in to <table>.created/updated/deleted events.
 -- key_column defaults to the single-column primary key.
 -- +goose StatementBegin
@@ -248,6 +251,7 @@ begin
 end
 $$;
 -- +goose StatementEnd
+
 -- disable_events removes the trigger again.
 -- +goose StatementBegin
 create function tablegate.disable_events(tbl regclass) returns void
@@ -259,6 +263,7 @@ begin
 end
 $$;
 -- +goose StatementEnd
+
 -- sequence_events numbers up to max_rows committed events without a seq,
 -- in id order, and returns how many it numbered. Run it in a transaction
 -- of its own: the lock that orders the runs is held until it commits.

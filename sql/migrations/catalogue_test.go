@@ -24,9 +24,11 @@ var catalogueQueries = []struct{ kind, sql string }{
 	{"role", `select rolname, format('login=%s inherit=%s bypassrls=%s super=%s createrole=%s createdb=%s',
 	   rolcanlogin, rolinherit, rolbypassrls, rolsuper, rolcreaterole, rolcreatedb)
 	 from pg_roles where rolname in ('anon', 'authenticated', 'service_role')`},
-	{"role member", `select r.rolname, case when m.rolname = current_user then 'OWNER' else m.rolname end
-	 from pg_auth_members a join pg_roles r on r.oid = a.roleid join pg_roles m on m.oid = a.member
-	 where r.rolname in ('anon', 'authenticated', 'service_role')`},
+	// Roles are the cluster's: only the migrating role's memberships are
+	// the migrations' doing.
+	{"role member", `select r.rolname, 'OWNER'
+	 from pg_auth_members a join pg_roles r on r.oid = a.roleid
+	 where r.rolname in ('anon', 'authenticated', 'service_role') and a.member = (select oid from pg_roles where rolname = current_user)`},
 	{"schema", `select n.nspname, acl(n.nspacl, 'n', n.nspowner) from pg_namespace n where ` + userNS("n.oid")},
 	{"function", `select p.oid::regprocedure::text, pg_get_functiondef(p.oid) || E'\nACL ' || acl(p.proacl, 'f', p.proowner)
 	 from pg_proc p where ` + userNS("p.pronamespace")},
