@@ -11,7 +11,7 @@ OAS_DIR   := integration/oas
 # OpenTelemetry SDK and exporters stay out of the library's go.mod.
 MODULES   := . cmd/tablegate bench $(shell test -f integration/go.mod && echo integration)
 
-.PHONY: help test test-go node-deps generate verify lint demo bench bench-deps fuzz tidy docs-asset
+.PHONY: help test test-go node-deps generate verify schema lint demo bench bench-deps fuzz tidy docs-asset
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ generate: ## regenerate sqlc code (internal/dbsqlc, examples/todos/todosql)
 
 verify: ## fail when generated code is stale
 	@for c in $(SQLC_CONFIGS); do echo "sqlc diff -f $$c"; $(SQLC) diff -f $$c || exit 1; done
+
+schema: ## regenerate sql/schema.sql, the pg_dump of what the migrations create (needs Postgres and pg_dump)
+	$(GO) test -count=1 -run '^TestSchemaSnapshot$$' ./sql/migrations -update
 
 lint: ## gofmt and go vet on every module
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -2,14 +2,18 @@ package authz_test
 
 import (
 	"context"
+	"io/fs"
+	"strconv"
 	"testing"
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/sql/migrations"
 )
 
-// TestApprovalMigrationDownUp: migration 00005 applies, reverts cleanly to
-// 00004 (nothing of it left behind) and applies again.
+// TestApprovalMigrationDownUp: the approvals migration applies, reverts
+// cleanly to the migration before it (nothing of it left behind) and
+// applies again.
 func TestApprovalMigrationDownUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -65,8 +69,16 @@ func TestApprovalMigrationDownUp(t *testing.T) {
 	if tb, fn, st := state(); !tb || !fn || st != -1 || objects() != 7 {
 		t.Fatalf("after up: table %v, decide %v, setting %d, functions %d", tb, fn, st, objects())
 	}
-	if _, err := p.DownTo(ctx, 4); err != nil {
-		t.Fatalf("down to 4: %v", err)
+	approvals, err := fs.Glob(migrations.FS, "*_approvals.sql")
+	if err != nil || len(approvals) != 1 {
+		t.Fatalf("approvals migration: %v %v", approvals, err)
+	}
+	version, err := strconv.ParseInt(approvals[0][:5], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, version-1); err != nil {
+		t.Fatalf("down to %d: %v", version-1, err)
 	}
 	if tb, fn, st := state(); tb || fn || st != 0 || objects() != 0 {
 		t.Fatalf("after down: table %v, decide %v, setting %d, functions %d", tb, fn, st, objects())
@@ -74,7 +86,7 @@ func TestApprovalMigrationDownUp(t *testing.T) {
 	// The earlier migrations are intact.
 	var ok bool
 	if err := pool.QueryRow(ctx, "select to_regclass('tablegate.memberships') is not null").Scan(&ok); err != nil || !ok {
-		t.Fatalf("memberships gone after reverting 00005: %v", err)
+		t.Fatalf("memberships gone after reverting %s: %v", approvals[0], err)
 	}
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatalf("up again: %v", err)

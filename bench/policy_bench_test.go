@@ -18,15 +18,13 @@ import (
 	"github.com/tablegate/tablegate/db"
 )
 
-// beforeVersion is the last migration before the policy helpers were made
-// fast (00017–00019); demo_schema_v16.sql is the demo's schema of that
-// version. Together they are the "before" of every policy benchmark.
-const beforeVersion = 16
-
-// demoSchemaBefore reads the demo schema of beforeVersion.
+// demoSchemaBefore reads demo_schema_per_row.sql: the demo's schema with
+// its policies written the way the per-statement helpers replace (helpers
+// called in the row filter, is_member per row). It is the "before" of the
+// policy benchmarks, run on today's helpers.
 func demoSchemaBefore(tb testing.TB) string {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "demo_schema_v16.sql"))
+	b, err := os.ReadFile(filepath.Join("testdata", "demo_schema_per_row.sql"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -108,8 +106,8 @@ var policyTables = []struct{ name, table string }{
 // tablegate.member_tenant), the policies of
 // enable_tenant_policies(require_membership), none (using (true)) and the
 // demo's policy before the views ("function": member_tenant_id()).
-// "before" runs the demo's schema and policies of version 16 on a database
-// migrated down to 16 (the helpers as they were), in the same run;
+// "before" runs the demo's schema with its per-row policies
+// (demo_schema_per_row.sql) on the same helpers, in the same run;
 // "demo-hook" is the demo's policy for a token carrying the memberships
 // claim tablegate.access_token_hook writes (no memberships table probe).
 //
@@ -127,7 +125,7 @@ var policyTables = []struct{ name, table string }{
 // does not); load-1m.
 func BenchmarkPolicyDB(b *testing.B) {
 	pool := setupRealistic(b, demoSchema(b), 0)
-	before := setupRealistic(b, demoSchemaBefore(b), beforeVersion)
+	before := setupRealistic(b, demoSchemaBefore(b), 0)
 	_, claims := realCallerAuth(b)
 	hooked := hookedClaims(b, pool, claims)
 	ids := ownedIDs(b, pool)
@@ -256,7 +254,8 @@ func mustInt(s string) int64 {
 // helperCalls are the helpers whose cost per call BenchmarkHelpers
 // measures, each in an expression that refers to the row (g) so that
 // Postgres evaluates it once per row rather than once per statement.
-// before, when set, is the expression version 16 evaluates instead.
+// before, when set, is the per-row expression the helper replaces in a
+// policy.
 var helperCalls = []struct{ name, expr, before string }{
 	{"auth.uid", `auth.uid()::text`, ""},
 	{"auth.jwt", `auth.jwt()::text`, ""},
@@ -295,13 +294,13 @@ const (
 // the demo's claims, a membership row): the CPU time of
 // select count(*) from generate_series(1, 5000) g where g::text || <helper> <> ”
 // minus the same statement without the helper, divided by 5000. "before"
-// is a database migrated down to version 16 (the helpers as they were),
-// measured interleaved with the current one in the same run.
+// evaluates the helper's before expression (the per-row form it replaces)
+// on a database with the per-row demo schema, interleaved in the same run.
 //
 // Metrics: <helper>-µs/call and <helper>-before-µs/call; load-1m.
 func BenchmarkHelpers(b *testing.B) {
 	cur := setupRealistic(b, demoSchema(b), 0)
-	old := setupRealistic(b, demoSchemaBefore(b), beforeVersion)
+	old := setupRealistic(b, demoSchemaBefore(b), 0)
 	caller, _ := realCallerAuth(b)
 	type side struct {
 		d   *db.DB

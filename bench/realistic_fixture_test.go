@@ -113,19 +113,15 @@ alter table public.todos_fn add primary key (id);
 create index on public.todos_fn (tenant_id, id);
 alter table public.todos_fn enable row level security;
 alter table public.todos_fn force row level security;
-do $$ begin -- (the database of the version before the fast helpers has no member_tenant_id)
-  if to_regprocedure('tablegate.member_tenant_id(text)') is not null then
-    create policy fn_read on public.todos_fn for select to authenticated using (tenant_id = (select tablegate.member_tenant_id()));
-  end if;
-end $$;
+create policy fn_read on public.todos_fn for select to authenticated using (tenant_id = (select tablegate.member_tenant_id()));
 
 grant select on public.todos_owner, public.todos_open, public.todos_module, public.todos_fn to authenticated;
 analyze;
 `
 
-// setupRealistic migrates a fresh database, applies schema (the demo's
-// schema; before is the demo schema of an older version, run on a database
-// migrated down to downTo when downTo > 0) and the realistic data, and
+// setupRealistic migrates a fresh database (then down to version downTo
+// when downTo > 0, to measure against an earlier migration), applies schema
+// (a demo schema) and the realistic data, and
 // returns a 16-connection pool on it.
 func setupRealistic(tb testing.TB, schema string, downTo int64) *pgxpool.Pool {
 	tb.Helper()

@@ -5,7 +5,7 @@
 //
 // # Emitting, transactionally
 //
-// Events are rows of the outbox table tablegate.events (migration 00022),
+// Events are rows of the outbox table tablegate.events (sql/migrations),
 // written in the request's own transaction: a rolled-back request emits
 // nothing, a committed one can never lose its events.
 //
@@ -27,7 +27,7 @@
 // the request's transaction to service_role for its one statement and back,
 // so the connecting role must be a member of service_role), table events
 // are written only by the trigger, and emit_event refuses table-event names
-// of a table with events (migration 00025, docs/events.md).
+// of a table with events (tablegate.emit_event, docs/events.md).
 //
 // Every event carries an increasing id, its name, table, key, the writer's
 // active tenant (tablegate.current_tenant_id()) and actor (sub claim), the

@@ -46,7 +46,7 @@ type EmitOpts struct {
 // a SQL path as anon or authenticated cannot forge events: Emit switches
 // the transaction to service_role for its one statement and back to the
 // caller's role. The role tablegate connects as must be a member of
-// service_role (migration 00001 grants it to the migrating role).
+// service_role (tablegate's migrations grant it to the migrating role).
 func Emit(c *rest.Ctx, name string, payload any, opts *EmitOpts) error {
 	if c == nil || c.DB == nil {
 		return fmt.Errorf("%w: no request context", ErrUndeclared)

@@ -586,7 +586,8 @@ var tenantRead = regexp.MustCompile(`(?:->>?\s*'([A-Za-z_]*(?:tenant|org)[A-Za-z
 // tablegate.member_tenant and full_member_tenant read, with the tenant rows
 // of tablegate.memberships it is kept equal to by triggers: writes that
 // fire no trigger (replica mode in seed files and data-only restores,
-// disabled triggers) leave it behind. No check before migration 00037.
+// disabled triggers) leave it behind. No check where the table does not
+// exist (a database not migrated that far).
 func checkTenantMembers(ctx context.Context, pool *pgxpool.Pool) []check {
 	const name = "tenant memberships"
 	var have bool

@@ -55,13 +55,14 @@ func TestPerRowCalls(t *testing.T) {
 }
 
 // TestDoctorWarnsAboutPerRowHelpers runs the doctor on the demo's table
-// with the policies of version 16 (helpers per row: a warning naming them)
+// with its per-row policies (bench/testdata/demo_schema_per_row.sql: a
+// warning naming the helpers)
 // and with today's demo schema (no warning), and on the tables of
 // tablegate.enable_tenant_policies (no warning).
 func TestDoctorWarnsAboutPerRowHelpers(t *testing.T) {
 	t.Parallel()
 	keys := filepath.Join(t.TempDir(), "missing.json")
-	old, err := os.ReadFile(filepath.Join("..", "..", "bench", "testdata", "demo_schema_v16.sql"))
+	old, err := os.ReadFile(filepath.Join("..", "..", "bench", "testdata", "demo_schema_per_row.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestDoctorWarnsAboutPerRowHelpers(t *testing.T) {
 		want         string
 		findings     []string
 	}{
-		{"demo of version 16", string(old), []string{"public.todos"}, "! policy cost", []string{
+		{"demo with per-row policies", string(old), []string{"public.todos"}, "! policy cost", []string{
 			"public.todos policy todos_member_read: tablegate.current_tenant_id() per row",
 			"tablegate.is_member('tenant', …) per row",
 			"public.todos policy todos_owner_update: tablegate.is_anonymous() per row",

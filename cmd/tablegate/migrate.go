@@ -89,7 +89,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	if *dir != "" {
 		// goose creates its table on any subcommand, and an up that fails
 		// part way has created it too: close it whatever happened.
-		// tablegate's own table is closed by migration 00016.
+		// tablegate's own table is closed by its first migration.
 		defer closeVersionTable(ctx, e.stderr, pool, goose.DefaultTablename)
 	}
 	switch sub {
@@ -129,7 +129,7 @@ func dirMigrator(dir string) migratorFunc {
 }
 
 // closeVersionTable closes goose's version table of an application's
-// migrations to the API roles, as migration 00016 does for tablegate's:
+// migrations to the API roles, as tablegate's first migration does for its own:
 // goose creates it in the first schema of the search path, normally public,
 // which a Supabase database grants to anon, authenticated and service_role
 // by default privileges and serves over its REST API. Anyone holding the
@@ -324,8 +324,9 @@ func migrateUp(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpoo
 // migrateDown rolls back one migration, or down to version to (≥ 0). A
 // run that stops part way reports what it did roll back and the version
 // it stopped at. ours says the migrations are tablegate's (not --dir):
-// a refusal caused by policies reading the member-tenant views of 00037
-// then also says what those policies can read instead.
+// a refusal caused by policies reading the member-tenant views
+// (tablegate.member_tenant) then also says what those policies can read
+// instead.
 func migrateDown(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool, to int64, ours bool) error {
 	p, err := open(pool)
 	if err != nil {
@@ -409,7 +410,7 @@ func migrateStatus(ctx context.Context, w io.Writer, open migratorFunc, pool *pg
 // because other objects (a policy, a view, a function) still depend on
 // what it drops. The error's text leaves out Postgres' DETAIL, which names
 // them; the hint prints it and what to do. ours adds, when the DETAIL
-// names tablegate's member-tenant views (00037), what policies can read
+// names tablegate's member-tenant views (tablegate.member_tenant), what policies can read
 // instead. Other errors get no hint.
 func dependentsHint(err error, ours bool) string {
 	var pe *pgconn.PgError

@@ -28,8 +28,9 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	if r.code != 0 || strings.Count(r.stdout, "✓ applied") != 2 || !strings.Contains(r.stdout, "version 2") {
 		t.Fatalf("up --to 2: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	third := migrationFiles(t)[2]
 	r = runCLI(t, vars, "migrate", "up", "--to", "3")
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "✓ applied 00003_create_tablegate_schema.sql (") || strings.Count(r.stdout, "✓ applied") != 1 {
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "✓ applied "+third+" (") || strings.Count(r.stdout, "✓ applied") != 1 {
 		t.Fatalf("up --to 3: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runCLI(t, vars, "migrate", "status")
@@ -37,7 +38,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 		t.Fatalf("status at 3: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runCLI(t, vars, "migrate", "down")
-	if r.code != 0 || !strings.Contains(r.stdout, "✓ rolled back 00003_create_tablegate_schema.sql") {
+	if r.code != 0 || !strings.Contains(r.stdout, "✓ rolled back "+third) {
 		t.Fatalf("down: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runCLI(t, vars, "migrate", "down", "--to", "0")
@@ -82,11 +83,17 @@ func TestMigrateUpStatusDown(t *testing.T) {
 // countMigrations counts the embedded migration files.
 func countMigrations(t *testing.T) int {
 	t.Helper()
+	return len(migrationFiles(t))
+}
+
+// migrationFiles lists tablegate's migration files in version order.
+func migrationFiles(t *testing.T) []string {
+	t.Helper()
 	files, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migration files: %v", err)
 	}
-	return len(files)
+	return files
 }
 
 // TestMigrateOnANewerDatabase: a database at a version this build does not
@@ -286,24 +293,35 @@ alter table public.notes enable row level security;
 create policy notes_member_read on public.notes for select to authenticated using (tenant_id = (select id from tablegate.member_tenant))`); err != nil {
 		t.Fatal(err)
 	}
-	r := runCLI(t, vars, "migrate", "down", "--to", "36")
-	if r.code != exitFailure {
-		t.Fatalf("down past 00037 with a policy reading its view: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	// The migration that creates the views, and the one after it.
+	files := migrationFiles(t)
+	var views int
+	for i, f := range files {
+		if strings.HasSuffix(f, "_tenants.sql") {
+			views = i + 1
+		}
 	}
-	for _, want := range []string{"00037", "policy notes_member_read on table notes depends on view tablegate.member_tenant", "drop or rewrite", "docs/tenant.md"} {
+	if views == 0 || views == len(files) {
+		t.Fatalf("no tenants migration with one after it in %v", files)
+	}
+	r := runCLI(t, vars, "migrate", "down", "--to", fmt.Sprint(views-1))
+	if r.code != exitFailure {
+		t.Fatalf("down past %s with a policy reading its view: exit %d\n%s%s", files[views-1], r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{files[views-1], "policy notes_member_read on table notes depends on view tablegate.member_tenant", "drop or rewrite", "docs/tenant.md"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	if !strings.Contains(r.stdout, "✓ rolled back 00038_storage_realtime_read_views.sql") || !strings.Contains(r.stdout, "✗ stopped at version 37") {
-		t.Errorf("00038 was rolled back before 00037 was refused, and the output does not say so, or where it stopped:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "✓ rolled back "+files[views]) || !strings.Contains(r.stdout, fmt.Sprintf("✗ stopped at version %d", views)) {
+		t.Errorf("%s was rolled back before %s was refused, and the output does not say so, or where it stopped:\n%s", files[views], files[views-1], r.stdout)
 	}
 	var version int64
 	if err := pool.QueryRow(t.Context(), `select max(version_id) from public.tablegate_migrations`).Scan(&version); err != nil {
 		t.Fatal(err)
 	}
-	if version != 37 {
-		t.Errorf("version after the refused down: %d, want 37 (00038 rolled back, 00037 kept)", version)
+	if version != int64(views) {
+		t.Errorf("version after the refused down: %d, want %d (%s kept)", version, views, files[views-1])
 	}
 }
 

@@ -15,23 +15,11 @@ import (
 // key and a 50-row list of the caller's tenant, through db.Read (one round
 // trip), as
 //
-//   - user: a full user under enable_tenant_policies, all migrations;
-//   - user_00003_helpers: the same on a database migrated down to 14, i.e.
-//     with the claim helpers as 00003 defines them (before 00015);
+//   - user: a full user under enable_tenant_policies;
 //   - service: service_role, no row-level security (the floor).
 func BenchmarkTenantPolicies(b *testing.B) {
-	setup := func(down bool) *db.DB {
+	setup := func() *db.DB {
 		pool := pgtest.DB(b)
-		if down {
-			p, err := db.NewMigrator(pool)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := p.DownTo(b.Context(), 14); err != nil {
-				b.Fatal(err)
-			}
-			p.Close()
-		}
 		for _, s := range []string{
 			`create table public.todos (id bigint primary key, tenant_id uuid not null, title text not null)`,
 			`create index on public.todos (tenant_id, id)`,
@@ -46,14 +34,14 @@ func BenchmarkTenantPolicies(b *testing.B) {
 		}
 		return db.New(pool, nil)
 	}
-	current, old := setup(false), setup(true)
+	current := setup()
 	tenant := "aaaaaaaa-0000-4000-8000-000000000003"
 	full := user(userA1, tenant)
 	cases := []struct {
 		name string
 		d    *db.DB
 		c    authctx.Caller
-	}{{"user", current, full}, {"user_00003_helpers", old, full}, {"service", current, service}}
+	}{{"user", current, full}, {"service", current, service}}
 	for _, bc := range cases {
 		b.Run("get/"+bc.name, func(b *testing.B) {
 			for b.Loop() {
@@ -91,13 +79,11 @@ func BenchmarkTenantPolicies(b *testing.B) {
 }
 
 // BenchmarkStorageMembership measures a read of one object of a bucket
-// enabled with require_membership, as a member of the folder's tenant, on
-// a database at version 37 (the policies call member_tenant_id()) and one
-// with every migration (from 00038 they read the view member_tenant):
+// enabled with require_membership (its policies read the view
+// tablegate.member_tenant), as a member of the folder's tenant:
 //
-//   - read/<version>: through db.Read (settings and statement, one round
-//     trip);
-//   - executor/<version>: the statement in a PL/pgSQL loop, 100 per call,
+//   - read: through db.Read (settings and statement, one round trip);
+//   - executor: the statement in a PL/pgSQL loop, 100 per call,
 //     in one transaction, reported as pg-µs/stmt: Postgres' cost per
 //     statement without the round trip's noise (one round trip per 100
 //     statements), and without what a policy's functions cost once per
@@ -105,23 +91,13 @@ func BenchmarkTenantPolicies(b *testing.B) {
 //
 // 2 000 objects over tenants A and B.
 func BenchmarkStorageMembership(b *testing.B) {
-	setup := func(version int64) *pgxpool.Pool {
+	setup := func() *pgxpool.Pool {
 		pool := pgtest.Pool(b, pgtest.EmptyURL(b))
 		fixture(b, pool, "supabase_storage.sql")
-		m, err := db.NewMigrator(pool)
-		if err != nil {
+		if err := db.Migrate(b.Context(), pool); err != nil {
 			b.Fatal(err)
 		}
-		defer m.Close()
-		if version > 0 {
-			_, err = m.UpTo(b.Context(), version)
-		} else {
-			_, err = m.Up(b.Context())
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		execScript(b, pool, equivalenceFixture)
+		execScript(b, pool, membershipFixture)
 		for _, s := range []string{
 			`select tablegate.enable_storage_policies('files', require_membership => true)`,
 			`insert into storage.objects (bucket_id, name) select 'files', (array['` + tenantA + `', '` + tenantB + `'])[1 + g % 2] || '/f' || g || '.txt' from generate_series(1, 2000) g`,
@@ -138,7 +114,7 @@ func BenchmarkStorageMembership(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		pool *pgxpool.Pool
-	}{{"37", setup(37)}, {"current", setup(0)}} {
+	}{{"current", setup()}} {
 		d := db.New(v.pool, nil)
 		b.Run("read/"+v.name, func(b *testing.B) {
 			for b.Loop() {

@@ -65,7 +65,7 @@ func TestDefinerSearchPathPinned(t *testing.T) {
 func TestDefinerCalleesIgnoreCallerTempTypes(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
-	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, membershipFixture)
 	claims := `{"sub": "` + userA1 + `", "role": "authenticated", "tenant_id": "` + tenantA + `", "is_anonymous": false}`
 	cfg := pool.Config().ConnConfig.Copy()
 	var ranAs []string
@@ -106,7 +106,7 @@ func TestDefinerCalleesIgnoreCallerTempTypes(t *testing.T) {
 func TestDefinerIgnoresCallerTempTypes(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
-	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, membershipFixture)
 	claims := `{"sub": "` + userA1 + `", "role": "authenticated", "tenant_id": "` + tenantA + `", "is_anonymous": false}`
 	for _, call := range []string{
 		`select tablegate.member_tenant_id()::pg_catalog.text`,

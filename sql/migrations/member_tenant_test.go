@@ -16,7 +16,7 @@ func TestTenantMembersFollowMemberships(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
 	d := db.New(pool, nil)
-	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, membershipFixture)
 	const diff = `select count(*) from (
 	  (select user_id::text, scope_id from tablegate.memberships where scope = 'tenant'
 	   except all select user_key, tenant from tablegate.tenant_members)
@@ -59,7 +59,7 @@ func TestTenantMembersClosedToTheAPI(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
 	d := db.New(pool, nil)
-	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, membershipFixture)
 	for _, c := range []caller{{"user of A", user(userA1, tenantA)}, {"no session", noSession}, {"service role", service}} {
 		if got := answer(t.Context(), d, c.ctx, `select count(*) from tablegate.tenant_members`); !strings.HasPrefix(got, "error 42501") {
 			t.Errorf("%s reads tenant_members: %q, want permission denied", c.name, got)
@@ -83,7 +83,7 @@ func TestTenantMembersResync(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
 	d := db.New(pool, nil)
-	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, membershipFixture)
 	execScript(t, pool, `begin; set local session_replication_role = replica;
 	  delete from tablegate.memberships where user_id = '`+userA1+`'; commit`)
 	if got := answer(t.Context(), d, user(userA1, tenantA), `select (select id from tablegate.member_tenant)::text`); got != tenantA {

@@ -46,7 +46,7 @@ func hookClaims(t *testing.T, pool *pgxpool.Pool, claims authctx.Claims) authctx
 func TestAccessTokenHookWritesMemberships(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
-	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, membershipFixture)
 
 	got := hookClaims(t, pool, authctx.Claims{"sub": userA1, "role": "authenticated", "tenant_id": tenantA,
 		"app_metadata": map[string]any{"provider": "email"}, "is_anonymous": false})
@@ -113,7 +113,7 @@ func TestAccessTokenHookWritesMemberships(t *testing.T) {
 func TestAccessTokenHookNotForCallers(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
-	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, membershipFixture)
 	d := db.New(pool, nil)
 	for _, c := range []caller{{"user of A", user(userA1, tenantA)}, {"no session", noSession}} {
 		for _, sql := range []string{
@@ -139,7 +139,7 @@ func TestAccessTokenHookNotForCallers(t *testing.T) {
 func TestHookClaimsAnswerAsTable(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
-	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, membershipFixture)
 	d := db.New(pool, nil)
 
 	type pair struct {
@@ -148,7 +148,7 @@ func TestHookClaimsAnswerAsTable(t *testing.T) {
 	}
 	var pairs []pair
 	members := 0
-	for _, c := range equivalenceCallers() {
+	for _, c := range callerKinds() {
 		claims := c.ctx.Claims
 		if claims == nil { // no session, service role: no token to extend
 			continue
@@ -241,13 +241,13 @@ func TestAccessTokenHookGrantedToSupabaseAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if _, err := m.DownTo(t.Context(), 27); err != nil {
+	if _, err := m.DownTo(t.Context(), versionOf(t, "access_token_hook")-1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Up(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	execScript(t, pool, equivalenceFixture)
+	execScript(t, pool, membershipFixture)
 	conn, err := pool.Acquire(t.Context())
 	if err != nil {
 		t.Fatal(err)

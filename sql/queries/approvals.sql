@@ -1,7 +1,8 @@
 -- Approvals (tablegate.approvals). Reads run under RLS, confined to the
 -- caller's active tenant: requesters see their own approvals, approvers
 -- those of their tenant. Every write goes through
--- a SECURITY DEFINER function of migration 00005.
+-- a SECURITY DEFINER function (tablegate.approval_request, approval_use,
+-- approval_decide).
 
 -- name: ApprovalGet :one
 -- One approval with its state as of now (pending or approved-and-unused

@@ -108,6 +108,7 @@ $$;
 -- +goose Down
 drop function tablegate.access_token_hook(jsonb);
 drop function tablegate.memberships_claim(uuid);
+
 -- +goose StatementBegin
 do $$
 begin

@@ -1,3 +1,8 @@
+-- The demo's schema with its policies written the way the per-statement
+-- helpers replace: tablegate.current_tenant_id(), is_member and
+-- is_anonymous() called in the row filter, once per row. The "before" of
+-- bench's policy benchmarks, and the doctor's example of per-row helpers.
+--
 -- The schema of "tablegate demo", applied after tablegate's migrations.
 -- Re-runnable: a second run leaves an existing demo in place.
 --
