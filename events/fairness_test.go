@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
@@ -86,6 +89,11 @@ select '`+tenantB+`', '`+carol+`', 'carol ' || g from generate_series(1, 50) g`)
 			t.Fatalf("the hub read %d of %d events", b.hub.Stats().Head, nEvents+50)
 		}
 	}
+	dbg, err := pgx.Connect(t.Context(), b.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbg.Close(context.Background())
 	// Connections in use, sampled while the replays run.
 	var maxInUse atomic.Int32
 	stop := make(chan struct{})
@@ -101,6 +109,15 @@ select '`+tenantB+`', '`+carol+`', 'carol ' || g from generate_series(1, 50) g`)
 			}
 			if n := b.pool.Stat().AcquiredConns(); n > maxInUse.Load() {
 				maxInUse.Store(n)
+				if n >= 6 && os.Getenv("DEBUGCONNS") != "" {
+					rows, _ := dbg.Query(context.Background(), `select state, left(regexp_replace(query, '\s+', ' ', 'g'), 90) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`)
+					for rows.Next() {
+						var st, q string
+						_ = rows.Scan(&st, &q)
+						t.Logf("%d: %s %s", n, st, q)
+					}
+					rows.Close()
+				}
 			}
 			time.Sleep(200 * time.Microsecond)
 		}

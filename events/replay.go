@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/telemetry"
 )
 
@@ -40,8 +39,12 @@ type window struct {
 	// frames holds the rendered events of recs a subscriber of the
 	// identity without event or column filters receives.
 	frames map[int64][]byte
-	// end is the last id the window covers: start < id <= end.
+	// end is the last id the window covers for good: every event with
+	// start < id <= end is in recs. Events numbered after the read may
+	// still follow end within the window's range.
 	end int64
+	// last: no event follows the window (the replay is done).
+	last bool
 }
 
 // replayLinger keeps a finished window for streams a moment behind the
@@ -49,12 +52,17 @@ type window struct {
 const replayLinger = 500 * time.Millisecond
 
 // window returns the window of s's identity starting after start, shared
-// with the other streams of the identity that ask for it meanwhile.
-func (h *Hub) window(ctx context.Context, s *subscriber, start int64) (*window, error) {
+// with the other streams of the identity that ask for it meanwhile. A
+// window read a moment ago that ends at or before pos (it was read before
+// the events after pos were numbered) is read again.
+func (h *Hub) window(ctx context.Context, s *subscriber, start, pos int64) (*window, error) {
 	k := replayKey{st: s.st, identity: s.identity, start: start}
 	for attempt := 0; ; attempt++ {
 		h.replayMu.Lock()
 		c := h.replays[k]
+		if c != nil && c.finished() && (c.err != nil || c.w.end <= pos) {
+			c = nil // stale: read it again
+		}
 		if c == nil {
 			c = &replayCall{done: make(chan struct{})}
 			h.replays[k] = c
@@ -74,11 +82,21 @@ func (h *Hub) window(ctx context.Context, s *subscriber, start int64) (*window, 
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		// The reader's own failure (its client left, say) is not ours:
-		// read the window ourselves, a bounded number of times.
-		if c.err == nil || attempt >= 2 {
+		// The reader's own failure (its client left, say) is not ours, nor
+		// is a window read before what we need was numbered: read it
+		// ourselves, a bounded number of times.
+		if (c.err == nil && c.w.end > pos) || attempt >= 2 {
 			return c.w, c.err
 		}
+	}
+}
+
+func (c *replayCall) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -101,22 +119,26 @@ func (h *Hub) readWindow(ctx context.Context, s *subscriber, start int64) (*wind
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.CheckTimeout)
 	defer cancel()
 	size := int64(h.cfg.Batch)
-	w := &window{end: start + size}
-	if w.recs, err = h.read(ctx, start, w.end, h.cfg.Batch); err != nil {
+	w := &window{end: start}
+	// One statement, one snapshot: the window's events and the first one
+	// after it. Ids become visible in order, so when an event after the
+	// window exists the window is complete (ids are consecutive but for
+	// rare holes, a numbering lost in a crash: a hole is skipped in one
+	// step); else it is complete up to its last event.
+	recs, err := h.read(ctx, start, math.MaxInt64, h.cfg.Batch+1)
+	if err != nil {
 		return nil, err
 	}
+	for _, r := range recs {
+		if r.ID > start+size {
+			w.end = (r.ID - 1) / size * size
+			break
+		}
+		w.recs = append(w.recs, r)
+		w.end = r.ID
+	}
+	w.last = len(recs) == 0
 	if len(w.recs) == 0 {
-		// Ids are consecutive but for rare holes (a numbering lost in a
-		// crash); skip a hole in one step.
-		next, err := h.nextID(ctx, w.end)
-		if err != nil {
-			return nil, err
-		}
-		if next > 0 {
-			w.end = (next - 1) / size * size
-		} else {
-			w.end = math.MaxInt64 // nothing after start: the replay is done
-		}
 		return w, nil
 	}
 	// The identity's check, for a subscriber of it without filters: each
@@ -133,15 +155,6 @@ func (h *Hub) readWindow(ctx context.Context, s *subscriber, start int64) (*wind
 	return w, nil
 }
 
-// nextID returns the first id above after, 0 when there is none.
-func (h *Hub) nextID(ctx context.Context, after int64) (int64, error) {
-	var next int64
-	err := h.d.Read(ctx, service, func(q db.Querier) error {
-		return q.QueryRow(ctx, `select coalesce(min(seq), 0) from tablegate.events where seq > $1`, after).Scan(&next)
-	})
-	return next, err
-}
-
 // catchUp sends s the events after last from the outbox, through the same
 // visibility checks as live delivery, and returns the id it reached: the
 // stream's live delivery starts after it. A position at or beyond head
@@ -154,9 +167,15 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 	if last >= head {
 		return last, true
 	}
+	// The horizon too is read on one of the caller's places.
+	release, err := h.d.Hold(ctx, s.auth)
+	if err != nil {
+		return 0, false
+	}
 	hctx, cancel := context.WithTimeout(ctx, h.cfg.CheckTimeout)
 	pruned, err := h.horizon(hctx)
 	cancel()
+	release()
 	if err != nil {
 		return 0, false
 	}
@@ -191,7 +210,7 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 		if ctx.Err() != nil { // the token expired, MaxStream passed or the client left
 			return 0, false
 		}
-		w, err := h.window(ctx, s, pos/size*size)
+		w, err := h.window(ctx, s, pos/size*size, pos)
 		if err != nil {
 			return 0, false
 		}
@@ -223,9 +242,14 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 			h.delivered.Add(1)
 			telemetry.FromContext(ctx).EventsDelivered(ctx, 1)
 		}
-		pos = max(pos, w.end)
 		// Live delivery need not queue what the replay covered.
 		s.skipThrough(reached)
+		if w.last || w.end <= pos {
+			// Nothing after pos (pruned meanwhile, or not numbered yet,
+			// which live delivery then brings).
+			break
+		}
+		pos = w.end
 	}
 	return reached, true
 }
