@@ -167,7 +167,8 @@ type Hub struct {
 	faultMu sync.Mutex
 	failing map[string]bool // background operations failing now (logged once)
 
-	pruning sync.WaitGroup
+	pruning    sync.WaitGroup
+	pruneEvery time.Duration
 }
 
 // service is the identity the hub reads and prunes the outbox with.
@@ -186,7 +187,7 @@ func New(ctx context.Context, cfg *Config) (*Hub, error) {
 	}
 	h := &Hub{cfg: c, d: c.DB, log: c.Logger, done: make(chan struct{}),
 		subs: map[*subscriber]struct{}{}, perCaller: map[string]int{},
-		replays: map[replayKey]*replayCall{}, failing: map[string]bool{}}
+		replays: map[replayKey]*replayCall{}, failing: map[string]bool{}, pruneEvery: pruneEvery}
 	rctx, cancel := context.WithTimeout(ctx, c.CheckTimeout)
 	defer cancel()
 	err := h.d.Read(rctx, service, func(q db.Querier) error {
@@ -557,7 +558,7 @@ func (h *Hub) pruneLoop() {
 	defer h.pruning.Done()
 	for h.ctx.Err() == nil {
 		h.prune()
-		h.sleep(pruneEvery)
+		h.sleep(h.pruneEvery)
 	}
 }
 
