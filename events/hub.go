@@ -216,6 +216,9 @@ func (h *Hub) Close() {
 	h.mu.Unlock()
 }
 
+// Config returns the hub's configuration, defaults filled in.
+func (h *Hub) Config() Config { return h.cfg }
+
 // Stats returns the hub's counters (for metrics: OpenTelemetry observable
 // counters can read them).
 func (h *Hub) Stats() Stats {
