@@ -51,6 +51,9 @@ type window struct {
 // first reader.
 const replayLinger = 500 * time.Millisecond
 
+// replayChunk is the size of one write of a replay.
+const replayChunk = 32 << 10
+
 // window returns the window of s's identity starting after start, shared
 // with the other streams of the identity that ask for it meanwhile. A
 // window read a moment ago that ends at or before pos (it was read before
@@ -201,6 +204,22 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 	s.skipThrough(last)
 	size := int64(h.cfg.Batch)
 	pos, reached := last, head
+	// Frames are written in chunks of up to replayChunk bytes, one write
+	// and flush each, not one per event.
+	var buf []byte
+	pending := 0
+	flush := func() bool {
+		if len(buf) == 0 {
+			return true
+		}
+		if ctx.Err() != nil || !write(buf) {
+			return false
+		}
+		h.delivered.Add(uint64(pending))
+		telemetry.FromContext(ctx).EventsDelivered(ctx, pending)
+		buf, pending = buf[:0], 0
+		return true
+	}
 	for pos < head {
 		select {
 		case <-s.done: // cut off: the hub closed, or the stream failed
@@ -236,11 +255,17 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 					continue // not visible to this identity
 				}
 			}
-			if ctx.Err() != nil || !write(b) {
+			if buf == nil {
+				buf = make([]byte, 0, replayChunk)
+			}
+			buf = append(buf, b...)
+			pending++
+			if len(buf) >= replayChunk && !flush() {
 				return 0, false
 			}
-			h.delivered.Add(1)
-			telemetry.FromContext(ctx).EventsDelivered(ctx, 1)
+		}
+		if !flush() {
+			return 0, false
 		}
 		// Live delivery need not queue what the replay covered.
 		s.skipThrough(reached)
