@@ -488,6 +488,14 @@ func (st *Stream) serve(w http.ResponseWriter, r *http.Request, auth authctx.Aut
 	sent := head
 	if last >= 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), life)
+		go func() {
+			// A cut (the hub closing) ends the replay's waits too.
+			select {
+			case <-s.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		var ok bool
 		sent, ok = st.catchUp(ctx, s, last, head, write)
 		over := ctx.Err() != nil
