@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/db"
@@ -114,6 +115,14 @@ func (h *countingHandler) since(n int) []string {
 // more when it works again; delivery resumes where it stopped.
 func TestHubOutageBacksOffAndLogsOnce(t *testing.T) {
 	t.Parallel()
+	t.Run("every connection", func(t *testing.T) { t.Parallel(); hubOutage(t, false) })
+	// The listening connection stays up and receives a notification per
+	// write while the pool's connections fail: each wake must not become
+	// an immediate retry and a log line (1 007 warnings a second, before).
+	t.Run("pool only, listener up", func(t *testing.T) { t.Parallel(); hubOutage(t, true) })
+}
+
+func hubOutage(t *testing.T, listenerUp bool) {
 	u := pgtest.URL(t)
 	direct := pgtest.Pool(t, u)
 	ctx := context.Background()
@@ -139,8 +148,15 @@ grant all on pe to service_role; select tablegate.enable_events('pe')`); err != 
 	}
 	t.Cleanup(pool.Close)
 	logs := &countingHandler{}
-	h, err := events.New(ctx, &events.Config{DB: db.New(pool, nil), PollInterval: 100 * time.Millisecond,
-		Logger: slog.New(logs)})
+	hc := &events.Config{DB: db.New(pool, nil), PollInterval: 100 * time.Millisecond, Logger: slog.New(logs)}
+	if listenerUp {
+		lc, err := pgx.ParseConfig(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc.ListenConfig = lc
+	}
+	h, err := events.New(ctx, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
