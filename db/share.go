@@ -116,3 +116,31 @@ func (l *lease) release() {
 	l.conn.Release()
 	l.d.shares.leave(l.key, l.share)
 }
+
+// Hold takes one place in c's share of the pool (Config.MaxConnsPerCaller)
+// and keeps it until release is called, waiting for it until ctx is done.
+// It is for the server's own work on a caller's behalf that must count
+// against the caller's share like the caller's requests, such as an events
+// stream replaying the outbox: run that work with [ScopeOpts.Unshared] (or
+// as a service caller) while holding the place, so that it holds at most
+// one pooled connection at a time per place. For service callers, or
+// without a bound per caller, it takes nothing and returns at once.
+// release is safe to call more than once.
+func (d *DB) Hold(ctx context.Context, c authctx.Caller) (release func(), err error) {
+	key := shareKey(c)
+	sh, err := d.shares.enter(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { d.shares.leave(key, sh) }) }, nil
+}
+
+// PerCaller returns the number of pooled connections one caller may hold
+// at once (Config.MaxConnsPerCaller as resolved), 0 for no bound.
+func (d *DB) PerCaller() int {
+	if d.shares == nil {
+		return 0
+	}
+	return d.shares.max
+}

@@ -40,17 +40,37 @@ type subscriber struct {
 	mu    sync.Mutex
 	queue []frame
 	bytes int
+	floor int64         // frames with ids up to floor are not queued (the stream has or replays them)
 	wake  chan struct{} // capacity 1: the queue is not empty
+}
+
+// skipThrough stops queueing (and drops queued) frames with ids up to id.
+func (s *subscriber) skipThrough(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id <= s.floor {
+		return
+	}
+	s.floor = id
+	i := 0
+	for i < len(s.queue) && s.queue[i].id <= id {
+		s.bytes -= len(s.queue[i].b)
+		i++
+	}
+	s.queue = s.queue[i:]
 }
 
 // push queues frames; false when the queue would exceed its bounds (the
 // subscriber is too slow and must be cut off).
 func (s *subscriber) push(fs []frame, maxFrames, maxBytes int) bool {
+	s.mu.Lock()
+	for s.floor > 0 && len(fs) > 0 && fs[0].id <= s.floor {
+		fs = fs[1:]
+	}
 	n := 0
 	for _, f := range fs {
 		n += len(f.b)
 	}
-	s.mu.Lock()
 	if len(s.queue)+len(fs) > maxFrames || s.bytes+n > maxBytes {
 		s.mu.Unlock()
 		return false
@@ -274,11 +294,20 @@ func (h *Hub) deliver(ctx context.Context, recs []*record, subs []*subscriber) (
 			defer func() { <-sem; wg.Done() }()
 			if err := h.check(ctx, ic); err != nil {
 				ic.failed = true
-				h.log.Warn("events: visibility check failed; ending the affected streams", "error", redactedErr(err))
+				h.failed(opCheck, err)
 			}
 		}()
 	}
 	wg.Wait()
+	if len(checks) > 0 {
+		ok := true
+		for _, ic := range checks {
+			ok = ok && !ic.failed
+		}
+		if ok {
+			h.recovered(opCheck)
+		}
+	}
 
 	out := make(map[*subscriber][]frame, len(cands))
 	var failed []*subscriber

@@ -46,8 +46,9 @@
 // serialises the commits of notifying transactions; the hubs then poll. Every wait is bounded
 // ([Config.PollInterval], default 1s): the outbox is also polled, so a lost
 // notification or a dropped listening connection delays delivery by at
-// most that long; the connection is re-established with backoff after a
-// Postgres restart. A write on instance A reaches subscribers on instance
+// most that long; the connection is re-established with jittered backoff
+// after a Postgres restart, and each failing operation is logged once per
+// outage. A write on instance A reaches subscribers on instance
 // B through Postgres alone.
 //
 // A Stream serves one resource's events: mount it beside the resource,
@@ -86,8 +87,14 @@
 //
 // A client that reconnects with Last-Event-ID (EventSource does this by
 // itself) receives every event after that id from the outbox, in order,
-// without gaps or duplicates, as long as the id is within [Config.Retention]
-// (default one hour); older ids receive a "tablegate.gap" event first. Each
+// without gaps or duplicates, on any instance (one that has read less than
+// the client received skips what the client has), as long as the id is
+// within [Config.Retention] (default one hour) and [Config.MaxReplay]
+// events (default 10000) of the hub's position; otherwise a
+// "tablegate.gap" event comes first. A replay reads and checks the outbox
+// in windows of [Config.Batch] ids on the caller's own share of the pool
+// (db.Config.MaxConnsPerCaller), and streams of one identity replaying
+// together share each window. Each
 // subscriber has a bounded queue ([Config.Buffer]); a subscriber that falls
 // behind, or whose write does not finish within [Config.WriteTimeout], is
 // cut off and resumes from the outbox. Streams end after [Config.MaxStream]

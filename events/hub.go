@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,7 @@ const (
 	DefaultMaxStream      = time.Hour
 	DefaultWriteTimeout   = 10 * time.Second
 	DefaultCheckTimeout   = 5 * time.Second
+	DefaultMaxReplay      = 10000
 )
 
 // Config configures a [Hub]. Only DB is required; zero fields take the
@@ -77,6 +79,13 @@ type Config struct {
 	WriteTimeout time.Duration
 	// CheckTimeout bounds one batch of visibility checks (default 5s).
 	CheckTimeout time.Duration
+	// MaxReplay bounds the events one resuming stream replays from the
+	// outbox (default 10000, counted by id). A Last-Event-ID further behind
+	// the hub's position receives a "tablegate.gap" event, then the last
+	// MaxReplay events. A replay reads and checks the outbox in windows of
+	// Batch events, each on one of the caller's places in the pool
+	// (db.Config.MaxConnsPerCaller), like the caller's own requests.
+	MaxReplay int
 	// ListenConfig is the connection used for LISTEN; nil copies the
 	// pool's connection config.
 	ListenConfig *pgx.ConnConfig
@@ -110,6 +119,7 @@ func (c *Config) validate() error {
 	defInt(&c.Batch, DefaultBatch)
 	defInt(&c.MaxSubscribers, DefaultMaxSubscribers)
 	defInt(&c.MaxPerCaller, DefaultMaxPerCaller)
+	defInt(&c.MaxReplay, DefaultMaxReplay)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -150,6 +160,15 @@ type Hub struct {
 	delivered, cutOff, checks atomic.Uint64
 
 	policies policyCache
+
+	replayMu sync.Mutex
+	replays  map[replayKey]*replayCall // window reads in flight or just done
+
+	faultMu sync.Mutex
+	failing map[string]bool // background operations failing now (logged once)
+
+	pruning    sync.WaitGroup
+	pruneEvery time.Duration
 }
 
 // service is the identity the hub reads and prunes the outbox with.
@@ -167,7 +186,8 @@ func New(ctx context.Context, cfg *Config) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{cfg: c, d: c.DB, log: c.Logger, done: make(chan struct{}),
-		subs: map[*subscriber]struct{}{}, perCaller: map[string]int{}}
+		subs: map[*subscriber]struct{}{}, perCaller: map[string]int{},
+		replays: map[replayKey]*replayCall{}, failing: map[string]bool{}, pruneEvery: pruneEvery}
 	rctx, cancel := context.WithTimeout(ctx, c.CheckTimeout)
 	defer cancel()
 	err := h.d.Read(rctx, service, func(q db.Querier) error {
@@ -177,6 +197,8 @@ func New(ctx context.Context, cfg *Config) (*Hub, error) {
 		return nil, fmt.Errorf("events: read the outbox (are migrations applied?): %w", err)
 	}
 	h.ctx, h.stop = context.WithCancel(context.WithoutCancel(ctx))
+	h.pruning.Add(1)
+	go h.pruneLoop()
 	go h.run()
 	return h, nil
 }
@@ -186,12 +208,16 @@ func New(ctx context.Context, cfg *Config) (*Hub, error) {
 func (h *Hub) Close() {
 	h.stop()
 	<-h.done
+	h.pruning.Wait()
 	h.mu.Lock()
 	for s := range h.subs {
 		s.cut()
 	}
 	h.mu.Unlock()
 }
+
+// Config returns the hub's configuration, defaults filled in.
+func (h *Hub) Config() Config { return h.cfg }
 
 // Stats returns the hub's counters (for metrics: OpenTelemetry observable
 // counters can read them).
@@ -204,49 +230,112 @@ func (h *Hub) Stats() Stats {
 }
 
 // run is the background loop: one listening connection, every wait
-// bounded by PollInterval, reconnect with backoff, prune once a minute.
+// bounded by PollInterval; while the listening connection or the outbox
+// reads fail, it retries with jittered exponential backoff (100 ms to 5 s)
+// and logs each failure once (see failed).
 func (h *Hub) run() {
 	defer close(h.done)
 	var conn *pgx.Conn
+	closeConn := func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = conn.Close(cctx)
+		cancel()
+		conn = nil
+	}
 	defer func() {
 		if conn != nil {
-			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = conn.Close(cctx)
-			cancel()
+			closeConn()
 		}
 	}()
-	backoff := 100 * time.Millisecond
-	nextPrune := time.Now()
+	var bo backoff
 	for h.ctx.Err() == nil {
+		healthy := true
 		if conn == nil {
 			c, err := h.listen()
-			if err != nil {
-				if h.ctx.Err() != nil {
-					return
-				}
-				h.log.Warn("events: listen failed; retrying", "error", err, "retry_in", backoff)
-				h.sleep(backoff)
-				backoff = min(backoff*2, 5*time.Second)
-				h.drain() // still deliver by polling while the listener is down
-				continue
+			switch {
+			case h.ctx.Err() != nil:
+				return
+			case err != nil:
+				// Still deliver by polling while the listener is down.
+				h.failed(opListen, err)
+				healthy = false
+			default:
+				h.recovered(opListen)
+				conn = c
 			}
-			conn, backoff = c, 100*time.Millisecond
 		}
-		wctx, cancel := context.WithTimeout(h.ctx, h.cfg.PollInterval)
-		_, err := conn.WaitForNotification(wctx)
-		cancel()
-		if err != nil && h.ctx.Err() == nil && !pgconn.Timeout(err) {
-			h.log.Warn("events: listening connection lost; reconnecting", "error", err)
-			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = conn.Close(cctx)
+		if conn != nil {
+			wctx, cancel := context.WithTimeout(h.ctx, h.cfg.PollInterval)
+			_, err := conn.WaitForNotification(wctx)
 			cancel()
-			conn = nil
+			if err != nil && h.ctx.Err() == nil && !pgconn.Timeout(err) {
+				h.failed(opListen, err)
+				closeConn()
+				healthy = false
+			}
 		}
-		h.drain()
-		if time.Now().After(nextPrune) {
-			h.prune()
-			nextPrune = time.Now().Add(time.Minute)
+		if !h.drain() {
+			healthy = false
 		}
+		if healthy {
+			bo.reset()
+		} else {
+			h.sleep(bo.next())
+		}
+	}
+}
+
+// backoff is the jittered exponential wait between attempts of a failing
+// background operation: 100 ms doubling to 5 s, each wait drawn between
+// half and all of the current step, so that instances do not retry in step.
+type backoff struct{ step time.Duration }
+
+const (
+	backoffMin = 100 * time.Millisecond
+	backoffMax = 5 * time.Second
+)
+
+func (b *backoff) next() time.Duration {
+	if b.step == 0 {
+		b.step = backoffMin
+	}
+	d := b.step/2 + rand.N(b.step/2+1)
+	b.step = min(b.step*2, backoffMax)
+	return d
+}
+
+func (b *backoff) reset() { b.step = 0 }
+
+// Background operations whose failures are logged once per outage.
+const (
+	opListen   = "listen for notifications"
+	opSequence = "number the outbox"
+	opRead     = "read the outbox"
+	opPrune    = "prune the outbox"
+	opCheck    = "check visibility"
+)
+
+// failed logs op's failure when op was working until now; later failures
+// of the same outage are not logged (the loops retry with backoff; a
+// failed check ends the affected streams, whose clients resume).
+func (h *Hub) failed(op string, err error) {
+	h.faultMu.Lock()
+	first := !h.failing[op]
+	h.failing[op] = true
+	h.faultMu.Unlock()
+	if first {
+		h.log.Warn("events: "+op+" failed (not logged again until it works)", "error", redactedErr(err))
+	}
+}
+
+// recovered logs that op works again, once, after it failed.
+func (h *Hub) recovered(op string) {
+	h.faultMu.Lock()
+	was := h.failing[op]
+	delete(h.failing, op)
+	h.faultMu.Unlock()
+	if was {
+		h.log.Info("events: " + op + " works again")
 	}
 }
 
@@ -315,8 +404,9 @@ func (h *Hub) read(ctx context.Context, after, upto int64, limit int) ([]*record
 }
 
 // sequence numbers the committed events that have no seq yet (see
-// tablegate.sequence_events; hubs take turns under its lock).
-func (h *Hub) sequence() {
+// tablegate.sequence_events; hubs take turns under its lock). It returns
+// false when the database failed.
+func (h *Hub) sequence() bool {
 	for h.ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CheckTimeout)
 		var n int
@@ -332,20 +422,24 @@ func (h *Hub) sequence() {
 		cancel()
 		if err != nil {
 			if h.ctx.Err() == nil {
-				h.log.Warn("events: number the outbox", "error", err)
+				h.failed(opSequence, err)
 			}
-			return
+			return false
 		}
+		h.recovered(opSequence)
 		if n < h.cfg.Batch {
-			return
+			return true
 		}
 	}
+	return true
 }
 
 // drain numbers new events, then reads and dispatches every event after
-// head.
-func (h *Hub) drain() {
-	h.sequence()
+// head. It returns false when the database failed.
+func (h *Hub) drain() bool {
+	if !h.sequence() {
+		return false
+	}
 	for h.ctx.Err() == nil {
 		h.mu.Lock()
 		head := h.head
@@ -355,18 +449,20 @@ func (h *Hub) drain() {
 		cancel()
 		if err != nil {
 			if h.ctx.Err() == nil {
-				h.log.Warn("events: read the outbox", "error", err)
+				h.failed(opRead, err)
 			}
-			return
+			return false
 		}
+		h.recovered(opRead)
 		if len(recs) == 0 {
-			return
+			return true
 		}
 		h.dispatch(recs)
 		if len(recs) < h.cfg.Batch {
-			return
+			return true
 		}
 	}
+	return true
 }
 
 // dispatch advances head over recs and queues them to the subscribers
@@ -459,35 +555,52 @@ var (
 	errCallerFull = errors.New("events: too many streams of one caller")
 )
 
+// pruneLoop prunes the outbox once a minute, beside the delivery loop:
+// a long prune never holds up delivery.
+func (h *Hub) pruneLoop() {
+	defer h.pruning.Done()
+	for h.ctx.Err() == nil {
+		h.prune()
+		h.sleep(h.pruneEvery)
+	}
+}
+
 // prune deletes the oldest events, in number order, up to the first one
 // still within Retention (in batches, one instance at a time), and records
 // the highest pruned number.
 func (h *Hub) prune() {
-	// Batches of pruneBatch, one transaction each, until a batch is not
-	// full: an outbox written faster than one batch a minute would grow
-	// without bound. At most pruneBatches a call, so that a huge backlog
-	// does not hold the hub's loop.
-	// One deadline for the pass: the hub's loop delivers nothing meanwhile.
-	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CheckTimeout)
-	defer cancel()
-	for range pruneBatches {
+	// Batches of pruneBatch rows, one short transaction each, until a batch
+	// is not full: an outbox written faster than one batch a minute would
+	// grow without bound. At most pruneBatches a pass, so that a huge
+	// backlog is spread over several minutes; a short pause between
+	// batches leaves the disk and the pool to delivery and requests.
+	for i := range pruneBatches {
+		if i > 0 {
+			h.sleep(prunePause)
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CheckTimeout)
 		n, err := h.pruneBatch(ctx)
+		cancel()
 		if err != nil {
 			if h.ctx.Err() == nil {
-				h.log.Warn("events: prune the outbox", "error", err)
+				h.failed(opPrune, err)
 			}
 			return
 		}
+		h.recovered(opPrune)
 		if n < pruneBatch {
 			return
 		}
 	}
 }
 
-// pruneBatch and pruneBatches bound one prune pass (variables for tests).
+// pruneBatch and pruneBatches bound one prune pass, prunePause spaces its
+// batches and pruneEvery its passes (variables for tests).
 var (
-	pruneBatch   = 10000
-	pruneBatches = 20
+	pruneBatch   = 2000
+	pruneBatches = 100
+	prunePause   = 5 * time.Millisecond
+	pruneEvery   = time.Minute
 )
 
 // pruneBatch deletes one batch of the oldest events and returns how many.

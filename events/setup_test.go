@@ -97,6 +97,8 @@ type fixtureOpts struct {
 	allow []authctx.Allow
 	hub   *events.Config
 	key   *ecdsa.PrivateKey // signing key (another instance of the same project)
+	conns int32             // the pool's MaxConns (default pgtest's)
+	db    *db.Config
 }
 
 func setup(t *testing.T, fo *fixtureOpts) *bundle {
@@ -108,13 +110,25 @@ func setup(t *testing.T, fo *fixtureOpts) *bundle {
 	if b.url == "" {
 		b.url = pgtest.URL(t)
 	}
-	b.pool = pgtest.Pool(t, b.url)
+	if fo.conns > 0 {
+		cfg, err := pgxpool.ParseConfig(b.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxConns = fo.conns
+		if b.pool, err = pgxpool.NewWithConfig(t.Context(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.pool.Close)
+	} else {
+		b.pool = pgtest.Pool(t, b.url)
+	}
 	if fo.url == "" {
 		if _, err := b.pool.Exec(t.Context(), schemaSQL); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b.db = db.New(b.pool, nil)
+	b.db = db.New(b.pool, fo.db)
 	var err error
 	b.key = fo.key
 	if b.key == nil {

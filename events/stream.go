@@ -488,6 +488,14 @@ func (st *Stream) serve(w http.ResponseWriter, r *http.Request, auth authctx.Aut
 	sent := head
 	if last >= 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), life)
+		go func() {
+			// A cut (the hub closing) ends the replay's waits too.
+			select {
+			case <-s.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		var ok bool
 		sent, ok = st.catchUp(ctx, s, last, head, write)
 		over := ctx.Err() != nil
@@ -528,67 +536,6 @@ func (st *Stream) serve(w http.ResponseWriter, r *http.Request, auth authctx.Aut
 			return
 		}
 	}
-}
-
-// catchUp sends the events after last up to head from the outbox, through
-// the same visibility checks as live delivery. It returns the id reached.
-func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, write func([]byte) bool) (int64, bool) {
-	h := st.h
-	if last > head {
-		last = head
-	}
-	if last < head {
-		hctx, cancel := context.WithTimeout(ctx, h.cfg.CheckTimeout)
-		pruned, err := h.horizon(hctx)
-		cancel()
-		if err != nil {
-			return 0, false
-		}
-		if last < pruned {
-			// Events after last were pruned: say so, then send what is left.
-			if !write([]byte(fmt.Sprintf("event: tablegate.gap\ndata: {\"last_event_id\":%d,\"pruned_through\":%d}\n\n", last, pruned))) {
-				return 0, false
-			}
-			last = pruned
-		}
-	}
-	for last < head {
-		select {
-		case <-s.done: // cut off: the hub closed, or the stream failed
-			return 0, false
-		default:
-		}
-		if ctx.Err() != nil { // the token expired, MaxStream passed or the client left
-			return 0, false
-		}
-		cctx, cancel := context.WithTimeout(ctx, h.cfg.CheckTimeout)
-		recs, err := h.read(cctx, last, head, h.cfg.Batch)
-		if err != nil {
-			cancel()
-			return 0, false
-		}
-		if len(recs) == 0 {
-			cancel()
-			break
-		}
-		out, failed := h.deliver(cctx, recs, []*subscriber{s})
-		cancel()
-		if len(failed) > 0 {
-			return 0, false
-		}
-		for _, f := range out[s] {
-			if ctx.Err() != nil || !write(f.b) {
-				return 0, false
-			}
-			h.delivered.Add(1)
-			telemetry.FromContext(ctx).EventsDelivered(ctx, 1)
-		}
-		last = recs[len(recs)-1].ID
-		if len(recs) < h.cfg.Batch {
-			break
-		}
-	}
-	return head, true
 }
 
 // columnTypes reads the types of table's columns as filters compare them:

@@ -12,7 +12,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/spec"
 )
 
@@ -63,6 +66,51 @@ type serveConfig struct {
 	// CORS lets pages of other origins call the API (Bearer or apikey,
 	// never the cookie). Off without it.
 	CORS *corsConfig `json:"cors,omitempty"`
+	// Events configures the event streams of the tables with "events":
+	// true (their outbox retention and replay bound).
+	Events *eventsConfig `json:"events,omitempty"`
+}
+
+// eventsConfig configures serve's events hub (the "events" section).
+type eventsConfig struct {
+	// Retention is how long events stay in the outbox: the window in
+	// which a client resumes with Last-Event-ID without a gap (default
+	// "1h", at least "1m"; events.Config.Retention).
+	Retention duration `json:"retention,omitempty"`
+	// MaxReplay bounds the events one resuming stream replays (default
+	// 10000; events.Config.MaxReplay): a client further behind receives a
+	// tablegate.gap event, then the latest MaxReplay events.
+	MaxReplay int `json:"max_replay,omitempty"`
+}
+
+// minRetention is the shortest retention serve and demo accept: the hubs
+// prune once a minute, and a shorter window would send a reconnecting
+// client a gap after an ordinary network blip.
+const minRetention = time.Minute
+
+func (e *eventsConfig) validate(tables map[string]*tableConfig) error {
+	if r := time.Duration(e.Retention); r != 0 && r < minRetention {
+		return fmt.Errorf("events.retention: %s is below %s: a client reconnecting after a short outage would miss events; use e.g. \"1h\"", r, minRetention)
+	}
+	if e.MaxReplay < 0 {
+		return fmt.Errorf("events.max_replay: %d is negative; leave it out for the default (%d)", e.MaxReplay, events.DefaultMaxReplay)
+	}
+	for _, t := range tables {
+		if t != nil && t.Events {
+			return nil
+		}
+	}
+	return errors.New(`events: no table streams events: add "events": true to a table, or remove the "events" section`)
+}
+
+// hubConfig is the events hub's configuration over d.
+func (e *eventsConfig) hubConfig(d *db.DB) *events.Config {
+	c := &events.Config{DB: d}
+	if e != nil {
+		c.Retention = time.Duration(e.Retention)
+		c.MaxReplay = e.MaxReplay
+	}
+	return c
 }
 
 // authConfig locates the JWKS.
@@ -279,6 +327,11 @@ func (c *serveConfig) validate() error {
 	}
 	if c.CORS != nil {
 		if err := c.CORS.validate(); err != nil {
+			return err
+		}
+	}
+	if c.Events != nil {
+		if err := c.Events.validate(c.Tables); err != nil {
 			return err
 		}
 	}

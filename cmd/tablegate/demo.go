@@ -16,6 +16,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/internal/pgcluster"
 )
 
@@ -87,6 +88,8 @@ type demoOptions struct {
 	refresh     bool
 	tokensOnly  bool
 	tokenTTL    time.Duration
+	// eventsRetention is how long /api/todos/events can resume.
+	eventsRetention time.Duration
 	// publishableKey is sent as apikey on refresh; default a demo key.
 	publishableKey string
 	printEnv       string
@@ -106,6 +109,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&o.refresh, "refresh", false, "refresh expiring cookie sessions (against the demo's own refresh grant, or --auth-url)")
 	fs.BoolVar(&o.tokensOnly, "tokens-only", false, "the sign-in flows write sessions in @supabase/ssr's cookies.encode \"tokens-only\" form (no user object)")
 	fs.DurationVar(&o.tokenTTL, "token-ttl", demoTokenTTL, "lifetime of the minted tokens (a short one shows cookie refresh at work)")
+	fs.DurationVar(&o.eventsRetention, "events-retention", events.DefaultRetention, "how long events stay in the outbox: the window in which a stream resumes with Last-Event-ID without a gap (at least 1m)")
 	o.timeouts.flags(fs)
 	fs.StringVar(&o.printEnv, "print-env", "", "once serving, write KEY=VALUE lines (URLs, tokens, ids) to `FILE`")
 	o.budget.register(fs)
@@ -124,6 +128,9 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	}
 	if o.tokenTTL <= 0 {
 		return usagef("--token-ttl must be positive")
+	}
+	if o.eventsRetention < minRetention {
+		return usagef("--events-retention %s is below %s: a client reconnecting after a short outage would miss events", o.eventsRetention, minRetention)
 	}
 	o.publishableKey = e.getenv("SUPABASE_PUBLISHABLE_KEY")
 	if o.publishableKey == "" {
@@ -307,7 +314,8 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		return fmt.Errorf("auth (JWKS %s): %w", jwksURL, err)
 	}
 	cleanups = append(cleanups, rv.Close)
-	parts, err := buildDemoAPI(ctx, db.New(pool, o.budget.dbConfig()), rv, baseURL, issuer)
+	parts, err := buildDemoAPIWith(ctx, db.New(pool, o.budget.dbConfig()), rv, baseURL, issuer,
+		&events.Config{Retention: o.eventsRetention})
 	if err != nil {
 		done(err, "")
 		return err

@@ -167,6 +167,12 @@ var demoAllow = []authctx.Allow{authctx.AllowUser, authctx.AllowAnonymous}
 // baseURL is where the demo answers; authServer the auth server issuing
 // its tokens, named in the MCP endpoint's protected resource metadata.
 func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver, baseURL, authServer string) (*demoAPIParts, error) {
+	return buildDemoAPIWith(ctx, d, rv, baseURL, authServer, &events.Config{})
+}
+
+// buildDemoAPIWith is buildDemoAPI with the events hub's configuration
+// (its DB is set to d).
+func buildDemoAPIWith(ctx context.Context, d *db.DB, rv *authctx.Resolver, baseURL, authServer string, ev *events.Config) (*demoAPIParts, error) {
 	authorizer, err := demoAuthorizer(d)
 	if err != nil {
 		return nil, err
@@ -177,7 +183,9 @@ func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver, baseURL, 
 	if err != nil {
 		return nil, fmt.Errorf("todos resource: %w", err)
 	}
-	hub, err := events.New(ctx, &events.Config{DB: d})
+	hc := *ev
+	hc.DB = d
+	hub, err := events.New(ctx, &hc)
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)
 	}

@@ -50,6 +50,7 @@ func FuzzParseServeConfig(f *testing.F) {
 		`{"base_path":"/v1","tables":{"t":{"table":"s.t","operations":["list"],"guard":["anon"],"permissions":{"list":"k"}}}}`,
 		`{"tables":{"t":{"table":"x; drop table y"}}}`, `{"tables":{"":{}}}`, `{"tables":{"t":null}}`, `{}`, `[]`,
 		`{"base_path":"","tables":{"a-b":{"select":["id"]}},"permissions":{"k":["admin"]},"mcp":true}`,
+		`{"events":{"retention":"24h","max_replay":5},"tables":{"t":{"events":true}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -461,7 +461,7 @@ func buildStreams(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.R
 		}
 		if hub == nil {
 			var err error
-			if hub, err = events.New(ctx, &events.Config{DB: d}); err != nil {
+			if hub, err = events.New(ctx, cfg.Events.hubConfig(d)); err != nil {
 				return nil, nil, fmt.Errorf("events: %w", err)
 			}
 		}

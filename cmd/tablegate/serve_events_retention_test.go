@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+// TestServeEventsRetention: "events": {"retention": "2h"} keeps an event
+// written 90 minutes ago, which a stream resuming from 0 receives; without
+// it (the default hour) serve prunes the event at start and the resume
+// gets a tablegate.gap event instead.
+func TestServeEventsRetention(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `insert into public.todos (tenant_id, owner_id, title) values ($1, $2, 'old')`, demoTenantA, demoUserID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `select tablegate.sequence_events(100);
+update tablegate.events set at = now() - interval '90 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]any{"todos": map[string]any{"table": "public.todos", "operations": []string{"list", "get"},
+		"select": []string{"id", "title", "done"}, "guard": []string{"user"}, "events": true}}
+	first := func(extra map[string]any) string {
+		t.Helper()
+		extra["tables"] = tables
+		cfgPath, token := serveFixture(t, extra)
+		addr := freeAddr(t)
+		_, cancel, done := launchServe(t, url, "--config", cfgPath, "--addr", addr)
+		defer func() { cancel(); <-done }()
+		time.Sleep(300 * time.Millisecond) // the hub's first prune pass
+		sctx, scancel := context.WithTimeout(ctx, 15*time.Second)
+		defer scancel()
+		req, _ := http.NewRequestWithContext(sctx, "GET", "http://"+addr+"/v1/todos/events", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Last-Event-ID", "0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if l := sc.Text(); strings.HasPrefix(l, "event: ") {
+				return strings.TrimPrefix(l, "event: ")
+			}
+		}
+		return "(stream ended)"
+	}
+	if ev := first(map[string]any{"events": map[string]any{"retention": "2h"}}); ev != "todos.created" {
+		t.Errorf("with a retention of 2h: first event %q, want the 90-minute-old todos.created", ev)
+	}
+	if ev := first(map[string]any{}); ev != "tablegate.gap" {
+		t.Errorf("with the default retention: first event %q, want tablegate.gap (the event was pruned)", ev)
+	}
+}
+
+// TestEventsConfig: the "events" section's keys, and clear errors for a
+// retention too short to resume, a negative replay bound, a section no
+// table uses and a misspelt key.
+func TestEventsConfig(t *testing.T) {
+	t.Parallel()
+	c, err := parseServeConfig([]byte(`{"events": {"retention": "24h", "max_replay": 500}, "tables": {"todos": {"events": true}}}`), "tablegate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := c.Events.hubConfig(nil); hc.Retention != 24*time.Hour || hc.MaxReplay != 500 {
+		t.Errorf("hub config %v / %d, want 24h / 500", hc.Retention, hc.MaxReplay)
+	}
+	if hc := (*eventsConfig)(nil).hubConfig(nil); hc.Retention != 0 || hc.MaxReplay != 0 {
+		t.Errorf("no section: %v / %d, want the hub's defaults", hc.Retention, hc.MaxReplay)
+	}
+	for cfg, want := range map[string]string{
+		`{"events": {"retention": "10s"}, "tables": {"todos": {"events": true}}}`:  "events.retention: 10s is below 1m0s",
+		`{"events": {"retention": "soon"}, "tables": {"todos": {"events": true}}}`: "not a duration",
+		`{"events": {"retention": "-1h"}, "tables": {"todos": {"events": true}}}`:  "must not be negative",
+		`{"events": {"max_replay": -1}, "tables": {"todos": {"events": true}}}`:    "events.max_replay: -1 is negative",
+		`{"events": {"retention": "2h"}, "tables": {"todos": {}}}`:                 `add "events": true to a table`,
+		`{"events": {"retension": "2h"}, "tables": {"todos": {"events": true}}}`:   `unknown field "retension"`,
+	} {
+		if _, err := parseServeConfig([]byte(cfg), "tablegate.json"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", cfg, err, want)
+		}
+	}
+}
+
+// TestDemoEventsRetentionFlag: the demo takes --events-retention and
+// refuses one too short to resume, before starting anything.
+func TestDemoEventsRetentionFlag(t *testing.T) {
+	t.Parallel()
+	if r := runCLI(t, nil, "demo", "--help"); !strings.Contains(r.stdout+r.stderr, "-events-retention duration") {
+		t.Errorf("demo --help does not list --events-retention:\n%s%s", r.stdout, r.stderr)
+	}
+	if r := runCLI(t, nil, "demo", "--events-retention", "10s"); r.code != exitUsage || !strings.Contains(r.stderr, "--events-retention 10s is below 1m0s") {
+		t.Errorf("--events-retention 10s: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, nil, "demo", "--events-retention", "tomorrow"); r.code != exitUsage || !strings.Contains(r.stderr, "events-retention") {
+		t.Errorf("--events-retention tomorrow: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
