@@ -114,3 +114,28 @@ func TestConstraintViolationsNameConstraintAndColumns(t *testing.T) {
 		t.Errorf("the tasks resource remembers %d constraints, want 4", n)
 	}
 }
+
+// TestReadOnlyProtectsDefaultedColumn: a column with a default (created_by
+// default auth.uid()) is writable by default — a caller can send another
+// user's id — until Config.ReadOnly lists it; then a body naming it
+// answers 400 and the default always applies.
+func TestReadOnlyProtectsDefaultedColumn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(constraintSQLFixture)
+	open := server(t, "tasks", b.resource("tasks", nil))
+	r := do(t, open, "POST", "/api/tasks", alice, `{"id":10,"title":"forged","created_by":"`+bob+`"}`)
+	if r.status != 201 || decode(t, r.body)["created_by"] != bob {
+		t.Fatalf("without ReadOnly the defaulted column is writable: %s", r)
+	}
+	guarded := server(t, "tasks", b.resource("tasks", &Config{ReadOnly: []string{"created_by"}}))
+	m := isProblem(t, do(t, guarded, "POST", "/api/tasks", alice, `{"id":11,"title":"forged","created_by":"`+bob+`"}`), 400, "bad_request")
+	if errs, _ := m["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["path"] != "/created_by" ||
+		errs[0].(map[string]any)["message"] != "is read-only" {
+		t.Errorf("read-only created_by: %v", m)
+	}
+	r = do(t, guarded, "POST", "/api/tasks", alice, `{"id":12,"title":"mine"}`)
+	if r.status != 201 || decode(t, r.body)["created_by"] != alice {
+		t.Errorf("the default applies: %s", r)
+	}
+}
