@@ -104,13 +104,13 @@ func errorExamples() map[int][]example {
 }
 
 var errorDescriptions = map[int]string{
-	http.StatusBadRequest:            "A malformed key, body or query; errors name the failing paths.",
-	http.StatusUnauthorized:          "The credential did not verify, its claims failed the schema, or the route requires a session.",
+	http.StatusBadRequest:            "A malformed key, body or query, or a body value whose JSON type its column does not take; errors name the failing paths.",
+	http.StatusUnauthorized:          "The credential did not verify (the code names the cause, e.g. TOKEN_EXPIRED or TOKEN_ISSUER_MISMATCH, and the detail what to do), its claims failed the schema, or the route requires a session.",
 	http.StatusNotFound:              "The row does not exist or row-level security hides it.",
-	http.StatusConflict:              "A unique or foreign-key constraint, or a concurrent request (with Retry-After).",
+	http.StatusConflict:              "A unique or foreign-key constraint (named, with its columns), or a concurrent request (with Retry-After).",
 	http.StatusRequestEntityTooLarge: "The body exceeds the resource's limit.",
 	http.StatusUnsupportedMediaType:  "The body is not application/json.",
-	http.StatusUnprocessableEntity:   "A not-null or check constraint, or a value out of range for its column.",
+	http.StatusUnprocessableEntity:   "A not-null or check constraint (named, with its columns), or a value out of range for its column.",
 	http.StatusInternalServerError:   "An unexpected error; the body carries a request id and nothing internal.",
 	http.StatusServiceUnavailable:    "The database is unavailable or the statement timed out (with Retry-After).",
 }
