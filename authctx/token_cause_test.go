@@ -187,6 +187,13 @@ func TestTokenRefusalShownValues(t *testing.T) {
 	for name, tok := range map[string]string{
 		"issuer": signES(t, ecKey, kidEC, userClaims(map[string]any{"iss": "evil\n{\"level\":\"ERROR\"}<script>" + long})),
 		"kid":    signES(t, ecKey2, "kid\r\nInjected: yes"+long, userClaims(nil)),
+		"audience": signES(t, ecKey, kidEC, userClaims(map[string]any{"aud": func() []any {
+			a := make([]any, 2000)
+			for i := range a {
+				a[i] = "aud\n" + long[:100]
+			}
+			return a
+		}()})),
 	} {
 		a := b.rv.Resolve(bearerReq(tok)).Auth
 		d := a.CauseDetail()
