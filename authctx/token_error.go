@@ -50,7 +50,12 @@ type TokenError struct {
 }
 
 // Error returns a short description for logs (no value of the token).
-func (e *TokenError) Error() string { return e.msg }
+func (e *TokenError) Error() string {
+	if e.msg == "" {
+		return "authctx: token refused: " + string(e.Code)
+	}
+	return e.msg
+}
 
 // Unwrap returns the verification sentinel the error refines, or nil.
 func (e *TokenError) Unwrap() error { return e.err }
