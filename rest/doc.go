@@ -71,7 +71,8 @@
 // can say it, with the policy too (with check (created_by = auth.uid())).
 //
 // Without an input schema, each value must have a JSON type its column
-// takes: "done": "yes" for a boolean column answers 400 naming /done
+// takes, array elements and composite fields included: "done": "yes" for
+// a boolean column answers 400 naming /done
 // (Postgres would read it as true); integers and numerics also take their
 // value as a string, jsonb any JSON, and null passes to the database's
 // NOT NULL. With [Config.Input] (create, update) or an action's input,

@@ -96,10 +96,12 @@ func (r *Resource) parseBody(op Operation, body []byte) (Row, error) {
 		case c.textIn && !isText(row[k], c.textArrays):
 			textErrs = append(textErrs, problem.FieldError{Path: "/" + pointerEscape(k),
 				Message: "must be the " + c.Type + " text form (a string, or an array of them)"})
-		case r.input[op] == nil && !fits(row[k], c.fit):
+		case r.input[op] == nil && c.fit != 0:
 			// Without an input schema the column's type decides: "yes"
 			// is no boolean, though Postgres would read it as true.
-			fitErrs = append(fitErrs, problem.FieldError{Path: "/" + pointerEscape(k), Message: fitMessage(c.fit, c.Type)})
+			if path, msg := c.misfit(row[k]); msg != "" {
+				fitErrs = append(fitErrs, problem.FieldError{Path: "/" + pointerEscape(k) + path, Message: msg})
+			}
 		}
 	}
 	if errs != nil {

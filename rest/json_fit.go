@@ -2,6 +2,8 @@ package rest
 
 import (
 	"encoding/json"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -72,8 +74,64 @@ func fits(v any, k uint8) bool {
 	return true
 }
 
-// fitMessage says which JSON types a column takes, e.g. "must be a JSON
-// boolean (the column is boolean)".
+// misfit returns the path below the column and the message of the first
+// value of v whose JSON type c does not take: v itself, the elements of an
+// array column, the fields of a composite one. message is "" when v fits.
+func (c *column) misfit(v any) (path, message string) {
+	if !fits(v, c.fit) {
+		return "", fitMessage(c.fit, c.Type)
+	}
+	switch v.(type) {
+	case []any, map[string]any:
+		if c.inForm != nil {
+			return misfit(v, c.inForm, "")
+		}
+	}
+	return "", ""
+}
+
+// misfit checks the elements (Items) or fields (Properties) of v against
+// the form s, depth first.
+func misfit(v any, s *jsonschema.Schema, path string) (string, string) {
+	check := func(e any, es *jsonschema.Schema, p string) (string, string) {
+		if k := fitKinds(es, ""); !fits(e, k) {
+			return p, fitMessage(k, "")
+		}
+		return misfit(e, es, p)
+	}
+	switch x := v.(type) {
+	case []any:
+		if s.Items == nil {
+			return "", ""
+		}
+		for i, e := range x {
+			if p, m := check(e, s.Items, path+"/"+strconv.Itoa(i)); m != "" {
+				return p, m
+			}
+		}
+	case map[string]any:
+		if len(s.Properties) == 0 {
+			return "", ""
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			if s.Properties[k] != nil {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if p, m := check(x[k], s.Properties[k], path+"/"+pointerEscape(k)); m != "" {
+				return p, m
+			}
+		}
+	}
+	return "", ""
+}
+
+// fitMessage says which JSON types a column (or, with colType "", a
+// value inside one) takes, e.g. "must be a JSON boolean (the column is
+// boolean)".
 func fitMessage(k uint8, colType string) string {
 	var names []string
 	if k&fitBool != 0 {
@@ -95,6 +153,9 @@ func fitMessage(k uint8, colType string) string {
 	}
 	if k&fitArray != 0 {
 		names = append(names, "array")
+	}
+	if colType == "" {
+		return "must be a JSON " + strings.Join(names, " or ")
 	}
 	return "must be a JSON " + strings.Join(names, " or ") + " (the column is " + colType + ")"
 }

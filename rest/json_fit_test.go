@@ -27,6 +27,7 @@ func TestBodyValueTypeFitsColumn(t *testing.T) {
 		{"todos", "POST", "/api/todos", `{"title":{"a":1}}`, "/title", "must be a JSON string (the column is text)"},
 		{"notes", "POST", "/api/notes", `{"code":"a","tags":"x"}`, "/tags", "must be a JSON array (the column is text[])"},
 		{"notes", "POST", "/api/notes", `{"code":"a","amount":[1]}`, "/amount", "must be a JSON number (or a string of one) (the column is numeric(20,2))"},
+		{"notes", "POST", "/api/notes", `{"code":"a","tags":["ok",true]}`, "/tags/1", "must be a JSON string"},
 	}
 	for _, c := range refused {
 		s := todos
@@ -54,5 +55,34 @@ func TestBodyValueTypeFitsColumn(t *testing.T) {
 		if r := do(t, notes, "POST", "/api/notes", alice, body); r.status != 201 {
 			t.Errorf("%s: %s", body, r)
 		}
+	}
+}
+
+// TestBodyValueTypeFitsInside: the elements of an array column and the
+// fields of a composite one are checked the same way, the path naming
+// the element or field.
+func TestBodyValueTypeFitsInside(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(`create type addr as (street text, zip int, verified boolean);
+create table places (id int primary key, home addr, flags boolean[]);
+alter table places enable row level security;
+create policy places_all on places for all to authenticated using (true) with check (true);
+grant select, insert, update, delete on places to authenticated;`)
+	s := server(t, "places", b.resource("places", nil))
+	for _, c := range []struct{ body, path, msg string }{
+		{`{"id":1,"home":{"street":"x","zip":1,"verified":"yes"}}`, "/home/verified", "must be a JSON boolean"},
+		{`{"id":1,"home":{"street":["x"]}}`, "/home/street", "must be a JSON string"},
+		{`{"id":1,"flags":[true,"no"]}`, "/flags/1", "must be a JSON boolean"},
+		{`{"id":1,"home":"(x,1,t)"}`, "/home", "must be a JSON object (the column is addr)"},
+	} {
+		m := isProblem(t, do(t, s, "POST", "/api/places", alice, c.body), 400, "bad_request")
+		errs, _ := m["errors"].([]any)
+		if len(errs) != 1 || errs[0].(map[string]any)["path"] != c.path || errs[0].(map[string]any)["message"] != c.msg {
+			t.Errorf("%s: errors %v, want %s %q", c.body, m["errors"], c.path, c.msg)
+		}
+	}
+	if r := do(t, s, "POST", "/api/places", alice, `{"id":2,"home":{"street":"x","zip":"12345","verified":true},"flags":[true,null]}`); r.status != 201 {
+		t.Errorf("fitting values: %s", r)
 	}
 }
