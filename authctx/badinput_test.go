@@ -54,6 +54,11 @@ func TestBadInput(t *testing.T) {
 	invalid := func(name string, req func() *http.Request) tc {
 		return tc{name: name, req: req, kind: KindInvalid, reason: ReasonToken, status: 401, code: problem.CodeTokenInvalid}
 	}
+	malformed := func(name string, req func() *http.Request) tc {
+		c := invalid(name, req)
+		c.code = problem.CodeTokenMalformed
+		return c
+	}
 	absent := func(name string, req func() *http.Request) tc {
 		return tc{name: name, req: req, kind: KindAnon, reason: ReasonNone, status: 401, code: problem.CodeAuthRequired}
 	}
@@ -63,16 +68,17 @@ func TestBadInput(t *testing.T) {
 		invalid("scheme only", hdr("Bearer")),
 		invalid("Bearer with spaces only", hdr("Bearer    ")),
 		invalid("garbage header", hdr("\x01\x02garbage")),
-		invalid("two segments", hdr("Bearer a.b")),
-		invalid("broken base64 header", hdr("Bearer !!!.e30.c2ln")),
-		invalid("non-object header JSON", hdr("Bearer "+unsigned(`[1]`, `{}`))),
-		invalid("non-object payload", hdr("Bearer "+unsigned(`{"alg":"ES256","kid":"`+kidEC+`"}`, `[1,2,3]`))),
-		invalid("oversized token", hdr("Bearer "+strings.Repeat("a", 1<<20)+".b.c")),
-		invalid("alg none", hdr("Bearer "+unsigned(`{"alg":"none"}`, `{"sub":"u","exp":4102444800}`))),
+		malformed("two segments", hdr("Bearer a.b")),
+		malformed("broken base64 header", hdr("Bearer !!!.e30.c2ln")),
+		malformed("non-object header JSON", hdr("Bearer "+unsigned(`[1]`, `{}`))),
+		malformed("non-object payload", hdr("Bearer "+unsigned(`{"alg":"ES256","kid":"`+kidEC+`"}`, `[1,2,3]`))),
+		malformed("oversized token", hdr("Bearer "+strings.Repeat("a", 1<<20)+".b.c")),
+		{name: "alg none", req: hdr("Bearer " + unsigned(`{"alg":"none"}`, `{"sub":"u","exp":4102444800}`)),
+			kind: KindInvalid, reason: ReasonToken, status: 401, code: problem.CodeTokenAlgorithmNotAccepted},
 		invalid("exp as a string", hdr("Bearer "+b.token(map[string]any{"exp": "4102444800"}))),
 		invalid("wrong claim type: sub number", hdr("Bearer "+b.token(map[string]any{"sub": 1}))),
 		{name: "huge act nesting", req: hdr("Bearer " + unsigned(`{"alg":"ES256","kid":"`+kidEC+`"}`, deep)),
-			kind: KindInvalid, reason: ReasonToken, status: 401, code: problem.CodeTokenInvalid},
+			kind: KindInvalid, reason: ReasonToken, status: 401, code: problem.CodeTokenMalformed},
 		{name: "act nesting past the bound (signed)", req: hdr("Bearer " + b.token(map[string]any{"act": deepAct(50)})),
 			kind: KindInvalid, reason: ReasonActor, status: 401, code: problem.CodeActorInvalid},
 		absent("empty Authorization header", hdr("")),
@@ -98,10 +104,11 @@ func TestBadInput(t *testing.T) {
 			r.Header.Set("Cookie", name+`="`+sessionCookieValue(valid, 4102444800)+`"`)
 			return r
 		}),
-		invalid("cookie: session whose access_token is not a string",
+		malformed("cookie: session whose access_token is not a string",
 			cookie(name, "base64-"+b64([]byte(`{"access_token":42,"refresh_token":"r","expires_at":4102444800}`)))),
-		invalid("cookie: session with a garbage token", cookie(name, "base64-"+b64([]byte(`{"access_token":"x.y.z","refresh_token":"r","expires_at":4102444800}`)))),
-		invalid("cookie: session with a forged token", cookie(name, sessionCookieValue(tamper(valid), 4102444800))),
+		malformed("cookie: session with a garbage token", cookie(name, "base64-"+b64([]byte(`{"access_token":"x.y.z","refresh_token":"r","expires_at":4102444800}`)))),
+		{name: "cookie: session with a forged token", req: cookie(name, sessionCookieValue(tamper(valid), 4102444800)),
+			kind: KindInvalid, reason: ReasonToken, status: 401, code: problem.CodeTokenSignatureInvalid},
 		{name: "cookie: legacy plain JSON", req: func() *http.Request {
 			r := httptest.NewRequest("GET", "/", nil)
 			r.Header.Set("Cookie", "other=1; "+name+`={"access_token":"`+valid+`","refresh_token":"r","expires_at":4102444800}`)

@@ -34,15 +34,27 @@
 // once and cached with keyfunc, refreshed in the background and, at a
 // bounded rate, on an unknown kid. Only ES256, RS256 and EdDSA
 // (Ed25519) are accepted; exp
-// is required; exp, nbf and iat must be plain numbers in range, and an
-// iat further in the future than the clock skew is refused. iss must be
+// is required; exp, nbf and iat must be plain numbers in range. They are
+// checked with a clock leeway of 30 seconds ([DefaultClockSkew];
+// VerifierConfig.ClockSkew changes it): a token is accepted until 30 s
+// after its exp, and one whose nbf or iat lies more than 30 s in the
+// future is refused. iss must be
 // {ProjectURL}/auth/v1 and aud must hold "authenticated" unless
 // Config.Issuer, Config.Audience say otherwise or [Config.AnyIssuer],
 // [Config.AnyAudience] opt out; MaxTokenLifetime optionally
 // bounds a token's lifetime. Tokens are
 // capped in size and pre-parsed before any key work. A
 // legacy HS256 secret has no public key: configuring only that fails with
-// [ErrLegacySecret].
+// [ErrLegacySecret], and an HS256 token is refused.
+//
+// A refused token's error is a [*TokenError]: a stable code naming the
+// cause (TOKEN_EXPIRED, TOKEN_NOT_YET_VALID, TOKEN_ISSUER_MISMATCH,
+// TOKEN_AUDIENCE_MISMATCH, TOKEN_UNKNOWN_KEY, TOKEN_SIGNATURE_INVALID,
+// TOKEN_ALGORITHM_NOT_ACCEPTED, TOKEN_MALFORMED, else TOKEN_INVALID) and a
+// detail saying what to do ("The token expired 3m12s ago; the clock
+// leeway is 30s. …"). [Admit] answers with both, [Auth.Cause] gives the
+// code for logs; the state's reason stays "token". Neither holds the
+// token, a key or a claim value besides the received issuer or audience.
 //
 // Verified tokens are remembered until exp in a bounded, sharded LRU
 // keyed by a hash of the token, so a valid token costs no network call

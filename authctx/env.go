@@ -78,6 +78,13 @@ func LoadEnvFrom(getenv func(string) string, overrides *Env) (Env, error) {
 			e.JWKS = json.RawMessage(raw)
 		}
 	}
+	if e.JWTSecret == "" {
+		e.JWTSecret = getenv("SUPABASE_JWT_SECRET")
+	}
+	if e.URL == "" && len(e.JWKS) == 0 && strings.TrimSpace(e.JWTSecret) != "" {
+		return e, &EnvError{Variable: "SUPABASE_URL", Problem: "is not set and only SUPABASE_JWT_SECRET is: " + LegacySecretHelp +
+			"; then set SUPABASE_URL (the project URL, whose JWKS lists the public keys) or SUPABASE_JWKS"}
+	}
 	if e.URL == "" && len(e.JWKS) == 0 {
 		return e, &EnvError{Variable: "SUPABASE_URL", Problem: "is not set (the project URL, e.g. https://<ref>.supabase.co or http://127.0.0.1:54321; or give the keys inline in SUPABASE_JWKS)"}
 	}
@@ -115,9 +122,6 @@ func LoadEnvFrom(getenv func(string) string, overrides *Env) (Env, error) {
 		if u, err := url.Parse(e.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return e, &EnvError{Variable: "SUPABASE_JWKS_URL", Problem: "is not an http(s) URL"}
 		}
-	}
-	if e.JWTSecret == "" {
-		e.JWTSecret = getenv("SUPABASE_JWT_SECRET")
 	}
 	if e.Issuer == "" {
 		e.Issuer = strings.TrimSpace(getenv("SUPABASE_JWT_ISSUER"))

@@ -115,3 +115,42 @@ func ExampleClaimsOf() {
 	// blue
 	// authctx: claims failed the schema: /app_metadata/team must be of type string
 }
+
+// ExampleAuth_Cause: a refused token keeps reason "token"; its cause is a
+// stable code, and the problem's detail says what to do. exp, nbf and iat
+// are checked with 30 seconds of clock leeway (DefaultClockSkew).
+func ExampleAuth_Cause() {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	rv, err := authctx.New(context.Background(), &authctx.Config{
+		ProjectURL: "https://abcdefghijklmnopqrst.supabase.co",
+		VerifierConfig: authctx.VerifierConfig{JWKS: inlineJWKS(key, "key-1"),
+			Now: func() time.Time { return now }},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer rv.Close()
+	sign := func(iss string, exp time.Time) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"iss": iss, "aud": "authenticated",
+			"sub": "11111111-1111-4111-8111-111111111111", "role": "authenticated",
+			"exp": exp.Unix(), "iat": exp.Add(-time.Hour).Unix()})
+		tok.Header["kid"] = "key-1"
+		s, _ := tok.SignedString(key)
+		return s
+	}
+	for _, tok := range []string{
+		sign("https://abcdefghijklmnopqrst.supabase.co/auth/v1", now.Add(-3*time.Minute-12*time.Second)),
+		sign("https://another-project.supabase.co/auth/v1", now.Add(time.Hour)),
+	} {
+		a := rv.ResolveToken(context.Background(), tok)
+		p := authctx.Admit(a)
+		fmt.Println(a.Kind, a.Reason, a.Cause(), p.Status)
+		fmt.Println(p.Detail)
+	}
+	// Output:
+	// invalid token TOKEN_EXPIRED 401
+	// The token expired 3m12s ago; the clock leeway is 30s. Refresh the session (or sign in again) and retry with the new access token.
+	// invalid token TOKEN_ISSUER_MISMATCH 401
+	// The token was issued by "https://another-project.supabase.co/auth/v1", but this server expects tokens issued by "https://abcdefghijklmnopqrst.supabase.co/auth/v1": it comes from another project or auth server. If the expected issuer is wrong, set SUPABASE_JWT_ISSUER (Config.Issuer).
+}

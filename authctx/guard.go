@@ -30,10 +30,13 @@ const (
 // Admit decides whether a guard with the allow list admits a. It returns
 // nil when admitted, else the Problem to answer:
 //
-//   - invalid: 401 TOKEN_INVALID, CLAIMS_INVALID (with the failing paths)
-//     or ACTOR_INVALID, always, whatever the allow list — except a token
-//     that could not be checked because the signing keys have not loaded
-//     yet: 503 with Retry-After ([KeysNotLoadedProblem]);
+//   - invalid: 401, always, whatever the allow list, with the cause as
+//     code and a detail saying what to do: a TOKEN_ code of a
+//     [*TokenError] (TOKEN_EXPIRED, TOKEN_ISSUER_MISMATCH, …; see
+//     [Auth.Cause]), CLAIMS_INVALID (with the failing paths) or
+//     ACTOR_INVALID — except a token that could not be checked because the
+//     signing keys have not loaded yet: 503 KEYS_NOT_LOADED with
+//     Retry-After ([KeysNotLoadedProblem]);
 //   - anonymous sign-in not admitted: 403 ANONYMOUS_USER;
 //   - full user not admitted (e.g. allow {anonymous}): 403 CALLER_NOT_ALLOWED;
 //   - no session where one is required: 401 AUTH_REQUIRED;
@@ -113,7 +116,12 @@ func invalidProblem(a Auth) *problem.Problem {
 	case ReasonActor:
 		p = problem.WithCode(problem.CodeActorInvalid, "The token's act (actor) chain is malformed.")
 	default:
-		p = problem.WithCode(problem.CodeTokenInvalid, "The credential did not verify.")
+		var te *TokenError
+		if errors.As(a.Err, &te) {
+			p = problem.WithCode(te.Code, te.Detail)
+		} else {
+			p = problem.WithCode(problem.CodeTokenInvalid, "The credential did not verify.")
+		}
 	}
 	if a.Err != nil {
 		p = p.WithCause(a.Err)
@@ -130,7 +138,7 @@ func ExpiredForStream(a Auth, now time.Time) *problem.Problem {
 	if a.User == nil || a.User.ExpiresAt.IsZero() || now.Before(a.User.ExpiresAt) {
 		return nil
 	}
-	return problem.WithCode(problem.CodeTokenInvalid, "The token has expired; refresh it, then reconnect.").
+	return problem.WithCode(problem.CodeTokenExpired, "The token has expired; refresh it, then reconnect.").
 		WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
 }
 
@@ -139,7 +147,7 @@ func ExpiredForStream(a Auth, now time.Time) *problem.Problem {
 // answered since start): 503 with Retry-After, never a 401 that clients
 // would read as signed out.
 func KeysNotLoadedProblem() *problem.Problem {
-	return problem.New(problem.KindUnavailable, "The signing keys are not loaded yet; try again shortly.").
+	return problem.WithCode(problem.CodeKeysNotLoaded, "The signing keys are not loaded yet; try again shortly.").
 		WithHeader("Retry-After", "1")
 }
 

@@ -33,7 +33,7 @@ func TestOverHTTP(t *testing.T) {
 	}{
 		{"valid Bearer", "GET", map[string]string{"Authorization": "Bearer " + b.token(nil)}, 200, ""},
 		{"session cookie", "GET", map[string]string{"Cookie": b.rv.CookieName() + "=" + sess}, 200, ""},
-		{"garbage Bearer", "GET", map[string]string{"Authorization": "Bearer ..."}, 401, problem.CodeTokenInvalid},
+		{"garbage Bearer", "GET", map[string]string{"Authorization": "Bearer ..."}, 401, problem.CodeTokenMalformed},
 		{"anonymous sign-in", "GET", map[string]string{"Authorization": "Bearer " + b.token(map[string]any{"is_anonymous": true})}, 403, problem.CodeAnonymousUser},
 		{"no credential", "GET", nil, 401, problem.CodeAuthRequired},
 		{"cross-site cookie form post", "POST", map[string]string{"Cookie": b.rv.CookieName() + "=" + sess,

@@ -55,9 +55,12 @@ type jwksFetcher struct {
 	retryMin time.Duration
 	retryMax time.Duration
 
-	loaded atomic.Bool   // a fetch has succeeded once
-	kick   chan struct{} // a fetch failed: retry in the background
-	mu     sync.Mutex    // one fetch at a time
+	every time.Duration // the unknown-kid limiter's period (for refusal details)
+
+	loaded    atomic.Bool   // a fetch has succeeded once
+	fetchedAt atomic.Int64  // unix nanoseconds of the last successful fetch
+	kick      chan struct{} // a fetch failed: retry in the background
+	mu        sync.Mutex    // one fetch at a time
 }
 
 // fetch loads the JWKS and replaces the stored keys. A response without
@@ -104,6 +107,7 @@ func (f *jwksFetcher) fetch(ctx context.Context) error {
 	if err := f.store.KeyReplaceAll(ctx, keys); err != nil {
 		return err
 	}
+	f.fetchedAt.Store(time.Now().UnixNano())
 	f.loaded.Store(true)
 	return nil
 }

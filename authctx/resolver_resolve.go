@@ -239,7 +239,7 @@ func (rv *Resolver) apikey(r *http.Request) (Auth, bool) {
 		return Auth{}, false
 	}
 	if len(vals) > 1 {
-		return Invalid(ReasonToken, errors.New("authctx: more than one apikey header")), true
+		return Invalid(ReasonToken, invalidCredential("more than one apikey header", "The request carries more than one apikey header; send exactly one.")), true
 	}
 	got := rv.mac(vals[0])
 	name := ""
@@ -252,7 +252,7 @@ func (rv *Resolver) apikey(r *http.Request) (Auth, bool) {
 		return Service(name), true
 	}
 	if strings.HasPrefix(vals[0], "sb_secret_") {
-		return Invalid(ReasonToken, errors.New("authctx: the apikey is not a configured secret key")), true
+		return Invalid(ReasonToken, invalidCredential("the apikey is not a configured secret key", "The apikey header holds a secret key (sb_secret_…) that is not one of this server's secret keys (SUPABASE_SECRET_KEYS): it belongs to another project, or it was rotated.")), true
 	}
 	return Auth{}, false // a publishable key: not a service credential
 }
@@ -261,7 +261,7 @@ func (rv *Resolver) apikey(r *http.Request) (Auth, bool) {
 // carries no user credential (empty, or a publishable key).
 func (rv *Resolver) bearer(ctx context.Context, vals []string, h http.Header) (Auth, bool) {
 	if len(vals) > 1 {
-		return Invalid(ReasonToken, errors.New("authctx: more than one Authorization header")), true
+		return Invalid(ReasonToken, invalidCredential("more than one Authorization header", "The request carries more than one Authorization header; send exactly one.")), true
 	}
 	v := strings.TrimSpace(vals[0])
 	if v == "" {
@@ -269,11 +269,11 @@ func (rv *Resolver) bearer(ctx context.Context, vals []string, h http.Header) (A
 	}
 	scheme, token, found := strings.Cut(v, " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return Invalid(ReasonToken, errors.New("authctx: unsupported Authorization scheme (want Bearer)")), true
+		return Invalid(ReasonToken, invalidCredential("unsupported Authorization scheme (want Bearer)", "The Authorization header does not use the Bearer scheme: send the access token as `Authorization: Bearer <token>`.")), true
 	}
 	token = strings.TrimSpace(token)
 	if token == "" {
-		return Invalid(ReasonToken, errors.New("authctx: empty Bearer token")), true
+		return Invalid(ReasonToken, invalidCredential("empty Bearer token", "The Authorization header names the Bearer scheme but carries no token.")), true
 	}
 	if _, ok := rv.publishable[token]; ok {
 		return Auth{}, false
@@ -300,9 +300,9 @@ func apiKeyBearer(token string, h http.Header) (Auth, bool) {
 		return Auth{}, false
 	}
 	if strings.HasPrefix(token, "sb_secret_") {
-		return Invalid(ReasonToken, errors.New("authctx: a secret key in the Authorization header must repeat the apikey header")), true
+		return Invalid(ReasonToken, invalidCredential("a secret key in the Authorization header must repeat the apikey header", "A secret key (sb_secret_…) in the Authorization header counts only when the apikey header repeats it: send it as the apikey header.")), true
 	}
-	return Invalid(ReasonToken, errors.New("authctx: the Bearer is an unknown sb_ key")), true
+	return Invalid(ReasonToken, invalidCredential("the Bearer is an unknown sb_ key", "The Bearer credential is an API key (sb_…) this server does not know: send a user's access token, or a configured key in the apikey header.")), true
 }
 
 // ResolveToken resolves a bare access token the way a Bearer header is
@@ -350,7 +350,7 @@ func (rv *Resolver) fromVerified(v *Verified, token string) Auth {
 				return Service("service_role")
 			}
 		}
-		return Invalid(ReasonToken, fmt.Errorf("%w: sub is missing", ErrTokenClaims))
+		return Invalid(ReasonToken, claimsInvalid("sub is missing (only API-key tokens for anon, and for service_role where secret keys are on, may omit it)"))
 	}
 	return rv.finishUser(v.Claims, token, v.Payload, v.ExpiresAt)
 }
@@ -371,7 +371,7 @@ func (rv *Resolver) finishUser(claims Claims, token string, claimsJSON json.RawM
 	}
 	a := NewUser(claims, token, claimsJSON)
 	if a.User.ID == "" {
-		return Invalid(ReasonToken, fmt.Errorf("%w: sub is empty", ErrTokenClaims))
+		return Invalid(ReasonToken, claimsInvalid("sub is empty"))
 	}
 	a.User.ExpiresAt = exp
 	if rv.profile != nil {

@@ -42,6 +42,10 @@ func (rv *Resolver) resolveObserved(r *http.Request) Result {
 	// Resolved also sets kind, source and reason on the resolve span
 	// (attributes built once per combination).
 	rv.tel.Resolved(ctx, string(res.Auth.Kind), string(res.Auth.Reason), string(res.Source), subject)
+	if res.Auth.Kind == KindInvalid {
+		// Only a refusal pays for its cause (a code, never a value).
+		telemetry.SetCallerCause(ctx, string(res.Auth.Cause()))
+	}
 	span.End()
 	return res
 }

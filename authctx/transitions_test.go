@@ -100,7 +100,7 @@ func TestSeedSection3(t *testing.T) {
 			name:     "Bearer verification fails (signed by an unknown key): invalid/token, never anon",
 			build:    func(b *bundle) *http.Request { return bearerReq(signES(t, ecKey2, kidEC, userClaims(nil))) },
 			wantKind: KindInvalid, wantReason: ReasonToken, wantSource: SourceBearer,
-			wantStatus: 401, wantCode: problem.CodeTokenInvalid,
+			wantStatus: 401, wantCode: problem.CodeTokenSignatureInvalid,
 		},
 		{
 			name: "Bearer expired: invalid/token, not anon/expired",
@@ -108,7 +108,7 @@ func TestSeedSection3(t *testing.T) {
 				return bearerReq(b.token(map[string]any{"exp": time.Now().Add(-time.Hour).Unix()}))
 			},
 			wantKind: KindInvalid, wantReason: ReasonToken, wantSource: SourceBearer,
-			wantStatus: 401, wantCode: problem.CodeTokenInvalid,
+			wantStatus: 401, wantCode: problem.CodeTokenExpired,
 		},
 		{
 			name: "verified token fails the claims schema: invalid/claims naming paths, not values",

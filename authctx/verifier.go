@@ -20,6 +20,8 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
+
+	"github.com/tablegate/tablegate/problem"
 )
 
 // Defaults of the verifier.
@@ -43,6 +45,14 @@ const (
 	MaxTokenBytesLimit = 1 << 20
 )
 
+// LegacySecretHelp says why a legacy HS256 JWT secret (SUPABASE_JWT_SECRET)
+// is not enough and how to move on. [ErrLegacySecret], [LoadEnv] and the
+// tablegate CLI use it.
+const LegacySecretHelp = "legacy HS256 JWT secrets are not accepted: tablegate verifies tokens locally " +
+	"against the project's public signing keys (ES256, RS256 or EdDSA), and a shared secret publishes none. " +
+	"Move the project to JWT signing keys (Supabase dashboard: Project Settings > JWT Keys; locally: " +
+	"`supabase gen signing-key` and [auth] signing_keys_path in supabase/config.toml; see " + SigningKeysDocs + ")"
+
 // Verification errors. A [*Verifier] wraps one of them in every error it
 // returns, so callers can branch with [errors.Is].
 var (
@@ -62,11 +72,8 @@ var (
 	ErrActorInvalid = errors.New("authctx: malformed act chain")
 	// ErrLegacySecret is returned by [New] and [NewVerifier] when the only
 	// key material is a legacy HS256 shared secret.
-	ErrLegacySecret = errors.New("authctx: only a legacy HS256 JWT secret is configured; " +
-		"tablegate verifies tokens locally against the project's public keys (ES256, RS256 or EdDSA), " +
-		"and an HS256 secret publishes none. Switch the project to asymmetric JWT signing keys " +
-		"(Supabase dashboard: Project Settings > JWT Keys; locally: `supabase gen signing-key` and " +
-		"[auth] signing_keys_path), then set SUPABASE_URL (JWKS at /auth/v1/.well-known/jwks.json) or SUPABASE_JWKS")
+	ErrLegacySecret = errors.New("authctx: only a legacy HS256 JWT secret is configured: " + LegacySecretHelp +
+		"; then set SUPABASE_URL (JWKS at /auth/v1/.well-known/jwks.json) or SUPABASE_JWKS")
 	// ErrNoKeys is returned by [NewVerifier] when neither a JWKS URL nor an
 	// inline JWKS is configured.
 	ErrNoKeys = errors.New("authctx: no JWKS configured: set ProjectURL, JWKSURL or JWKS (SUPABASE_URL or SUPABASE_JWKS)")
@@ -145,6 +152,8 @@ type Verifier struct {
 	maxBytes int
 	skew     time.Duration
 	maxLife  time.Duration
+	issuer   string // expected iss ("" = any), for refusal details
+	audience string // expected aud ("" = any), for refusal details
 	now      func() time.Time
 	cancel   context.CancelFunc
 	closeOne sync.Once
@@ -242,7 +251,7 @@ func NewVerifier(ctx context.Context, cfg *VerifierConfig) (*Verifier, error) {
 			url: cfg.JWKSURL, shown: redactURL(cfg.JWKSURL), client: client, timeout: 5 * time.Second,
 			store: jwkset.NewMemoryStorage(), log: logger,
 			unknown:  rate.NewLimiter(rate.Every(every), 1),
-			interval: interval, retryMin: cfg.JWKSRetryMin, retryMax: cfg.JWKSRetryMax,
+			interval: interval, every: every, retryMin: cfg.JWKSRetryMin, retryMax: cfg.JWKSRetryMax,
 			kick: make(chan struct{}, 1),
 		}
 		if f.retryMin <= 0 {
@@ -292,6 +301,7 @@ func NewVerifier(ctx context.Context, cfg *VerifierConfig) (*Verifier, error) {
 		jwt.WithLeeway(v.skew),
 		jwt.WithTimeFunc(v.now),
 	}
+	v.issuer, v.audience = cfg.Issuer, cfg.Audience
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
 	}
@@ -376,61 +386,68 @@ func (v *Verifier) MaxTokenBytes() int { return v.maxBytes }
 func (v *Verifier) Verify(ctx context.Context, token string) (*Verified, error) {
 	// The shape check is cheap; the header itself is decoded once, by
 	// golang-jwt, and checked in the key function (same rules as preParse).
+	// The cause of a refusal is worked out only on the refusal path.
 	if err := preShape(token, v.maxBytes); err != nil {
-		return nil, err
+		return nil, malformed(err)
 	}
-	var hdrErr error
+	var hdrErr, keyErr error
+	var hdr jwsHeader
 	keyCalled := false
 	claims := jwt.MapClaims{}
 	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
 		keyCalled = true
-		hdr, err := headerOf(t.Header)
-		if err != nil {
+		var err error
+		if hdr, err = headerOf(t.Header); err != nil {
 			hdrErr = err
 			return nil, err
 		}
-		return v.key(ctx, t, hdr)
+		k, err := v.key(ctx, t, hdr)
+		keyErr = err
+		return k, err
 	})
 	if hdrErr != nil {
-		return nil, hdrErr
+		if errors.Is(hdrErr, errAlgRefused) {
+			return nil, algRefused(hdr.Alg)
+		}
+		return nil, malformed(hdrErr)
 	}
 	if err != nil {
 		switch {
 		case !keyCalled && errors.Is(err, jwt.ErrTokenSignatureInvalid):
 			// golang-jwt refused the alg before any key work (none, HS*, …).
-			return nil, fmt.Errorf("%w: alg is not accepted (ES256, RS256 or EdDSA only)", ErrTokenMalformed)
-		case errors.Is(err, jwt.ErrTokenExpired):
-			return nil, ErrTokenExpired
+			return nil, algRefused(algOf(token))
 		case errors.Is(err, jwt.ErrTokenMalformed):
-			return nil, fmt.Errorf("%w: %s", ErrTokenMalformed, "header or payload is not a JSON object")
-		case errors.Is(err, ErrKeysNotLoaded):
-			return nil, fmt.Errorf("%w: %w", ErrTokenUnverifiable, ErrKeysNotLoaded)
-		case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
-			return nil, ErrTokenUnverifiable
-		case errors.Is(err, jwt.ErrTokenInvalidClaims), errors.Is(err, jwt.ErrTokenRequiredClaimMissing),
+			return nil, malformed(fmt.Errorf("%w: %s", ErrTokenMalformed, "header or payload is not a JSON object"))
+		case keyErr != nil:
+			return nil, v.keyRefusal(ctx, keyErr, hdr)
+		case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+			return nil, v.signatureRefusal(ctx, hdr)
+		case errors.Is(err, jwt.ErrTokenExpired), errors.Is(err, jwt.ErrTokenInvalidClaims),
+			errors.Is(err, jwt.ErrTokenRequiredClaimMissing),
 			errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenInvalidIssuer),
 			errors.Is(err, jwt.ErrTokenInvalidAudience), errors.Is(err, jwt.ErrTokenUsedBeforeIssued),
 			errors.Is(err, jwt.ErrInvalidType):
-			return nil, fmt.Errorf("%w: %s", ErrTokenClaims, claimsReason(err))
+			return nil, v.claimRefusal(err, claims)
 		}
-		return nil, ErrTokenUnverifiable
+		return nil, tokenError(problem.CodeTokenInvalid, ErrTokenUnverifiable, "",
+			"The token did not verify against "+v.keySource(ctx)+".")
 	}
 	if err := v.checkTimes(claims); err != nil {
 		return nil, err
 	}
 	if s, ok := claims["sub"]; ok {
 		if _, isStr := s.(string); !isStr {
-			return nil, fmt.Errorf("%w: sub is not a string", ErrTokenClaims)
+			return nil, claimsInvalid("sub is not a string")
 		}
 	}
 	if r, ok := claims["role"]; ok {
 		if _, isStr := r.(string); !isStr {
-			return nil, fmt.Errorf("%w: role is not a string", ErrTokenClaims)
+			return nil, claimsInvalid("role is not a string")
 		}
 	}
 	if a, ok := claims["is_anonymous"]; ok {
 		if _, isBool := a.(bool); !isBool {
-			return nil, fmt.Errorf("%w: is_anonymous is not a boolean", ErrTokenClaims)
+			return nil, claimsInvalid("is_anonymous is not a boolean")
 		}
 	}
 	if act, ok := claims["act"]; ok {
@@ -471,13 +488,13 @@ func (v *Verifier) checkTimes(claims jwt.MapClaims) error {
 		case json.Number:
 			var err error
 			if f, err = x.Float64(); err != nil {
-				return fmt.Errorf("%w: %s is not a number", ErrTokenClaims, name)
+				return claimsInvalid(name + " is not a number")
 			}
 		default:
-			return fmt.Errorf("%w: %s is not a number", ErrTokenClaims, name)
+			return claimsInvalid(name + " is not a number")
 		}
 		if f != f || f < 0 || f > maxNumericDate { // NaN, negative, beyond year 9999
-			return fmt.Errorf("%w: %s is out of range", ErrTokenClaims, name)
+			return claimsInvalid(name + " is out of range")
 		}
 		at[i], has[i] = f, true
 	}
@@ -488,10 +505,10 @@ func (v *Verifier) checkTimes(claims jwt.MapClaims) error {
 	life := v.maxLife.Seconds()
 	now := float64(v.now().UnixNano()) / 1e9
 	if exp-now > life+v.skew.Seconds() {
-		return fmt.Errorf("%w: exp is further away than the maximum token lifetime", ErrTokenClaims)
+		return claimsInvalid("exp is further away than the maximum token lifetime (" + v.maxLife.String() + ")")
 	}
 	if has[2] && exp-at[2] > life {
-		return fmt.Errorf("%w: the token lives longer than the maximum token lifetime", ErrTokenClaims)
+		return claimsInvalid("the token lives longer than the maximum token lifetime (" + v.maxLife.String() + ")")
 	}
 	return nil
 }
@@ -527,7 +544,11 @@ func (v *Verifier) key(ctx context.Context, t *jwt.Token, hdr jwsHeader) (any, e
 		if !v.keysLoaded() {
 			return nil, ErrKeysNotLoaded
 		}
-		return nil, err
+		if errors.Is(err, jwkset.ErrKeyNotFound) {
+			return nil, fmt.Errorf("%w: %w", errUnknownKID, err)
+		}
+		// The kid's JWK refuses the token's alg (its alg or use).
+		return nil, fmt.Errorf("%w: %w", errAlgKeyMismatch, err)
 	}
 	if set, ok := k.(jwt.VerificationKeySet); ok { // no kid: keys matching the alg only
 		var out jwt.VerificationKeySet
@@ -537,15 +558,24 @@ func (v *Verifier) key(ctx context.Context, t *jwt.Token, hdr jwsHeader) (any, e
 			}
 		}
 		if len(out.Keys) == 0 {
-			return nil, errors.New("no key for alg")
+			return nil, errNoKeyForAlg
 		}
 		return out, nil
 	}
 	if !keyFits(hdr.Alg, k) {
-		return nil, errors.New("alg does not match the key")
+		return nil, errAlgKeyMismatch
 	}
 	return k, nil
 }
+
+// Errors of the key function, refined by [Verifier.keyRefusal].
+var (
+	errUnknownKID     = errors.New("unknown kid")
+	errNoKeyForAlg    = errors.New("no key for alg")
+	errAlgKeyMismatch = errors.New("alg does not match the key")
+	// errAlgRefused: the header's alg is not one this verifier accepts.
+	errAlgRefused = errors.New("alg is not accepted (ES256, RS256 or EdDSA only)")
+)
 
 func keyFits(alg string, key any) bool {
 	switch alg {
@@ -661,7 +691,7 @@ func headerOf(m map[string]any) (jwsHeader, error) {
 	case "":
 		return h, fmt.Errorf("%w: header has no alg", ErrTokenMalformed)
 	default:
-		return h, fmt.Errorf("%w: alg %q is not accepted (ES256, RS256 or EdDSA only)", ErrTokenMalformed, truncate(h.Alg, 16))
+		return h, fmt.Errorf("%w: alg %q %w", ErrTokenMalformed, truncate(h.Alg, 16), errAlgRefused)
 	}
 	if h.Typ != "" && !strings.EqualFold(h.Typ, "JWT") && !strings.EqualFold(h.Typ, "at+jwt") {
 		return h, fmt.Errorf("%w: typ is not JWT", ErrTokenMalformed)

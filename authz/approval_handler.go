@@ -104,7 +104,7 @@ func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch auth.Kind {
 	case authctx.KindInvalid:
-		h.fail(w, r, problem.WithCode(problem.CodeTokenInvalid, "The credential did not verify."))
+		h.fail(w, r, authctx.Admit(auth))
 		return
 	case authctx.KindUser, authctx.KindService:
 	default:

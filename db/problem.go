@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,7 +18,7 @@ import (
 // stays attached as the cause, for logs. A nil error stays nil, and an error
 // that already is a problem is returned unchanged.
 //
-//	23505 unique, 23503 foreign key       → 409 conflict
+//	23505 unique, 23503 foreign key       → 409 conflict (naming the constraint)
 //	42501 RLS or privilege refusal        → 403 forbidden
 //	23502 not null, 23514 check, 22xxx    → 422 unprocessable (22P02 → 400)
 //	40001 serialization, 40P01 deadlock   → 409 conflict with Retry-After
@@ -82,14 +83,17 @@ func fromPgError(e *pgconn.PgError) *problem.Problem {
 		return problem.New(problem.KindUnavailable, "The table changed while the server ran; try again.").
 			WithHeader("Retry-After", "1")
 	case e.Code == "23505":
-		return problem.New(problem.KindConflict, "A row with the same unique value already exists.")
+		return problem.New(problem.KindConflict, "A row with the same unique value already exists"+constraint(e)+".")
 	case e.Code == "23503":
-		return problem.New(problem.KindConflict, "The row references a row that does not exist, or is still referenced.")
+		return problem.New(problem.KindConflict, "The row references a row that does not exist, or is still referenced"+constraint(e, "foreign key")+".")
 	case e.Code == "42501":
 		return problem.New(problem.KindForbidden, "A row-level security policy or privilege refused the operation.")
 	case e.Code == "23502":
 		return field(problem.New(problem.KindUnprocessable, "A required value is missing."))
 	case e.Code == "23514":
+		if e.ConstraintName != "" {
+			return problem.New(problem.KindUnprocessable, "A value violates check constraint "+strconv.Quote(e.ConstraintName)+".")
+		}
 		return problem.New(problem.KindUnprocessable, "A value violates a check constraint.")
 	case e.Code == "22P02":
 		return problem.New(problem.KindBadRequest, "A value has the wrong format for its column.")
@@ -106,6 +110,20 @@ func fromPgError(e *pgconn.PgError) *problem.Problem {
 			WithHeader("Retry-After", "1")
 	}
 	return problem.New(problem.KindUnexpected, "The server could not complete the request.")
+}
+
+// constraint is " (unique constraint \"name\")" for a violation that
+// names its constraint, else "". A name is schema, never a value; rest
+// adds the constraint's columns from the catalog.
+func constraint(e *pgconn.PgError, kind ...string) string {
+	if e.ConstraintName == "" {
+		return ""
+	}
+	k := "unique constraint"
+	if len(kind) > 0 {
+		k = kind[0]
+	}
+	return " (" + k + " " + strconv.Quote(e.ConstraintName) + ")"
 }
 
 // isConnError reports whether err is a failure of the connection rather

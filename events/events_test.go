@@ -168,7 +168,7 @@ func TestRefusedCallers(t *testing.T) {
 		t.Fatalf("REST with a token inside the leeway: %d %s", st, body)
 	}
 	if c := b.subscribe("/api/todos/events", "Authorization", "Bearer "+skewTok); c.status != 401 ||
-		!strings.Contains(c.body, "TOKEN_INVALID") || !strings.Contains(c.body, "expired") {
+		!strings.Contains(c.body, "TOKEN_EXPIRED") || !strings.Contains(c.body, "expired") {
 		t.Fatalf("stream with a token inside the leeway: %d %s", c.status, c.body)
 	}
 	if st, _ := b.call("POST", "/api/todos/events", b.token(alice, tenantA, false), ""); st != 405 && st != 404 {

@@ -385,6 +385,6 @@ func (s *Server) expired(a authctx.Auth) bool {
 }
 
 func expiredProblem() *problem.Problem {
-	return problem.WithCode(problem.CodeTokenInvalid, "The access token has expired; connect again with a fresh token.").
+	return problem.WithCode(problem.CodeTokenExpired, "The access token has expired; connect again with a fresh token.").
 		WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
 }

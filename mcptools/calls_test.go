@@ -325,12 +325,12 @@ func TestSessionExpiry(t *testing.T) {
 	now.Store(exp + 29) // within the skew
 	ok(t, call(t, cs, "listTodos", nil))
 	now.Store(exp + 31)
-	if _, p := problemOf(t, call(t, cs, "listTodos", nil)); p.Status != http.StatusUnauthorized || p.Code != problem.CodeTokenInvalid {
+	if _, p := problemOf(t, call(t, cs, "listTodos", nil)); p.Status != http.StatusUnauthorized || p.Code != problem.CodeTokenExpired {
 		t.Fatalf("expired caller: %+v", p)
 	}
 	st2, _ := mcp.NewInMemoryTransports()
 	var ce *mcptools.CallerError
-	if _, err := srv.Connect(context.Background(), st2, a, mcptools.AllowList()); !errors.As(err, &ce) || ce.Problem.Code != problem.CodeTokenInvalid {
+	if _, err := srv.Connect(context.Background(), st2, a, mcptools.AllowList()); !errors.As(err, &ce) || ce.Problem.Code != problem.CodeTokenExpired {
 		t.Fatalf("connect with an expired token: %v", err)
 	}
 }

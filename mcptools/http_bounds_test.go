@@ -290,7 +290,7 @@ func TestHTTPStreamRefusesTokenInLeeway(t *testing.T) {
 	tok := b.keys.sign(alice, "exp", time.Now().Add(-5*time.Second).Unix())
 	sid := initSession(t, url, tok)
 	res, body := rawMCP(t, url, http.MethodGet, tok, sid, "", "")
-	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "TOKEN_INVALID") ||
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "TOKEN_EXPIRED") ||
 		!strings.Contains(res.Header.Get("WWW-Authenticate"), "invalid_token") {
 		t.Fatalf("GET stream inside the leeway: %d %v %s", res.StatusCode, res.Header, body)
 	}

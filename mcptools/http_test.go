@@ -235,8 +235,8 @@ func TestHTTPRefusals(t *testing.T) {
 	}{
 		{name: "no credential", status: 401, code: problem.CodeAuthRequired},
 		{name: "session cookie only (no cookie path)", cookie: "alice", status: 401, code: problem.CodeAuthRequired},
-		{name: "token from another key", token: other.sign(alice), status: 401, code: problem.CodeTokenInvalid},
-		{name: "garbage token", token: "not.a.jwt", status: 401, code: problem.CodeTokenInvalid},
+		{name: "token from another key", token: other.sign(alice), status: 401, code: problem.CodeTokenSignatureInvalid},
+		{name: "garbage token", token: "not.a.jwt", status: 401, code: problem.CodeTokenMalformed},
 		{name: "anonymous sign-in", token: b.keys.sign(anonymous, "is_anonymous", true), status: 403, code: problem.CodeAnonymousUser},
 		{name: "secret key (service) not in the allow list", apikey: testSecretKey, status: 403, code: problem.CodeCallerNotAllowed},
 	} {

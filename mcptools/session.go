@@ -42,10 +42,10 @@ func (e *CallerError) Unwrap() error { return e.Problem }
 // session. admit is the guard, usually [AllowList] (nil: AllowList(),
 // full users only); an invalid caller is always refused. A refused caller
 // gives a *CallerError and no session. A user caller whose token's exp claim passes during the session
-// is refused from then on (401 TOKEN_INVALID tool errors).
+// is refused from then on (401 TOKEN_EXPIRED tool errors).
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, a authctx.Auth, admit func(authctx.Auth) *problem.Problem) (*mcp.ServerSession, error) {
 	if a.Kind == authctx.KindInvalid {
-		return nil, &CallerError{Problem: problem.WithCode(problem.CodeTokenInvalid, "The credential is invalid.")}
+		return nil, &CallerError{Problem: authctx.Admit(a)}
 	}
 	if s.expired(a) {
 		return nil, &CallerError{Problem: expiredProblem()}

@@ -9,8 +9,40 @@ type Code string
 
 // The catalogue of codes.
 const (
-	// CodeTokenInvalid: a credential did not verify (invalid/token).
+	// CodeTokenInvalid: a credential did not verify (invalid/token) for a
+	// cause no more specific TOKEN_ code names: an apikey that is not a
+	// configured key, an Authorization scheme other than Bearer, a
+	// registered claim of the wrong type, a token without sub.
 	CodeTokenInvalid Code = "TOKEN_INVALID"
+	// CodeTokenExpired: the token's exp passed longer ago than the clock
+	// leeway (invalid/token); the detail says how long ago.
+	CodeTokenExpired Code = "TOKEN_EXPIRED"
+	// CodeTokenNotYetValid: the token's nbf or iat lies further in the
+	// future than the clock leeway (invalid/token).
+	CodeTokenNotYetValid Code = "TOKEN_NOT_YET_VALID"
+	// CodeTokenIssuerMismatch: the token's iss is not the expected issuer
+	// (invalid/token); the detail names both.
+	CodeTokenIssuerMismatch Code = "TOKEN_ISSUER_MISMATCH"
+	// CodeTokenAudienceMismatch: the token's aud lacks the expected
+	// audience (invalid/token); the detail names both.
+	CodeTokenAudienceMismatch Code = "TOKEN_AUDIENCE_MISMATCH"
+	// CodeTokenUnknownKey: no key of the JWKS has the token's key id (kid),
+	// or none fits its alg (invalid/token).
+	CodeTokenUnknownKey Code = "TOKEN_UNKNOWN_KEY"
+	// CodeTokenSignatureInvalid: the key named by the token does not
+	// verify its signature (invalid/token).
+	CodeTokenSignatureInvalid Code = "TOKEN_SIGNATURE_INVALID"
+	// CodeTokenAlgorithmNotAccepted: the token is signed with an algorithm
+	// other than ES256, RS256 or EdDSA, such as a legacy HS256 JWT secret
+	// (invalid/token).
+	CodeTokenAlgorithmNotAccepted Code = "TOKEN_ALGORITHM_NOT_ACCEPTED"
+	// CodeTokenMalformed: the credential is not a compact JWT
+	// (invalid/token).
+	CodeTokenMalformed Code = "TOKEN_MALFORMED"
+	// CodeKeysNotLoaded: a token could not be checked because the signing
+	// keys have not loaded yet (the JWKS has not answered since start); a
+	// 503 with Retry-After, never a 401.
+	CodeKeysNotLoaded Code = "KEYS_NOT_LOADED"
 	// CodeClaimsInvalid: verified claims failed the claims schema (invalid/claims).
 	CodeClaimsInvalid Code = "CLAIMS_INVALID"
 	// CodeActorInvalid: a malformed RFC 8693 act chain (invalid/actor).
@@ -48,7 +80,16 @@ type CodeInfo struct {
 // Catalogue returns every catalogued code in a stable order.
 func Catalogue() []CodeInfo {
 	return []CodeInfo{
-		{CodeTokenInvalid, http.StatusUnauthorized, KindUnauthorized, "The credential did not verify."},
+		{CodeTokenInvalid, http.StatusUnauthorized, KindUnauthorized, "The credential did not verify; the detail says why."},
+		{CodeTokenExpired, http.StatusUnauthorized, KindUnauthorized, "The token expired longer ago than the clock leeway (30 s by default); refresh the session."},
+		{CodeTokenNotYetValid, http.StatusUnauthorized, KindUnauthorized, "The token's nbf or iat lies in the future beyond the clock leeway; check the clocks."},
+		{CodeTokenIssuerMismatch, http.StatusUnauthorized, KindUnauthorized, "The token's issuer (iss) is not the expected one; the detail names both."},
+		{CodeTokenAudienceMismatch, http.StatusUnauthorized, KindUnauthorized, "The token's audience (aud) lacks the expected one; the detail names both."},
+		{CodeTokenUnknownKey, http.StatusUnauthorized, KindUnauthorized, "No key of the JWKS has the token's key id (kid): another project's or a retired key."},
+		{CodeTokenSignatureInvalid, http.StatusUnauthorized, KindUnauthorized, "The token's signature does not verify with the key it names."},
+		{CodeTokenAlgorithmNotAccepted, http.StatusUnauthorized, KindUnauthorized, "The token's alg is not ES256, RS256 or EdDSA (a legacy HS256 secret is never accepted)."},
+		{CodeTokenMalformed, http.StatusUnauthorized, KindUnauthorized, "The credential is not a compact JWT."},
+		{CodeKeysNotLoaded, http.StatusServiceUnavailable, KindUnavailable, "The signing keys have not loaded yet; retry after Retry-After."},
 		{CodeClaimsInvalid, http.StatusUnauthorized, KindUnauthorized, "The verified claims failed the claims schema; errors name the failing paths."},
 		{CodeActorInvalid, http.StatusUnauthorized, KindUnauthorized, "The token's act (actor) chain is malformed."},
 		{CodeAuthRequired, http.StatusUnauthorized, KindUnauthorized, "The route requires a signed-in caller."},

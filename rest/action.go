@@ -122,7 +122,7 @@ func DefineAction[I, Q, O any](def ActionDef[I, Q, O]) *Action {
 		if t == reflect.TypeFor[*Response]() || t.Kind() == reflect.Interface {
 			return
 		}
-		s, err := jsonschema.ForType(t, nil)
+		s, err := inferSchema(t)
 		if err != nil {
 			a.err = fmt.Errorf("%s schema: %w", what, err)
 			return

@@ -59,6 +59,36 @@
 // sqlc-generated queries (see examples/todos); routing, validation, RLS
 // scoping, cursors, hooks and errors stay the same.
 //
+// # Bodies: writable columns and constraints
+//
+// A create or update body is a JSON object of column values. By default
+// every column is writable except generated columns, identity columns
+// declared GENERATED ALWAYS and, on update, the key column. A column with
+// a default is writable too: created_by uuid default auth.uid() takes its
+// default only when the body leaves it out, so a caller could send another
+// user's id. Protect such columns with [Config.ReadOnly] (a body naming
+// one answers 400, and the default always applies), and, where Postgres
+// can say it, with the policy too (with check (created_by = auth.uid())).
+//
+// Without an input schema, each value must have a JSON type its column
+// takes, array elements and composite fields included: "done": "yes" for
+// a boolean column answers 400 naming /done
+// (Postgres would read it as true); integers and numerics also take their
+// value as a string, jsonb any JSON, and null passes to the database's
+// NOT NULL. With [Config.Input] (create, update) or an action's input,
+// the body is validated against that JSON Schema instead, before the
+// repository is touched; failures answer 400 naming the path and the
+// keyword, never the value. Build schemas from Go types with [SchemaFor]
+// and constrain them with the [SchemaTag] keywords
+// (`tablegate:"minLength=3,maxLength=80"`) or by changing the returned
+// schema; the OpenAPI and MCP descriptions show the same keywords.
+//
+// What only the database knows it reports: a unique, foreign-key, check
+// or not-null violation answers 409 or 422 naming the constraint and its
+// columns ("A value violates check constraint \"todos_title_check\" on
+// title.", with an errors entry per column), read from the catalog once
+// per constraint and never the value.
+//
 // # Errors
 //
 // Every refusal is an application/problem+json body from package problem:

@@ -37,10 +37,6 @@ func routeNotFound() *problem.Problem {
 	return problem.New(problem.KindNotFound, "No such route.")
 }
 
-func invalidCaller() *problem.Problem {
-	return problem.WithCode(problem.CodeTokenInvalid, "The credential is not valid.")
-}
-
 func schemaFailed(what string, errs []problem.FieldError) *problem.Problem {
 	p := problem.New(problem.KindBadRequest, "The "+what+" does not match its schema.")
 	return withFieldErrors(p, errs)

@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"net/http"
@@ -82,4 +83,35 @@ func ExampleDefineAction() {
 	fmt.Println(export.Status, export.Input == nil, string(q))
 	// Output:
 	// 200 true {"type":"object","properties":{"limit":{"type":"integer"}},"additionalProperties":false}
+}
+
+// Constraining a body from Go: validation keywords in the tablegate tag
+// (the jsonschema tag is the description), and the returned schema edited
+// for anything else. The same schema validates bodies (400 naming the
+// path and keyword) and describes them in the OpenAPI document.
+func ExampleSchemaFor() {
+	type newProject struct {
+		Name  string   `json:"name" jsonschema:"The project's name." tablegate:"minLength=3,maxLength=80"`
+		Plan  string   `json:"plan" tablegate:"enum=free|team"`
+		Seats int      `json:"seats,omitempty" tablegate:"minimum=1,maximum=500"`
+		Tags  []string `json:"tags,omitempty" tablegate:"maxItems=5,uniqueItems"`
+		Slug  string   `json:"slug,omitempty"`
+	}
+	s, err := rest.SchemaFor[newProject]()
+	if err != nil {
+		log.Fatal(err)
+	}
+	s.Properties["slug"].Pattern = "^[a-z0-9-]+$" // or tablegate:"pattern=^[a-z0-9-]+$"
+	b, _ := json.Marshal(s.Properties)
+	fmt.Println(string(b))
+
+	// Use it as the create body of a resource (or as ActionDef.Input):
+	//
+	//	rest.NewResource(ctx, d, "projects", &rest.Config{
+	//		Input:    map[rest.Operation]*jsonschema.Schema{rest.OpCreate: s},
+	//		ReadOnly: []string{"created_by"}, // default auth.uid(): never from the body
+	//	})
+
+	// Output:
+	// {"name":{"type":"string","description":"The project's name.","minLength":3,"maxLength":80},"plan":{"type":"string","enum":["free","team"]},"seats":{"type":"integer","minimum":1,"maximum":500},"slug":{"type":"string","pattern":"^[a-z0-9-]+$"},"tags":{"type":["null","array"],"items":{"type":"string"},"maxItems":5,"uniqueItems":true}}
 }

@@ -81,7 +81,7 @@ func TestFullStack(t *testing.T) {
 	}
 	// Section 7 rows.
 	m := isProblem(t, do(t, s, "GET", "/api/todos", "", "", "Authorization", "Bearer "+aliceTok+"x"), 401, "unauthorized")
-	if m["code"] != "TOKEN_INVALID" {
+	if m["code"] != "TOKEN_SIGNATURE_INVALID" {
 		t.Errorf("invalid token: %v", m)
 	}
 	m = isProblem(t, do(t, s, "GET", "/api/todos", "", ""), 401, "unauthorized")

@@ -85,7 +85,7 @@ func (r *Resource) parseBody(op Operation, body []byte) (Row, error) {
 		return nil, badBody("The body must be a JSON object.")
 	}
 	row := Row(m)
-	var errs, textErrs []problem.FieldError
+	var errs, textErrs, fitErrs []problem.FieldError
 	for k := range row {
 		c, ok := r.byName[k]
 		switch {
@@ -96,12 +96,23 @@ func (r *Resource) parseBody(op Operation, body []byte) (Row, error) {
 		case c.textIn && !isText(row[k], c.textArrays):
 			textErrs = append(textErrs, problem.FieldError{Path: "/" + pointerEscape(k),
 				Message: "must be the " + c.Type + " text form (a string, or an array of them)"})
+		case r.input[op] == nil && c.fit != 0:
+			// Without an input schema the column's type decides: "yes"
+			// is no boolean, though Postgres would read it as true.
+			if path, msg := c.misfit(row[k]); msg != "" {
+				fitErrs = append(fitErrs, problem.FieldError{Path: "/" + pointerEscape(k) + path, Message: msg})
+			}
 		}
 	}
 	if errs != nil {
 		sort.Slice(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
 		p := problem.New(problem.KindBadRequest, "The body names unknown or read-only columns.")
 		return nil, withFieldErrors(p, errs)
+	}
+	if fitErrs != nil {
+		sort.Slice(fitErrs, func(i, j int) bool { return fitErrs[i].Path < fitErrs[j].Path })
+		p := problem.New(problem.KindBadRequest, "The body gives values whose JSON type does not fit their column's type.")
+		return nil, withFieldErrors(p, fitErrs)
 	}
 	if textErrs != nil {
 		sort.Slice(textErrs, func(i, j int) bool { return textErrs[i].Path < textErrs[j].Path })

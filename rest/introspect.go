@@ -97,6 +97,7 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		// sorts among the values, so keyset pages ordered by it would
 		// repeat or skip rows: filtered, never ordered.
 		c.composite = holdsObjects(c.outForm)
+		c.fit = fitKinds(c.inForm, c.TypeName)
 		c.textIn, c.textArrays = textOnly(c.outForm, c.inForm)
 	}
 	return cols, pk, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -44,14 +45,22 @@ type Config struct {
 
 	// ReadOnly lists columns a body may not set. Generated columns and
 	// identity columns declared GENERATED ALWAYS are always read-only, and
-	// the key column is read-only for update. A body naming a read-only or
-	// unknown column answers 400.
+	// the key column is read-only for update; every other column is
+	// writable by default, including columns with a default such as
+	// created_by uuid default auth.uid() or tenant_id default
+	// tablegate.current_tenant_id(): the default applies only when the
+	// body leaves the column out. List such columns here so that the
+	// default always applies. A body naming a read-only or unknown column
+	// answers 400.
 	ReadOnly []string
 
 	// Input maps create or update to a JSON
 	// Schema the body must satisfy before the repository is touched. Build
-	// one from a Go type with [MustSchemaFor]. Failures answer 400 naming the
-	// failing paths, never values.
+	// one from a Go type with [MustSchemaFor], constrained with the
+	// [SchemaTag] keywords (`tablegate:"minLength=3"`) or by editing the
+	// result. Failures answer 400 naming the failing paths, never values.
+	// The same schema describes the body in the OpenAPI document. Without
+	// one, each value must have a JSON type its column takes.
 	Input map[Operation]*jsonschema.Schema
 
 	// Output maps an operation to the JSON Schema of its response when an
@@ -152,9 +161,16 @@ type Config struct {
 
 // SchemaFor returns the JSON Schema inferred from the Go type T, for
 // [Config.Input], [Config.Output] and action schemas, or the error that
-// says why T cannot be described.
+// says why T cannot be described. Inference is github.com/google/jsonschema-go's
+// (jsonschema.For): struct fields by their json names, required unless
+// omitempty or omitzero, no other properties allowed, a `jsonschema` tag
+// as the description. Validation keywords come from the [SchemaTag]
+// (`tablegate:"minLength=3"`). The result is the caller's: change it
+// (s.Properties["name"].MinLength = jsonschema.Ptr(3)) for anything a tag
+// cannot say; the resource validates bodies against, and describes, that
+// very schema.
 func SchemaFor[T any]() (*jsonschema.Schema, error) {
-	s, err := jsonschema.For[T](nil)
+	s, err := inferSchema(reflect.TypeFor[T]())
 	if err != nil {
 		return nil, fmt.Errorf("rest: SchemaFor: %w", err)
 	}

@@ -128,10 +128,9 @@ func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 	}
 	switch call.Auth.Kind {
 	case authctx.KindInvalid:
-		if errors.Is(call.Auth.Err, authctx.ErrKeysNotLoaded) {
-			return nil, authctx.KeysNotLoadedProblem()
-		}
-		return nil, invalidCaller()
+		// The guard's answer: 401 with the cause's code and detail (503
+		// while the signing keys have not loaded).
+		return nil, authctx.Admit(call.Auth)
 	case "":
 		call.Auth = authctx.Anon(authctx.ReasonNone)
 	}

@@ -39,7 +39,7 @@ func (r *Resource) toProblem(call *Call, err error) *problem.Problem {
 		// same translation as the pipeline's own statements (503 for an
 		// unavailable database, 409 for a unique violation, ...).
 		if p, ok := problem.As(db.Problem(he.err)); ok && p.Kind != problem.KindUnexpected {
-			return p
+			return r.withConstraint(he.err, p, call.Operation)
 		}
 		return r.unexpected(call, err)
 	}
@@ -50,6 +50,7 @@ func (r *Resource) toProblem(call *Call, err error) *problem.Problem {
 		return p
 	}
 	if p, ok := problem.As(db.Problem(err)); ok {
+		p = r.withConstraint(err, p, call.Operation)
 		if p.Kind == problem.KindUnexpected {
 			p.RequestID = call.requestID()
 			r.log.ErrorContext(context.Background(), "rest: unexpected error", "request_id", call.RequestID,

@@ -56,6 +56,7 @@ type column struct {
 
 	ndims           int                // declared array dimensions (int[][]: 2)
 	outForm, inForm *jsonschema.Schema // the JSON forms of its values in rows and in bodies (json_form.go)
+	fit             uint8              // JSON kinds a body may give it without an input schema; 0: any (json_fit.go)
 }
 
 // Resource serves one table as REST routes; it is an [http.Handler].
@@ -64,6 +65,8 @@ type Resource struct {
 	d      *db.DB
 	table  string
 	schema string
+
+	constraints constraintCache // columns of violated constraints (error path)
 
 	cols    []*column          // all columns, table order
 	byName  map[string]*column // all columns

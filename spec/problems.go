@@ -79,6 +79,10 @@ func errorExamples() map[int][]example {
 		problem.New(problem.KindForbidden, "A row-level security policy or privilege refused the operation.")})
 	bad := problem.New(problem.KindBadRequest, "The body does not match its schema.")
 	bad.Errors = []problem.FieldError{{Path: "/title", Message: "is required"}}
+	unique := problem.New(problem.KindConflict, `A row with the same slug already exists (unique constraint "todos_slug_key").`)
+	unique.Errors = []problem.FieldError{{Path: "/slug", Message: `violates unique constraint "todos_slug_key"`}}
+	check := problem.New(problem.KindUnprocessable, `A value violates check constraint "todos_title_check" on title.`)
+	check.Errors = []problem.FieldError{{Path: "/title", Message: `violates check constraint "todos_title_check"`}}
 	unexpected := problem.New(problem.KindUnexpected, "The server could not complete the request.")
 	unexpected.RequestID = "5f1c2e9a0b7d4c3e8f6a1b2c"
 	return map[int][]example{
@@ -89,24 +93,24 @@ func errorExamples() map[int][]example {
 		http.StatusUnauthorized: catalogue[http.StatusUnauthorized],
 		http.StatusForbidden:    forbidden,
 		http.StatusNotFound:     {{"NOT_FOUND", "The row does not exist or row-level security hides it.", problem.New(problem.KindNotFound, "No such row.")}},
-		http.StatusConflict: {{"UNIQUE", "A unique constraint refused the write.", problem.New(problem.KindConflict, "A row with the same unique value already exists.")},
+		http.StatusConflict: {{"UNIQUE", "A unique constraint refused the write; the constraint and its columns are named, never the value.", unique},
 			{"RETRY", "A serialization failure or deadlock; retry.", problem.New(problem.KindConflict, "The request conflicted with a concurrent one; retry it.")}},
 		http.StatusRequestEntityTooLarge: {{"TOO_LARGE", "The body exceeds the limit.", problem.New(problem.KindPayloadTooLarge, "The body exceeds 1048576 bytes.")}},
 		http.StatusUnsupportedMediaType:  {{"NOT_JSON", "A body that is not JSON.", problem.New(problem.KindUnsupportedMediaType, "The body must be application/json.")}},
-		http.StatusUnprocessableEntity:   {{"CHECK", "A check constraint refused a value.", problem.New(problem.KindUnprocessable, "A value violates a check constraint.")}},
+		http.StatusUnprocessableEntity:   {{"CHECK", "A check constraint refused a value; the constraint and its columns are named, never the value.", check}},
 		http.StatusInternalServerError:   {{"UNEXPECTED", "A hook failed or panicked, or an unexpected error.", unexpected}},
 		http.StatusServiceUnavailable:    {{"UNAVAILABLE", "The database is unavailable.", problem.New(problem.KindUnavailable, "The database is unavailable; try again shortly.")}},
 	}
 }
 
 var errorDescriptions = map[int]string{
-	http.StatusBadRequest:            "A malformed key, body or query; errors name the failing paths.",
-	http.StatusUnauthorized:          "The credential did not verify, its claims failed the schema, or the route requires a session.",
+	http.StatusBadRequest:            "A malformed key, body or query, or a body value whose JSON type its column does not take; errors name the failing paths.",
+	http.StatusUnauthorized:          "The credential did not verify (the code names the cause, e.g. TOKEN_EXPIRED or TOKEN_ISSUER_MISMATCH, and the detail what to do), its claims failed the schema, or the route requires a session.",
 	http.StatusNotFound:              "The row does not exist or row-level security hides it.",
-	http.StatusConflict:              "A unique or foreign-key constraint, or a concurrent request (with Retry-After).",
+	http.StatusConflict:              "A unique or foreign-key constraint (named, with its columns), or a concurrent request (with Retry-After).",
 	http.StatusRequestEntityTooLarge: "The body exceeds the resource's limit.",
 	http.StatusUnsupportedMediaType:  "The body is not application/json.",
-	http.StatusUnprocessableEntity:   "A not-null or check constraint, or a value out of range for its column.",
+	http.StatusUnprocessableEntity:   "A not-null or check constraint (named, with its columns), or a value out of range for its column.",
 	http.StatusInternalServerError:   "An unexpected error; the body carries a request id and nothing internal.",
 	http.StatusServiceUnavailable:    "The database is unavailable or the statement timed out (with Retry-After).",
 }

@@ -43,11 +43,15 @@ type record struct {
 	// reason and the request id.
 	attrs [8]attribute.KeyValue
 
-	mu                            sync.Mutex
-	muxes                         [maxMuxes]string // the latest ServeMux patterns reported (SetPattern), newest first
-	req                           *http.Request    // the request passed down: a ServeMux right below sets its Pattern
-	route, operation, table       string
-	kind, reason, source, subject string
+	mu                      sync.Mutex
+	muxes                   [maxMuxes]string // the latest ServeMux patterns reported (SetPattern), newest first
+	req                     *http.Request    // the request passed down: a ServeMux right below sets its Pattern
+	route, operation, table string
+	kind, reason, source    string
+	// subject is the user id of a user (with Config.LogSubject), or for
+	// an invalid caller, who has none, the code of its cause (one field:
+	// the record stays in its size class).
+	subject string
 }
 
 type recordKey struct{}
@@ -495,6 +499,13 @@ func (t *Telemetry) finish(ctx context.Context, rec *record, method string, stat
 		attrs = append(attrs, slog.String("method", method), slog.String("route", route), slog.Int("status", status),
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", rec.id),
 			slog.String("caller_kind", kind))
+		cause := ""
+		if kind == "invalid" {
+			cause, subject = subject, ""
+		}
+		if cause != "" {
+			attrs = append(attrs, slog.String("caller_reason", reason), slog.String("caller_cause", cause))
+		}
 		if op != "" {
 			attrs = append(attrs, slog.String("operation", op), slog.String("table", table))
 		}

@@ -609,6 +609,23 @@ func (t *Telemetry) Resolved(ctx context.Context, kind, reason, source, subject 
 	}
 }
 
+// SetCallerCause records, for the access log of the request being served
+// by [Telemetry.Handler], the stable code of the cause for which its
+// credential was refused (TOKEN_EXPIRED, TOKEN_ISSUER_MISMATCH, …),
+// written as caller_cause beside caller_reason. cause must be a code,
+// never a value taken from the credential. Call it after
+// [Telemetry.Resolved] reported the caller as "invalid"; for any other
+// caller, and outside such a request, it does nothing.
+func SetCallerCause(ctx context.Context, cause string) {
+	if rec := recordFrom(ctx); rec != nil {
+		rec.mu.Lock()
+		if rec.kind == "invalid" {
+			rec.subject = cause // an invalid caller has no subject
+		}
+		rec.mu.Unlock()
+	}
+}
+
 // Transport wraps base (nil: http.DefaultTransport) so that every request
 // it sends gets a client span (named "tablegate <call>"), carries the
 // trace context of its request context (traceparent), and is counted:

@@ -67,11 +67,12 @@ user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
 the sign-in flows under /auth/ (sign-in, otp, verify, oauth, callback,
 sign-out; see package authflow).
 
---print-env FILE writes KEY=VALUE lines once the server answers (atomically;
-values quoted for sh, so ". FILE" sets them):
+--print-env FILE writes "export KEY=VALUE" lines once the server answers
+(atomically; values quoted for sh, so ". FILE" exports them):
 BASE_URL JWKS_URL SIGNING_KEYS_PATH DATABASE_URL COOKIE_NAME TENANT_A TENANT_B
 USER_ID USER_TOKEN ADMIN_TOKEN APPROVER_TOKEN ANON_USER_TOKEN
-OTHER_TENANT_TOKEN SERVICE_KEY PUBLISHABLE_KEY, and USER_REFRESH_TOKEN
+OTHER_TENANT_TOKEN SERVICE_KEY PUBLISHABLE_KEY SUPABASE_JWT_ISSUER (so that
+"tablegate token" mints tokens the demo accepts), and USER_REFRESH_TOKEN
 USER_EMAIL USER_PASSWORD when the demo is its own auth server (no
 --auth-url): it then also answers GoTrue's refresh grant (rotating refresh
 tokens with a 10 s reuse interval), the password and PKCE grants,
@@ -382,6 +383,9 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		{"OTHER_TENANT_TOKEN", mint(demoOtherUserID, false, demoTenantB)},
 		{"SERVICE_KEY", secretKey},
 		{"PUBLISHABLE_KEY", publishableKey},
+		// What "tablegate token" reads, so that after ". FILE" it mints
+		// tokens this demo accepts: the issuer and the signing keys.
+		{"SUPABASE_JWT_ISSUER", issuer},
 	}
 	if userRefresh != "" {
 		vars = append(vars, envVar{"USER_REFRESH_TOKEN", userRefresh})
@@ -457,7 +461,7 @@ type envVar struct{ key, value string }
 func formatEnv(vars []envVar) []byte {
 	var b strings.Builder
 	for _, v := range vars {
-		fmt.Fprintf(&b, "%s=%s\n", v.key, shellQuote(v.value))
+		fmt.Fprintf(&b, "export %s=%s\n", v.key, shellQuote(v.value))
 	}
 	return []byte(b.String())
 }

@@ -22,11 +22,16 @@ type whoami struct {
 	Anonymous bool           `json:"anonymous"`
 	KeyName   string         `json:"key_name,omitempty"`
 	Claims    authctx.Claims `json:"claims,omitempty"`
+	// Cause and Detail say why an invalid caller's credential was
+	// refused (Reason stays "token"): the stable code and what to do.
+	Cause  problem.Code `json:"cause,omitempty"`
+	Detail string       `json:"detail,omitempty"`
 }
 
 func whoamiOf(a authctx.Auth) whoami {
 	s := a.Session()
-	return whoami{Kind: a.Kind, Reason: a.Reason, UserID: s.UserID, Anonymous: s.Anonymous, KeyName: a.KeyName, Claims: s.Claims}
+	return whoami{Kind: a.Kind, Reason: a.Reason, UserID: s.UserID, Anonymous: s.Anonymous, KeyName: a.KeyName, Claims: s.Claims,
+		Cause: a.Cause(), Detail: a.CauseDetail()}
 }
 
 // guardRoutes maps the /guard/{name} names to allow lists, one route per

@@ -36,6 +36,7 @@ type syncBuffer = syncbuf.Buffer
 type demoProc struct {
 	cmd      *exec.Cmd
 	vars     map[string]string
+	envFile  string // the --print-env file
 	out, err *syncBuffer
 	exited   chan error
 }
@@ -63,7 +64,7 @@ func startDemo(t *testing.T, bin string, extra ...string) *demoProc {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	p := &demoProc{cmd: cmd, out: &syncBuffer{}, err: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &demoProc{cmd: cmd, envFile: envFile, out: &syncBuffer{}, err: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.out, p.err
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func parseEnvFile(t *testing.T, data []byte) map[string]string {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), "=")
+		k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "=")
 		if !ok {
 			t.Fatalf("env file line without '=': %q", sc.Text())
 		}
@@ -121,7 +122,7 @@ func parseEnvFile(t *testing.T, data []byte) map[string]string {
 		t.Fatalf("sh sees %d of the file's %d keys", len(got), len(vars))
 	}
 	for _, k := range []string{"BASE_URL", "JWKS_URL", "SIGNING_KEYS_PATH", "DATABASE_URL", "COOKIE_NAME", "TENANT_A", "TENANT_B",
-		"USER_ID", "USER_TOKEN", "ADMIN_TOKEN", "APPROVER_TOKEN", "ANON_USER_TOKEN", "OTHER_TENANT_TOKEN", "SERVICE_KEY", "PUBLISHABLE_KEY"} {
+		"USER_ID", "USER_TOKEN", "ADMIN_TOKEN", "APPROVER_TOKEN", "ANON_USER_TOKEN", "OTHER_TENANT_TOKEN", "SERVICE_KEY", "PUBLISHABLE_KEY", "SUPABASE_JWT_ISSUER"} {
 		if vars[k] == "" {
 			t.Fatalf("env file lacks %s:\n%s", k, data)
 		}
@@ -361,9 +362,16 @@ func TestDemoEndToEnd(t *testing.T) {
 		if m["kind"] != "anon" || m["reason"] != "none" {
 			t.Errorf("none: %v", m)
 		}
-		m = do(t, tampered, "GET", base+"/whoami", nil).json(t)
-		if m["kind"] != "invalid" || m["reason"] != "token" || m["claims"] != nil {
+		r := do(t, tampered, "GET", base+"/whoami", nil)
+		m = r.json(t)
+		if m["kind"] != "invalid" || m["reason"] != "token" || m["claims"] != nil || m["cause"] != "TOKEN_SIGNATURE_INVALID" ||
+			!strings.Contains(fmt.Sprint(m["detail"]), "signature does not verify") {
 			t.Errorf("tampered: %v", m)
+		}
+		for _, secret := range append(strings.Split(v["USER_TOKEN"], "."), v["USER_ID"]) {
+			if strings.Contains(string(r.body), secret) {
+				t.Errorf("whoami of a refused token repeats %q: %s", secret, r.body)
+			}
 		}
 		m = do(t, service, "GET", base+"/whoami", nil).json(t)
 		if m["kind"] != "service" {
@@ -371,7 +379,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 		// The browser session cookie (@supabase/ssr format) under COOKIE_NAME.
 		jar := cookieCaller("cookie", sessionCookies(t, v["COOKIE_NAME"], v["USER_TOKEN"], v["USER_REFRESH_TOKEN"], v["USER_ID"], time.Hour), nil)
-		r := do(t, jar, "GET", base+"/whoami", nil)
+		r = do(t, jar, "GET", base+"/whoami", nil)
 		if m := r.json(t); m["kind"] != "user" || m["user_id"] != v["USER_ID"] || len(r.header["Set-Cookie"]) != 0 {
 			t.Errorf("cookie session without refresh: %v, Set-Cookie %v", m, r.header["Set-Cookie"])
 		}
@@ -382,6 +390,61 @@ func TestDemoEndToEnd(t *testing.T) {
 		m = do(t, caller{"wrong key", map[string]string{"apikey": "sb_secret_wrong"}}, "GET", base+"/whoami", nil).json(t)
 		if m["kind"] == "service" {
 			t.Errorf("a wrong secret key resolved as service: %v", m)
+		}
+	})
+
+	// "tablegate token" run after sourcing the --print-env file (nothing
+	// else in the environment, in a folder without supabase/config.toml)
+	// mints tokens the demo accepts: the file exports the issuer and the
+	// signing keys path it reads. Minted without them, the token is
+	// refused with a cause naming both issuers.
+	t.Run("token after sourcing the env file", func(t *testing.T) {
+		run := func(script string) string {
+			cmd := exec.Command("sh", "-c", script, "sh", p.envFile, bin)
+			cmd.Dir = t.TempDir()
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", script, err, out)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		tok := run(`. "$1" && "$2" token --tenant "$TENANT_A" --roles admin`)
+		m := do(t, bearer("minted", tok), "GET", base+"/whoami", nil).json(t)
+		claims, _ := m["claims"].(map[string]any)
+		if m["kind"] != "user" || claims["tenant_id"] != v["TENANT_A"] || claims["iss"] != v["SUPABASE_JWT_ISSUER"] {
+			t.Fatalf("token minted after sourcing the env file: %v", m)
+		}
+		if r := do(t, bearer("minted", tok), "GET", base+"/api/todos/", nil); r.status != 200 {
+			t.Errorf("list with the minted token: %d %s", r.status, r.body)
+		}
+		foreign := run(`"$2" token --signing-keys "$(. "$1" && echo "$SIGNING_KEYS_PATH")" --tenant 00000000-0000-4000-8000-000000000001`)
+		r := do(t, bearer("foreign issuer", foreign), "GET", base+"/whoami", nil)
+		m = r.json(t)
+		detail := fmt.Sprint(m["detail"])
+		if m["kind"] != "invalid" || m["reason"] != "token" || m["cause"] != "TOKEN_ISSUER_MISMATCH" ||
+			!strings.Contains(detail, `"http://127.0.0.1:54321/auth/v1"`) || !strings.Contains(detail, `"`+v["SUPABASE_JWT_ISSUER"]+`"`) {
+			t.Errorf("token with the default issuer: %v", m)
+		}
+		r = do(t, bearer("foreign issuer", foreign), "GET", base+"/api/todos/", nil)
+		var pb map[string]any
+		_ = json.Unmarshal(r.body, &pb)
+		if r.status != 401 || pb["code"] != "TOKEN_ISSUER_MISMATCH" || strings.Contains(string(r.body), foreign) {
+			t.Errorf("list with the default issuer: %d %s", r.status, r.body)
+		}
+		// The access log names the cause, never the token.
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(p.err.String(), `"caller_cause":"TOKEN_ISSUER_MISMATCH"`) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		logs := p.err.String()
+		if !strings.Contains(logs, `"caller_kind":"invalid","caller_reason":"token","caller_cause":"TOKEN_ISSUER_MISMATCH"`) {
+			t.Errorf("no access log line with the cause:\n%s", logs)
+		}
+		for _, part := range strings.Split(foreign, ".") {
+			if strings.Contains(logs, part) {
+				t.Errorf("the access log holds a part of the token")
+			}
 		}
 	})
 
@@ -403,7 +466,7 @@ func TestDemoEndToEnd(t *testing.T) {
 				w, listed := row[c.name]
 				switch {
 				case c.name == "tampered":
-					w = want{401, "TOKEN_INVALID"}
+					w = want{401, "TOKEN_SIGNATURE_INVALID"}
 				case !listed: // service callers are admitted by no demo guard
 					w = want{403, ""}
 				}
@@ -461,7 +524,7 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("anonymous sign-in reads %d rows, the full user %d", len(guest), len(mine))
 		}
 		wantProblem(t, "list without session", do(t, none, "GET", api, nil), 401, "AUTH_REQUIRED")
-		wantProblem(t, "list with a tampered token", do(t, tampered, "GET", api, nil), 401, "TOKEN_INVALID")
+		wantProblem(t, "list with a tampered token", do(t, tampered, "GET", api, nil), 401, "TOKEN_SIGNATURE_INVALID")
 		wantProblem(t, "list as service", do(t, service, "GET", api, nil), 403, "CALLER_NOT_ALLOWED")
 		bID := fmt.Sprint(theirs[0]["id"])
 		wantProblem(t, "get another tenant's row", do(t, user, "GET", api+"/"+bID, nil), 404, "")

@@ -21,8 +21,8 @@ func TestPrintEnvSourcesWithSh(t *testing.T) {
 		{"GLOB", "*?[a]~"},
 	}
 	data := formatEnv(vars)
-	if !strings.Contains(string(data), "BASE_URL=http://127.0.0.1:8080\n") {
-		t.Errorf("a plain URL should stay bare for line readers:\n%s", data)
+	if !strings.Contains(string(data), "\nexport BASE_URL=http://127.0.0.1:8080\n") {
+		t.Errorf("a plain URL should stay bare for line readers (dotenv readers accept the export prefix):\n%s", data)
 	}
 	got := sourceWithSh(t, data)
 	for _, v := range vars {
@@ -40,7 +40,7 @@ func TestPrintEnvSourcesWithSh(t *testing.T) {
 
 func envLine(data, key string) string {
 	for _, l := range strings.Split(data, "\n") {
-		if strings.HasPrefix(l, key+"=") {
+		if l = strings.TrimPrefix(l, "export "); strings.HasPrefix(l, key+"=") {
 			return l
 		}
 	}

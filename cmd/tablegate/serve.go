@@ -328,6 +328,9 @@ func authConfigFor(cfg *serveConfig, getenv func(string) string) (authctx.Config
 		ac.JWKS = json.RawMessage(raw)
 	}
 	if ac.ProjectURL == "" && ac.JWKSURL == "" && len(ac.JWKS) == 0 {
+		if strings.TrimSpace(getenv("SUPABASE_JWT_SECRET")) != "" {
+			return ac, usagef("no JWKS, only SUPABASE_JWT_SECRET: %s; then set auth.url (or auth.jwks_url) in the config, or SUPABASE_URL", authctx.LegacySecretHelp)
+		}
 		return ac, usagef("no JWKS: set auth.url (or auth.jwks_url) in the config, or SUPABASE_URL")
 	}
 	if raw := strings.TrimSpace(getenv("SUPABASE_SECRET_KEYS")); raw != "" {

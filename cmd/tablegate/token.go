@@ -104,7 +104,10 @@ The claims are iss, sub, aud "authenticated", exp, iat, email, phone,
 app_metadata, user_metadata, role, aal, amr, session_id and is_anonymous, plus
 tenant_id (--tenant) and roles (--roles) when given. iss defaults to the
 issuer serve checks in the same environment ($SUPABASE_JWT_ISSUER, else
-$SUPABASE_URL/auth/v1, else the Supabase CLI's http://127.0.0.1:54321/auth/v1).
+$SUPABASE_URL/auth/v1, else the Supabase CLI's http://127.0.0.1:54321/auth/v1),
+and FILE to $SIGNING_KEYS_PATH, else the [auth] signing_keys_path of
+supabase/config.toml. After ". FILE" of "tablegate demo --print-env FILE"
+both name the demo's, so the tokens minted are ones the demo accepts.
 
 Example:
   curl -H "Authorization: Bearer $(tablegate token --tenant $TENANT)" http://127.0.0.1:8080/whoami
@@ -121,7 +124,11 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&s.TTL, "ttl", time.Hour, "lifetime")
 	fs.StringVar(&s.Issuer, "iss", "", "issuer `URL` (iss claim); default $SUPABASE_JWT_ISSUER, else $SUPABASE_URL/auth/v1, else "+defaultIssuer)
 	fs.StringVar(&s.Email, "email", "", "email claim")
-	path := fs.String("signing-keys", signingKeysDefault(defaultSupabaseConfig), "signing keys `file` (create with \"tablegate keys new\"; [auth] signing_keys_path of "+defaultSupabaseConfig+" when it sets one)")
+	keysDefault := strings.TrimSpace(e.getenv("SIGNING_KEYS_PATH"))
+	if keysDefault == "" {
+		keysDefault = signingKeysDefault(defaultSupabaseConfig)
+	}
+	path := fs.String("signing-keys", keysDefault, "signing keys `file` (create with \"tablegate keys new\"; default $SIGNING_KEYS_PATH, else [auth] signing_keys_path of "+defaultSupabaseConfig+" when it sets one)")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
