@@ -35,7 +35,8 @@ func demoPasteBlock(t *testing.T, out string) []string {
 // Makefile's DEMO_FLAGS): every line the demo prints to paste runs in bash
 // as printed and answers as its comment says, the approval flow included;
 // the README's "tablegate token" line for the demo mints a token the demo
-// accepts after sourcing the --print-env file; and Ctrl-C (SIGINT to the
+// accepts after sourcing the --print-env file, and so do docs/cli.md's
+// approval flow and "tablegate token --help"'s example; and Ctrl-C (SIGINT to the
 // foreground process group, as a terminal sends it) ends the demo with
 // status 0 and make without an error line.
 func TestMakeDemoPrintedCommandsRunAsPrinted(t *testing.T) {
@@ -211,6 +212,37 @@ func TestMakeDemoPrintedCommandsRunAsPrinted(t *testing.T) {
 	status, who := get(t, "GET", vars["BASE_URL"]+"/whoami", strings.TrimSpace(string(tok)), "")
 	if status != 200 || !strings.Contains(who, `"roles":["admin"]`) || !strings.Contains(who, `"tenant_id":"`+tenantA+`"`) {
 		t.Fatalf("the README's token for the demo: %d %s", status, who)
+	}
+
+	// docs/cli.md's approval flow, as printed, after sourcing the env file.
+	cli := string(mustRead(t, filepath.Join(root, "docs/cli.md")))
+	i := strings.Index(cli, "The approval flow, step by step:\n\n```sh\n")
+	if i < 0 {
+		t.Fatal("docs/cli.md lacks the approval flow block")
+	}
+	flow := cli[i+len("The approval flow, step by step:\n\n```sh\n"):]
+	flow = flow[:strings.Index(flow, "```\n")]
+	fc := exec.Command("bash", "-c", `. "$1"`+"\n"+flow, "bash", envFile)
+	fc.Env = environ
+	fout, err := fc.CombinedOutput()
+	if err != nil || !has(`"code":"APPROVAL_REQUIRED"`, `"state":"approved"`, `{"deleted":`)(string(fout)) {
+		t.Errorf("docs/cli.md's approval flow: %v\n%s", err, fout)
+	}
+
+	// "tablegate token --help"'s example, with the test's env file for
+	// /tmp/demo.env.
+	help, _ := exec.Command(filepath.Join(clone, "bin", "tablegate"), "token", "--help").CombinedOutput()
+	const exampleHead = "Example, next to a demo started with --print-env /tmp/demo.env:\n"
+	j := strings.Index(string(help), exampleHead)
+	if j < 0 {
+		t.Fatalf("tablegate token --help has no example:\n%s", help)
+	}
+	example := string(help)[j+len(exampleHead):]
+	example = strings.ReplaceAll(example[:strings.Index(example, "\n\n")], "/tmp/demo.env", envFile)
+	ec := exec.Command("bash", "-c", `export PATH="$1/bin:$PATH"`+"\n"+example, "bash", clone)
+	ec.Env = environ
+	if eout, err := ec.CombinedOutput(); err != nil || !has(`"roles":["admin"]`, `"tenant_id":"`+tenantA+`"`)(string(eout)) {
+		t.Errorf("tablegate token --help's example: %v\n%s", err, eout)
 	}
 
 	// Ctrl-C: SIGINT to the whole foreground group (make and the demo).

@@ -106,8 +106,9 @@ tenant_id (--tenant) and roles (--roles) when given. iss defaults to the
 issuer serve checks in the same environment ($SUPABASE_JWT_ISSUER, else
 $SUPABASE_URL/auth/v1, else the Supabase CLI's http://127.0.0.1:54321/auth/v1).
 
-Example:
-  curl -H "Authorization: Bearer $(tablegate token --tenant $TENANT)" http://127.0.0.1:8080/whoami
+Example, next to a demo started with --print-env /tmp/demo.env:
+  . /tmp/demo.env
+  curl -s "$BASE_URL/whoami" -H "Authorization: Bearer $(tablegate token --tenant "$TENANT_A" --roles admin --signing-keys "$SIGNING_KEYS_PATH" --iss "$BASE_URL/auth/v1")"
 `
 
 func runToken(ctx context.Context, e *env, args []string) error {
