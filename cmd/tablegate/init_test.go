@@ -266,6 +266,19 @@ func TestInitPathServesTable(t *testing.T) {
 		t.Fatalf("GET /api/todos with the README's minted token: %d %s", status, body)
 	}
 
+	// docs/cli.md's token lines for a project, as printed: three tokens,
+	// the user's accepted by serve.
+	dc := exec.Command("bash", "-c", `set -e; export PATH="$1/bin:$PATH"; . ./.env`+"\n"+
+		shBlockAfter(t, string(mustRead(t, filepath.Join(root, "docs/cli.md"))), "In a project `init` made, after"), "bash", clone)
+	dc.Dir, dc.Env = project, environ
+	toks, err := dc.Output()
+	if err != nil || len(strings.Fields(string(toks))) != 3 {
+		t.Fatalf("docs/cli.md's token lines: %v\n%s", err, toks)
+	}
+	if status, body := get(t, "GET", base+"/api/todos", strings.Fields(string(toks))[0], ""); status != 200 || !strings.Contains(body, "my first todo") {
+		t.Fatalf("GET /api/todos with docs/cli.md's token: %d %s", status, body)
+	}
+
 	// The Go quick start, run as the README prints it from the project
 	// folder (go -C the clone), on a free port: ADDR, which .env leaves
 	// alone, stands in for BASE_URL's 8081 that serve above still holds.

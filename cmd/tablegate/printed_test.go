@@ -12,6 +12,22 @@ import (
 	"time"
 )
 
+// shBlockAfter returns the first sh block of doc after the text marker.
+func shBlockAfter(t *testing.T, doc, marker string) string {
+	t.Helper()
+	i := strings.Index(doc, marker)
+	if i < 0 {
+		t.Fatalf("no %q in the document", marker)
+	}
+	rest := doc[i:]
+	a := strings.Index(rest, "```sh\n")
+	if a < 0 {
+		t.Fatalf("no sh block after %q", marker)
+	}
+	rest = rest[a+len("```sh\n"):]
+	return rest[:strings.Index(rest, "```\n")]
+}
+
 // demoPasteBlock returns the lines the demo prints to paste: from
 // "Paste:" to the Ctrl-C note, without their indent.
 func demoPasteBlock(t *testing.T, out string) []string {
@@ -214,14 +230,17 @@ func TestMakeDemoPrintedCommandsRunAsPrinted(t *testing.T) {
 		t.Fatalf("the README's token for the demo: %d %s", status, who)
 	}
 
-	// docs/cli.md's approval flow, as printed, after sourcing the env file.
+	// docs/cli.md's approval flow and demo token line, as printed, after
+	// sourcing the env file.
 	cli := string(mustRead(t, filepath.Join(root, "docs/cli.md")))
-	i := strings.Index(cli, "The approval flow, step by step:\n\n```sh\n")
-	if i < 0 {
-		t.Fatal("docs/cli.md lacks the approval flow block")
+	flow := shBlockAfter(t, cli, "The approval flow, step by step:")
+	dt := exec.Command("bash", "-c", `set -e; export PATH="$2/bin:$PATH"; . "$1"`+"\n"+shBlockAfter(t, cli, "Next to a running demo, after"), "bash", envFile, clone)
+	dt.Env = environ
+	if tok, err := dt.Output(); err != nil {
+		t.Errorf("docs/cli.md's demo token line: %v", err)
+	} else if status, who := get(t, "GET", vars["BASE_URL"]+"/whoami", strings.TrimSpace(string(tok)), ""); status != 200 || !strings.Contains(who, `"roles":["admin"]`) {
+		t.Errorf("docs/cli.md's demo token: %d %s", status, who)
 	}
-	flow := cli[i+len("The approval flow, step by step:\n\n```sh\n"):]
-	flow = flow[:strings.Index(flow, "```\n")]
 	fc := exec.Command("bash", "-c", `. "$1"`+"\n"+flow, "bash", envFile)
 	fc.Env = environ
 	fout, err := fc.CombinedOutput()
