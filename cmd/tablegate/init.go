@@ -166,7 +166,7 @@ Next:
     -H 'Content-Type: application/json' -d '{"title":"my first todo"}'
   curl -s "$BASE_URL/api/todos" -H "Authorization: Bearer $USER_TOKEN"        # your row
   curl -s "$BASE_URL/api/todos" -H "Authorization: Bearer $OTHER_USER_TOKEN"  # RLS: nothing
-  open "$BASE_URL/api/docs"
+  curl -s "$BASE_URL/api/openapi.json"        # and $BASE_URL/api/docs in a browser
 `, cd)
 	return nil
 }
