@@ -300,3 +300,47 @@ func has(want ...string) func(string) bool {
 		return true
 	}
 }
+
+// TestInitPrintsTheReadmeLines: the commands "tablegate init" prints next
+// are lines of the README's newcomer path, which TestInitPathServesTable
+// runs as printed; so they run too.
+func TestInitPrintsTheReadmeLines(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := readmeSection(t, string(mustRead(t, filepath.Join(root, "README.md"))), "## From an empty database to a served table")
+	norm := func(l string) string {
+		if i := strings.Index(l, "  #"); i >= 0 {
+			l = l[:i]
+		}
+		return strings.Join(strings.Fields(l), " ")
+	}
+	known := map[string]bool{}
+	for _, l := range strings.Split(readme, "\n") {
+		known[norm(l)] = true
+	}
+	r := runCLI(t, nil, "init", "--dir", t.TempDir())
+	if r.code != 0 {
+		t.Fatalf("init: %d %s", r.code, r.stderr)
+	}
+	next := r.stdout[strings.Index(r.stdout, "Next:"):]
+	checked := 0
+	for _, l := range strings.Split(next, "\n") {
+		l = norm(l)
+		if l == "" || l == "Next:" || strings.HasPrefix(l, "cd ") {
+			continue
+		}
+		if strings.HasPrefix(l, `curl -s "$BASE_URL/api/openapi.json"`) {
+			continue // the README points at the docs page in prose
+		}
+		checked++
+		if !known[l] {
+			t.Errorf("init prints %q, which the README's tested path does not hold", l)
+		}
+	}
+	if checked < 7 {
+		t.Fatalf("checked %d lines of:\n%s", checked, next)
+	}
+}
