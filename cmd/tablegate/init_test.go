@@ -266,6 +266,17 @@ func TestInitPathServesTable(t *testing.T) {
 		t.Fatalf("GET /api/todos with the README's minted token: %d %s", status, body)
 	}
 
+	// The README's doctor line, in the project: every check passes.
+	doctor := regexp.MustCompile("`(tablegate doctor --config\\s+tablegate.json)`").FindStringSubmatch(readmeSection(t, string(readme), "## From an empty database to a served table"))
+	if doctor == nil {
+		t.Fatal("README's newcomer path lacks the doctor line")
+	}
+	dr := exec.Command("bash", "-c", `export PATH="$1/bin:$PATH"; . ./.env`+"\n"+strings.Join(strings.Fields(doctor[1]), " "), "bash", clone)
+	dr.Dir, dr.Env = project, environ
+	if out, err := dr.CombinedOutput(); err != nil || strings.Contains(string(out), "✗") {
+		t.Fatalf("%s: %v\n%s", doctor[1], err, out)
+	}
+
 	// docs/cli.md's token lines for a project, as printed: three tokens,
 	// the user's accepted by serve.
 	dc := exec.Command("bash", "-c", `set -e; export PATH="$1/bin:$PATH"; . ./.env`+"\n"+
