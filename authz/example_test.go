@@ -53,8 +53,12 @@ func Example_demo() {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
+	// Each mount serves its collection at both /x and /x/ (no redirect).
+	mux.Handle("/api/todos", http.StripPrefix("/api/todos", todos))
 	mux.Handle("/api/todos/", http.StripPrefix("/api/todos", todos))
-	mux.Handle("/api/approvals/", http.StripPrefix("/api/approvals",
-		authz.NewApprovals(d).Handler(&authz.HandlerConfig{Caller: callerOf})))
+	approvals := http.StripPrefix("/api/approvals",
+		authz.NewApprovals(d).Handler(&authz.HandlerConfig{Caller: callerOf}))
+	mux.Handle("/api/approvals", approvals)
+	mux.Handle("/api/approvals/", approvals)
 	log.Fatal(http.ListenAndServe("127.0.0.1:8080", mux))
 }

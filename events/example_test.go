@@ -57,6 +57,7 @@ func ExampleHub_Stream() {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
+	mux.Handle("/api/todos", http.StripPrefix("/api/todos", todos)) // the list, no redirect
 	mux.Handle("/api/todos/", http.StripPrefix("/api/todos", todos))
 	mux.Handle("GET /api/todos/events", stream)
 	log.Fatal(http.ListenAndServe(":8080", callers.Middleware(callers.CrossSite(mux))))

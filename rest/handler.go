@@ -21,6 +21,14 @@ import (
 // key, body and caller, runs [Resource.Do] and writes the result or the
 // problem. HEAD is served like GET without a body.
 //
+// The collection is the mount point itself and the mount point with a
+// slash: register both patterns on an [http.ServeMux], so that /api/todos
+// answers the list without the mux's redirect to /api/todos/:
+//
+//	h := http.StripPrefix("/api/todos", todos)
+//	mux.Handle("/api/todos", h)
+//	mux.Handle("/api/todos/", h)
+//
 // A nil *Resource (the result of a failed [NewResource] whose error was not
 // checked) answers every request with a 500 problem instead of panicking.
 func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {

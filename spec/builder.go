@@ -262,7 +262,7 @@ func (b *builder) operation(name, entity string, d *rest.Description, oi rest.Op
 			return nil, err
 		}
 		op.RequestBody = &requestBody{Required: true,
-			Content: newOrdered[*mediaType]().set("application/json", &mediaType{Schema: ref("schemas", comp)})}
+			Content: newOrdered[*mediaType]().set("application/json", &mediaType{Schema: ref("schemas", comp), Examples: bodyExamples(oi.Input)})}
 	}
 
 	// Responses.
@@ -310,9 +310,9 @@ func crudText(name string, d *rest.Description, op rest.Operation) (summary, des
 	switch op {
 	case rest.OpList:
 		return "List " + name, fmt.Sprintf("Lists the rows of %s the caller can see (row-level security applies), "+
-			"%d per page unless limit says otherwise (at most %d). Filter with <column>=<operator>.<value> on the "+
-			"returned columns, order with order=<column>.asc|desc[.nullsfirst|.nullslast], and continue with the "+
-			"page's next_cursor as cursor. count=exact adds the number of matching rows.", name, d.DefaultLimit, d.MaxLimit)
+			"%d per page unless `limit` says otherwise (at most %d). Filter with `"+listFilterGrammar+"` on the "+
+			"returned columns, order with `"+listOrderGrammar+"`, and continue with the "+
+			"page's `next_cursor` as `cursor`. `count=exact` adds the number of matching rows.", name, d.DefaultLimit, d.MaxLimit)
 	case rest.OpGet:
 		return "Get one row of " + name, "Returns the row with the key. A row that does not exist or that row-level security hides answers 404."
 	case rest.OpCreate:
@@ -323,6 +323,36 @@ func crudText(name string, d *rest.Description, op rest.Operation) (summary, des
 		return "Delete a row of " + name, "Deletes the row with the key."
 	}
 	return string(op), ""
+}
+
+// listFilterGrammar and listOrderGrammar are the list grammar as the list
+// operation's description writes it, each in a CommonMark code span so that
+// a reference page shows the angle brackets instead of taking them for HTML.
+const (
+	listFilterGrammar = "<column>=<operator>.<value>"
+	listOrderGrammar  = "order=<column>.asc|desc[.nullsfirst|.nullslast]"
+)
+
+// codeSpan returns s as a CommonMark code span: descriptions are Markdown,
+// and a name must show as written (no emphasis, no HTML), whatever it holds.
+func codeSpan(s string) string {
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.Contains(s, "`") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
+
+// codeList returns names as comma-separated code spans.
+func codeList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = codeSpan(n)
+	}
+	return strings.Join(out, ", ")
 }
 
 // Reserved list parameters (rest's list grammar).
@@ -337,9 +367,11 @@ func listParams(d *rest.Description) []*parameter {
 			continue // the parameter name is taken by the list grammar
 		}
 		out = append(out, &parameter{Name: c.Name, In: "query",
-			Description: "Filter on " + c.Name + " (" + c.Type + "): [not.]eq|neq|gt|gte|lt|lte|like|ilike|in.(a,b)|is.null|true|false|unknown, then the value. Repeat to AND conditions.",
-			Form:        true,
-			Schema:      newMap().set("type", "array").set("items", newMap().set("type", "string").set("pattern", filterPattern))})
+			Description: "Filter on " + codeSpan(c.Name) + " (" + c.Type + "): `<operator>.<value>`, the operator one of " +
+				"`eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `like`, `ilike`, `in` (`in.(a,b)`) and `is` (`is.null`, `is.true`, " +
+				"`is.false`, `is.unknown`), each negated by a `not.` prefix. Repeat to AND conditions.",
+			Form:   true,
+			Schema: newMap().set("type", "array").set("items", newMap().set("type", "string").set("pattern", filterPattern))})
 	}
 	var cols []string
 	for _, c := range d.Filterable() {
@@ -349,13 +381,13 @@ func listParams(d *rest.Description) []*parameter {
 	}
 	out = append(out,
 		&parameter{Name: "order", In: "query",
-			Description: "Comma-separated order terms <column>.asc|desc[.nullsfirst|.nullslast] on " + strings.Join(cols, ", ") + "; the key breaks ties.",
+			Description: "Comma-separated order terms `<column>.asc|desc[.nullsfirst|.nullslast]` on " + codeList(cols) + "; the key breaks ties.",
 			Schema:      newMap().set("type", "string")},
 		&parameter{Name: "limit", In: "query", Description: "Page size.",
 			Schema: newMap().set("type", "integer").set("minimum", 1).set("maximum", d.MaxLimit).set("default", d.DefaultLimit)},
-		&parameter{Name: "cursor", In: "query", Description: "The next_cursor of the previous page (opaque, signed).",
+		&parameter{Name: "cursor", In: "query", Description: "The `next_cursor` of the previous page (opaque, signed).",
 			Schema: newMap().set("type", "string")},
-		&parameter{Name: "count", In: "query", Description: "exact adds count, the number of rows matching the filters.",
+		&parameter{Name: "count", In: "query", Description: "`exact` adds `count`, the number of rows matching the filters.",
 			Schema: newMap().set("type", "string").set("enum", []any{"exact"})},
 	)
 	return out

@@ -54,7 +54,7 @@ func (b *builder) handler(name string, h rest.DescribedHandler) error {
 				return err
 			}
 			op.RequestBody = &requestBody{Required: true,
-				Content: newOrdered[*mediaType]().set("application/json", &mediaType{Schema: ref("schemas", comp)})}
+				Content: newOrdered[*mediaType]().set("application/json", &mediaType{Schema: ref("schemas", comp), Examples: bodyExamples(ho.Input)})}
 		}
 		status := ho.Status
 		if status == 0 {

@@ -24,7 +24,7 @@ func problemSchema() *omap {
 		set("description", "RFC 9457 problem details, sent as application/problem+json.").
 		set("required", []any{"type", "title", "status", "kind"}).
 		set("properties", newMap().
-			set("type", newMap().set("type", "string").set("format", "uri").set("description", "{problems_url}/<kind>")).
+			set("type", newMap().set("type", "string").set("format", "uri").set("description", "`{problems_url}/<kind>`")).
 			set("title", str("Short summary of the kind.")).
 			set("status", newMap().set("type", "integer").set("description", "The HTTP status.")).
 			set("kind", newMap().set("type", "string").set("enum", kinds)).

@@ -74,7 +74,7 @@ func (b *builder) stream(name string, r *rest.Resource, es EventStream) error {
 	}
 	for _, c := range d.Columns {
 		params = append(params, &parameter{Name: c.Name, In: "query", Required: no,
-			Description: "Filter table events on " + c.Name + " like a list: eq, neq, gt, gte, lt, lte, in.(a,b), is.null|true|false, optionally not.",
+			Description: "Filter table events on " + codeSpan(c.Name) + " like a list: `<operator>.<value>` with `eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `in.(a,b)`, `is.null`, `is.true`, `is.false`, optionally after `not.`.",
 			Schema:      newMap().set("type", "string")})
 	}
 	media := &mediaType{

@@ -519,8 +519,9 @@ tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
   curl -N $BASE_URL/api/todos/events -H "Authorization: Bearer $USER_TOKEN"      # live: todos.created/updated/deleted, todo.completed (run in a second terminal)
   curl -s "$BASE_URL/api/todos/export?done=true" -H "Authorization: Bearer $USER_TOKEN"
   curl -s -X DELETE $BASE_URL/api/todos/1 -H "Authorization: Bearer $USER_TOKEN"   # 403 PERMISSION_DENIED
-  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED, approval.id
-  curl -s -X POST $BASE_URL/api/approvals/<approval.id>/approve -H "Authorization: Bearer $APPROVER_TOKEN"
+  curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # 403 APPROVAL_REQUIRED with approval.id
+  APPROVAL_ID=$(curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" | sed -n 's/.*"approval":{"id":"\([^"]*\)".*/\1/p'); echo $APPROVAL_ID
+  curl -s -X POST $BASE_URL/api/approvals/$APPROVAL_ID/approve -H "Authorization: Bearer $APPROVER_TOKEN"
   curl -s -X POST $BASE_URL/api/todos/purge -H "Authorization: Bearer $USER_TOKEN" # now 200 {"deleted": n}
   curl -s $BASE_URL/api/openapi.json     # and $BASE_URL/api/docs in a browser
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablegate/tablegate/internal/nodetest"
+	"github.com/tablegate/tablegate/internal/oasexamples"
 )
 
 // artifactDir is where browser tests keep screenshots: $TABLEGATE_TEST_OUT,
@@ -74,6 +75,70 @@ func TestDocsPageInChromium(t *testing.T) {
 	}
 	if len(got.ConsoleErrors) > 0 || len(got.PageErrors) > 0 {
 		t.Errorf("browser errors (CSP violations show here): %v %v", got.ConsoleErrors, got.PageErrors)
+	}
+	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
+		t.Errorf("screenshot %s: %v", shot, err)
+	}
+}
+
+// TestDocsPageListGrammarAndExamples checks the demo's reference page as a
+// newcomer reads it: every example of the demo's OpenAPI document
+// validates against its own schema (request bodies included), the list
+// operation shows the grammar <column>=<operator>.<value> in headless
+// Chromium (not eaten as HTML), and the create operation's try-it offers
+// the document's valid body instead of an empty title. The screenshot is
+// kept as docs-list-grammar.png in the artifact directory.
+func TestDocsPageListGrammarAndExamples(t *testing.T) {
+	t.Parallel()
+	nodetest.Require(t)
+	nodetest.RequireChromium(t)
+	p := startDemo(t, buildCLI(t))
+	base := p.vars["BASE_URL"]
+	status, doc := get(t, "GET", base+"/api/openapi.json", "", "")
+	if status != 200 {
+		t.Fatalf("openapi.json: %d", status)
+	}
+	n, errs := oasexamples.Check([]byte(doc))
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if n < 10 {
+		t.Fatalf("only %d examples checked", n)
+	}
+	const grammar = "<column>=<operator>.<value>"
+	if !strings.Contains(doc, "`"+grammar+"`") {
+		t.Fatalf("the list description does not write the grammar as a code span")
+	}
+	status, body := get(t, "POST", base+"/api/todos", p.vars["USER_TOKEN"], `{"title": "string"}`)
+	if status != 201 {
+		t.Fatalf("the create example as a request: %d %s", status, body)
+	}
+
+	shot := filepath.Join(artifactDir(t), "docs-list-grammar.png")
+	var got struct {
+		Status         int
+		GrammarVisible bool
+		GrammarTag     string
+		ListText       string
+		CreateBody     string
+		ConsoleErrors  []string
+		PageErrors     []string
+	}
+	nodetest.Run(t, 120*time.Second, "docs-grammar.mjs", map[string]any{
+		"url": base + "/api/docs", "section": "/tag/todos/GET/todos", "grammar": grammar, "screenshot": shot,
+	}, &got)
+	t.Logf("screenshot: %s; list text: %q; create body offered: %q", shot, got.ListText, got.CreateBody)
+	if got.Status != 200 || !got.GrammarVisible || got.GrammarTag != "code" {
+		t.Errorf("the list grammar on the page: status %d, visible %v, in <%s>", got.Status, got.GrammarVisible, got.GrammarTag)
+	}
+	if !strings.Contains(got.ListText, "Filter with "+grammar) || strings.Contains(got.ListText, "Filter with =.") {
+		t.Errorf("the list description reads %q", got.ListText)
+	}
+	if !strings.Contains(got.CreateBody, `"title": "string"`) || strings.Contains(got.CreateBody, `"title": ""`) {
+		t.Errorf("try-it offers the create body %q", got.CreateBody)
+	}
+	if len(got.ConsoleErrors) > 0 || len(got.PageErrors) > 0 {
+		t.Errorf("browser errors: %v %v", got.ConsoleErrors, got.PageErrors)
 	}
 	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
 		t.Errorf("screenshot %s: %v", shot, err)

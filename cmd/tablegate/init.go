@@ -135,7 +135,7 @@ func runInit(_ context.Context, e *env, args []string) error {
 	vars := []envVar{
 		{"DATABASE_URL", dbURL},
 		{"SUPABASE_JWKS", string(ks.publicJWKS())},
-		{"BASE_URL", "http://127.0.0.1:8080"},
+		{"BASE_URL", "http://" + initAddr},
 		{"USER_ID", userID},
 		{"USER_TOKEN", userToken},
 		{"OTHER_USER_TOKEN", otherToken},
@@ -166,16 +166,21 @@ Next:
     -H 'Content-Type: application/json' -d '{"title":"my first todo"}'
   curl -s "$BASE_URL/api/todos" -H "Authorization: Bearer $USER_TOKEN"        # your row
   curl -s "$BASE_URL/api/todos" -H "Authorization: Bearer $OTHER_USER_TOKEN"  # RLS: nothing
-  open "$BASE_URL/api/docs"
+  curl -s "$BASE_URL/api/openapi.json"        # and $BASE_URL/api/docs in a browser
 `, cd)
 	return nil
 }
+
+// initAddr is the listen address of the project init writes: not the
+// demo's 127.0.0.1:8080, so that both run side by side. BASE_URL in .env
+// and the Go quick start's default address name it too.
+const initAddr = "127.0.0.1:8081"
 
 // initConfigJSON is the serve config init writes: the sample table at
 // /api/todos for signed-in users, described at /api/openapi.json and
 // /api/docs. The keys come from SUPABASE_JWKS in .env.
 const initConfigJSON = `{
-  "addr": "127.0.0.1:8080",
+  "addr": "` + initAddr + `",
   "base_path": "/api",
   "title": "My API",
   "version": "0.1.0",

@@ -109,8 +109,9 @@ and FILE to $SIGNING_KEYS_PATH, else the [auth] signing_keys_path of
 supabase/config.toml. After ". FILE" of "tablegate demo --print-env FILE"
 both name the demo's, so the tokens minted are ones the demo accepts.
 
-Example:
-  curl -H "Authorization: Bearer $(tablegate token --tenant $TENANT)" http://127.0.0.1:8080/whoami
+Example, next to a demo started with --print-env /tmp/demo.env:
+  . /tmp/demo.env
+  curl -s "$BASE_URL/whoami" -H "Authorization: Bearer $(tablegate token --tenant "$TENANT_A" --roles admin --signing-keys "$SIGNING_KEYS_PATH" --iss "$BASE_URL/auth/v1")"
 `
 
 func runToken(ctx context.Context, e *env, args []string) error {

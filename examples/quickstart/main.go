@@ -2,8 +2,12 @@
 // at /api/todos: callers resolved from the Supabase environment, one hook and
 // one action, every statement running as the caller under row-level security.
 //
-//	tablegate init && . ./.env && tablegate migrate up && tablegate migrate up --dir db/migrations
-//	go run ./examples/quickstart   # then: curl -H "Authorization: Bearer $USER_TOKEN" $BASE_URL/api/todos
+// In the project folder "tablegate init" made next to the clone (../myapi),
+// with "tablegate serve" stopped (the quick start takes its port, BASE_URL's):
+//
+//	. ./.env
+//	go -C ../tablegate run ./examples/quickstart   # ../tablegate is the clone
+//	curl -s "$BASE_URL/api/todos" -H "Authorization: Bearer $USER_TOKEN"   # in another shell, after . ./.env
 package main
 
 import (
@@ -52,12 +56,16 @@ func main() {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/api/todos/", http.StripPrefix("/api/todos", authctx.Guard(authctx.AllowUser)(todos)))
-	addr := cmp.Or(os.Getenv("ADDR"), "127.0.0.1:8080")
+	// Both /api/todos and /api/todos/ serve the list (no redirect); the
+	// second pattern also routes /api/todos/{id} and /{id}/complete.
+	api := http.StripPrefix("/api/todos", authctx.Guard(authctx.AllowUser)(todos))
+	mux.Handle("/api/todos", api)
+	mux.Handle("/api/todos/", api)
+	addr := cmp.Or(os.Getenv("ADDR"), "127.0.0.1:8081") // BASE_URL's port in init's .env
 	srv := &http.Server{Addr: addr, Handler: callers.Middleware(callers.CrossSite(mux)),
 		// Bound every connection (tablegate serve and demo use these).
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
-	log.Printf("serving http://%s/api/todos/", addr)
+	log.Printf("serving http://%s/api/todos", addr)
 	log.Fatal(srv.ListenAndServe())
 }

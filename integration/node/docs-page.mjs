@@ -34,12 +34,15 @@ try {
 
   // 2. Expand a schema: the list operation's 200 response is collapsed
   //    until clicked; its page schema names next_cursor.
+  //    (The description's and parameters' `next_cursor` code spans are
+  //    not the schema's property name.)
   const list = page.locator('section[id$="/tag/todos/GET/todos"]');
-  const before = await list.getByText('next_cursor', { exact: true }).count();
+  const property = list.getByText('next_cursor', { exact: true }).and(page.locator(':not(code)'));
+  const before = await property.count();
   await list.locator('button[id$="/tag/todos/GET/todos.responses.200"]').click();
-  await list.getByText('next_cursor', { exact: true }).first().waitFor();
+  await property.first().waitFor();
   out.schemaBefore = before;
-  out.schemaAfter = await list.getByText('next_cursor', { exact: true }).count();
+  out.schemaAfter = await property.count();
 
   // 3. Try it: the caller's token in the bearer field, then Send.
   await page.getByPlaceholder('Token').first().fill(token);
