@@ -203,7 +203,12 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 	if dbURL, err := databaseURL(o.getenv, o.databaseURL, cfgURL); err != nil {
 		add(check{statusFail, "database", "no database URL", "pass --database-url or set DATABASE_URL"})
 	} else if pool, err := connect(ctx, dbURL); err != nil {
-		add(check{statusFail, "database", err.Error(), "start Postgres or fix the URL"})
+		var ce *db.ConnectError
+		if errors.As(err, &ce) {
+			add(check{statusFail, "database", ce.Problem, ce.Fix})
+		} else {
+			add(check{statusFail, "database", err.Error(), "start Postgres or fix the URL"})
+		}
 	} else {
 		defer pool.Close()
 		var version string

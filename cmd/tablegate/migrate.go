@@ -246,7 +246,7 @@ func connectPool(ctx context.Context, url string, maxConns int32, tel *telemetry
 	db.Instrument(cfg, tel)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the database: %w", err)
+		return nil, connectError(err, cfg)
 	}
 	if err := db.RecordPoolStats(pool, tel); err != nil {
 		pool.Close()
@@ -256,9 +256,24 @@ func connectPool(ctx context.Context, url string, maxConns int32, tel *telemetry
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("database unreachable at %s: %w (is Postgres running? check the URL)", redactURL(cfg), err)
+		return nil, connectError(err, cfg)
 	}
 	return pool, nil
+}
+
+// connectError says why the pool of cfg could not connect and what to do
+// (db.ExplainConnectError tells a missing database, a missing role, a
+// refused password and a server that does not answer apart), never
+// quoting the password.
+func connectError(err error, cfg *pgxpool.Config) error {
+	var ce *db.ConnectError
+	if !errors.As(db.ExplainConnectError(err, &cfg.ConnConfig.Config), &ce) {
+		return err
+	}
+	if ce.Cause == db.CauseUnreachable {
+		ce.Problem = fmt.Sprintf("database unreachable: %s (database %s, user %s)", ce.Problem, cfg.ConnConfig.Database, cfg.ConnConfig.User)
+	}
+	return ce
 }
 
 // redactURL names host, port and database of a config, never the password.
