@@ -182,6 +182,12 @@ type tableConfig struct {
 	// whose row-level security shows the row. The table must be opted in
 	// by a migration (select tablegate.enable_events('schema.table')).
 	Events bool `json:"events,omitempty"`
+	// AllowWithoutRLS serves a table or view that row-level security does
+	// not protect (RLS disabled, a view without security_invoker), for the
+	// rare table every caller may read. Without it serve refuses to start
+	// with the SQL that protects the table; with it serve warns at every
+	// start and the OpenAPI document says so (x-service-rls: false).
+	AllowWithoutRLS bool `json:"allow_without_rls,omitempty"`
 }
 
 var (

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/db"
@@ -77,8 +76,11 @@ type doctorOptions struct {
 	tables         []string
 	supabaseConfig string
 	strict         bool
-	getenv         func(string) string
-	httpClient     *http.Client
+	// allowWithoutRLS holds the config's tables served with
+	// allow_without_rls: their missing RLS warns instead of failing.
+	allowWithoutRLS map[string]bool
+	getenv          func(string) string
+	httpClient      *http.Client
 }
 
 func runDoctor(ctx context.Context, e *env, args []string) error {
@@ -115,16 +117,32 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// printChecks writes the checklist and reports whether it failed.
-// printable escapes control characters (a newline, a terminal escape) in
-// s, which may hold names the database returned: a policy named
-// "x\n✓ all good" must not print a line of its own.
+// printable keeps s on one line and escapes its other control characters
+// (a terminal escape), for s may hold names the database returned: a
+// policy named "x\n✓ all good" must not print a line of its own. A line
+// break and the indentation after it (errors that list several attempts,
+// "…:\n\tA\n\tB") become "; ", not a literal \n\t.
 func printable(s string) string {
 	if !strings.ContainsFunc(s, isControl) {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		if r == '\n' || r == '\r' {
+			for i+1 < len(rs) && (rs[i+1] == '\n' || rs[i+1] == '\r' || rs[i+1] == '\t' || rs[i+1] == ' ') {
+				i++
+			}
+			if t := strings.TrimRight(b.String(), " :"); t != b.String() {
+				b.Reset()
+				b.WriteString(t)
+			}
+			if b.Len() > 0 && i+1 < len(rs) {
+				b.WriteString("; ")
+			}
+			continue
+		}
 		if isControl(r) {
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
@@ -137,6 +155,7 @@ func printable(s string) string {
 
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
 
+// printChecks writes the checklist and reports whether it failed.
 func printChecks(w io.Writer, checks []check, strict bool) bool {
 	var nFail, nWarn int
 	for _, c := range checks {
@@ -184,9 +203,13 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 				add(check{statusWarn, "permissions", "granted to nobody: " + strings.Join(orphans, "; "),
 					`list the roles that hold each key in "permissions" ({"todos.delete": ["admin"]}); until then every caller gets 403 PERMISSION_DENIED`})
 			}
+			o.allowWithoutRLS = map[string]bool{}
 			for _, n := range c.tableNames() {
 				if !slices.Contains(o.tables, c.Tables[n].Table) {
 					o.tables = append(o.tables, c.Tables[n].Table)
+				}
+				if c.Tables[n].AllowWithoutRLS {
+					o.allowWithoutRLS[c.Tables[n].Table] = true
 				}
 			}
 		}
@@ -215,7 +238,7 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 		_ = pool.QueryRow(ctx, "show server_version").Scan(&version)
 		add(check{statusOK, "database", "reachable, PostgreSQL " + version, ""})
 		add(checkMigrations(ctx, pool))
-		add(checkTables(ctx, pool, o.tables)...)
+		add(checkTables(ctx, pool, o.tables, o.allowWithoutRLS)...)
 		add(checkAnonWrites(ctx, pool, o.tables))
 		add(checkPerRowHelpers(ctx, pool, o.tables))
 		add(checkTenantClaim(ctx, pool))
@@ -421,60 +444,56 @@ func checkMigrations(ctx context.Context, pool *pgxpool.Pool) check {
 	return check{statusOK, name, fmt.Sprintf("current (version %d)", cur), ""}
 }
 
-// checkTables checks RLS and grants of each served table.
-func checkTables(ctx context.Context, pool *pgxpool.Pool, tables []string) []check {
+// checkTables checks RLS and grants of each served table; allowed holds
+// the tables the config serves with allow_without_rls.
+func checkTables(ctx context.Context, pool *pgxpool.Pool, tables []string, allowed map[string]bool) []check {
 	if len(tables) == 0 {
 		return []check{{statusSkip, "served tables", "none given (use --config or --table)", ""}}
 	}
 	var out []check
 	for _, t := range tables {
-		out = append(out, checkTable(ctx, pool, t)...)
+		out = append(out, checkTable(ctx, pool, t, allowed[t])...)
 	}
 	return out
 }
 
-func checkTable(ctx context.Context, pool *pgxpool.Pool, table string) []check {
-	q := `select format('%I.%I', c.relnamespace::regnamespace::text, c.relname), c.relkind::text, c.relrowsecurity, c.relforcerowsecurity,
-	  (select count(*) from pg_policy p where p.polrelid = c.oid),
-	  has_schema_privilege('authenticated', c.relnamespace, 'USAGE'),
-	  array(select r || ':' || p from unnest(array['anon','authenticated']) r,
-	        unnest(array['SELECT','INSERT','UPDATE','DELETE','TRUNCATE']) p
-	        where has_table_privilege(r, c.oid, p))
-	from pg_class c where c.oid = to_regclass($1)`
-	var (
-		name       string
-		kind       string
-		rls, force bool
-		policies   int
-		authUse    bool
-		privs      []string
-	)
-	err := pool.QueryRow(ctx, q, table).Scan(&name, &kind, &rls, &force, &policies, &authUse, &privs)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return []check{{statusFail, "table " + table, "does not exist", "create it, or fix the table name in the config"}}
+func checkTable(ctx context.Context, pool *pgxpool.Pool, table string, allowed bool) []check {
+	// The same reading and verdict as serve's and the rest package's
+	// start-up check (db.CheckRLS); the doctor also asks for FORCE, so
+	// that the owner (who migrates) is bound too.
+	p, err := db.CheckRLS(ctx, pool, table)
+	var rlsErr *db.RLSError
+	if errors.Is(err, db.ErrNoRelation) {
+		return []check{{statusFail, "table " + table, "does not exist", "create it with your migrations (tablegate migrate up --dir <dir>), or fix the table name in the config"}}
 	}
-	if err != nil {
+	if err != nil && !errors.As(err, &rlsErr) {
 		return []check{{statusFail, "table " + table, err.Error(), ""}}
 	}
+	name := p.Table
 	var out []check
 	rlsName := "RLS " + name
 	switch {
-	case kind == "v" || kind == "m":
-		out = append(out, check{statusWarn, rlsName, "a view: RLS of the underlying tables applies only with security_invoker",
-			"create the view with (security_invoker = true) on PostgreSQL 15+"})
-	case !rls:
+	case rlsErr != nil && allowed:
+		out = append(out, check{statusWarn, rlsName, "served WITHOUT row-level security (allow_without_rls): " + rlsErr.Reason, rlsErr.Fix})
+	case rlsErr != nil && p.Kind == "table" && !p.RLS:
 		out = append(out, check{statusFail, rlsName, "row-level security is DISABLED: every caller with a grant reads and writes every row",
 			fmt.Sprintf("alter table %s enable row level security; alter table %s force row level security; then add policies", name, name)})
-	case !force:
+	case rlsErr != nil:
+		out = append(out, check{statusFail, rlsName, rlsErr.Reason + " (serve refuses it)", rlsErr.Fix})
+	case p.Kind == "view":
+		out = append(out, check{statusOK, rlsName, "a view with security_invoker: the row-level security of the tables it reads applies", ""})
+	case !p.ForceRLS:
 		out = append(out, check{statusFail, rlsName, "enabled but not forced: the table owner bypasses the policies",
 			fmt.Sprintf("alter table %s force row level security", name)})
-	case policies == 0:
+	case p.Policies == 0:
 		out = append(out, check{statusWarn, rlsName, "enabled and forced, but no policies: every request sees no rows",
 			"add policies (create policy ...)"})
 	default:
-		out = append(out, check{statusOK, rlsName, fmt.Sprintf("enabled and forced, %d polic(ies)", policies), ""})
+		out = append(out, check{statusOK, rlsName, fmt.Sprintf("enabled and forced, %d polic(ies)", p.Policies), ""})
 	}
 
+	privs := p.Privileges
+	authUse := slices.Contains(p.SchemaUsage, "authenticated")
 	grantName := "grants " + name
 	has := func(p string) bool { return slices.Contains(privs, p) }
 	var problems []string
@@ -492,7 +511,7 @@ func checkTable(ctx context.Context, pool *pgxpool.Pool, table string) []check {
 	switch {
 	case !authUse:
 		out = append(out, check{statusFail, grantName, "authenticated lacks USAGE on the table's schema: every request fails",
-			"grant usage on schema <schema> to anon, authenticated"})
+			fmt.Sprintf("grant usage on schema %s to anon, authenticated", name[:strings.LastIndex(name, ".")])})
 	case !has("authenticated:SELECT"):
 		out = append(out, check{statusWarn, grantName, "authenticated has no SELECT: reads answer 403 before RLS is consulted",
 			fmt.Sprintf("grant select on %s to authenticated", name)})
