@@ -117,11 +117,11 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// printable keeps s on one line and escapes its other control characters
-// (a terminal escape), for s may hold names the database returned: a
-// policy named "x\n✓ all good" must not print a line of its own. A line
-// break and the indentation after it (errors that list several attempts,
-// "…:\n\tA\n\tB") become "; ", not a literal \n\t.
+// printable escapes control characters (a newline, a terminal escape) in
+// s, which may hold names the database returned: a policy named
+// "x\n✓ all good" must not print a line of its own. A line break followed
+// by indentation, as errors that list several attempts are laid out
+// ("…:\n\tA\n\tB"), becomes "; " instead of a literal \n\t.
 func printable(s string) string {
 	if !strings.ContainsFunc(s, isControl) {
 		return s
@@ -130,8 +130,8 @@ func printable(s string) string {
 	rs := []rune(s)
 	for i := 0; i < len(rs); i++ {
 		r := rs[i]
-		if r == '\n' || r == '\r' {
-			for i+1 < len(rs) && (rs[i+1] == '\n' || rs[i+1] == '\r' || rs[i+1] == '\t' || rs[i+1] == ' ') {
+		if r == '\n' && i+1 < len(rs) && (rs[i+1] == '\t' || rs[i+1] == ' ') {
+			for i+1 < len(rs) && (rs[i+1] == '\t' || rs[i+1] == ' ') {
 				i++
 			}
 			if t := strings.TrimRight(b.String(), " :"); t != b.String() {

@@ -285,14 +285,14 @@ func TestSigningKeysPathFromSupabaseConfig(t *testing.T) {
 
 // The checklist stays one line per check: a multi-line error (pgx lists
 // each address it tried as "\n\t…") prints as one line, never as a
-// literal \n\t, and a name holding a newline cannot forge a line.
+// literal \n\t; a bare newline in a name stays escaped.
 func TestDoctorPrintableOneLine(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
 		"failed to connect to `user=x database=y`:\n\t127.0.0.1:1: dial error\n\t[::1]:1: dial error": "failed to connect to `user=x database=y`; 127.0.0.1:1: dial error; [::1]:1: dial error",
-		"x\n✓ all good":   "x; ✓ all good",
+		"x\n✓ all good":   `x\n✓ all good`,
 		"red \x1b[31m":    `red \x1b[31m`,
-		"trailing\n":      "trailing",
+		"trailing\n\t":    "trailing",
 		"plain text only": "plain text only",
 	} {
 		if got := printable(in); got != want {
