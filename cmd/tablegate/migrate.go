@@ -94,7 +94,11 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	}
 	switch sub {
 	case "up":
-		return migrateUp(ctx, e.stdout, open, pool, *to)
+		err := migrateUp(ctx, e.stdout, open, pool, *to)
+		if err != nil && *dir != "" {
+			err = notMigratedHint(ctx, pool, err, *dir)
+		}
+		return err
 	case "down":
 		return migrateDown(ctx, e.stdout, open, pool, *to, *dir == "")
 	}
@@ -446,4 +450,25 @@ func dependentsHint(err error, ours bool) string {
 		b.WriteString(". Policies reading tablegate.member_tenant or full_member_tenant can call tablegate.member_tenant_id() or full_member_tenant_id() instead (docs/tenant.md)")
 	}
 	return b.String()
+}
+
+// notMigratedHint adds to a failure of an application's migrations from
+// dir the step that was skipped when tablegate's own migrations are not
+// applied: they create the auth and tablegate schemas, auth.uid() and the
+// API roles those migrations use (Postgres says only "schema "auth" does
+// not exist").
+func notMigratedHint(ctx context.Context, pool *pgxpool.Pool, err error, dir string) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	p, perr := db.NewMigrator(pool)
+	if perr != nil {
+		return err
+	}
+	defer p.Close()
+	if cur, _, verr := p.GetVersions(ctx); verr != nil || cur > 0 {
+		return err
+	}
+	return fmt.Errorf("%w\ntablegate's own migrations are not applied (they create the auth and tablegate schemas, auth.uid() and the API roles): run \"tablegate migrate up\" first, then \"tablegate migrate up --dir %s\" again", err, shellQuote(dir))
 }
