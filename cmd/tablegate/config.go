@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/tablegate/tablegate/internal/suggest"
 	"github.com/tablegate/tablegate/spec"
 )
 
@@ -215,12 +217,12 @@ func parseServeConfig(data []byte, name string) (*serveConfig, error) {
 	dec.DisallowUnknownFields()
 	var c serveConfig
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("config %s: %w", name, err)
+		return nil, fmt.Errorf("config %s: %w", name, explainJSONError(data, err, reflect.TypeOf(c)))
 	}
 	// A second object or trailing text (a file merged twice) is an error:
 	// serving the first object would silently drop the rest.
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("config %s: content after the first JSON value (offset %d)", name, dec.InputOffset())
+		return nil, fmt.Errorf("config %s: %s: content after the first JSON value", name, position(data, dec.InputOffset()))
 	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
@@ -292,7 +294,7 @@ func (c *serveConfig) validate() error {
 		}
 		for _, op := range t.Operations {
 			if !slices.Contains(crudOps, op) {
-				return fmt.Errorf("tables.%s.operations: unknown operation %q (want %s)", name, op, strings.Join(crudOps, ", "))
+				return fmt.Errorf("tables.%s.operations: unknown operation %q%s (want %s)", name, op, suggest.DidYouMean(op, crudOps), strings.Join(crudOps, ", "))
 			}
 		}
 		for op, key := range t.Permissions {
@@ -311,7 +313,7 @@ func (c *serveConfig) validate() error {
 		}
 		for _, g := range t.Guard {
 			if !slices.Contains(guardKinds, g) {
-				return fmt.Errorf("tables.%s.guard: unknown caller kind %q (want %s)", name, g, strings.Join(guardKinds, ", "))
+				return fmt.Errorf("tables.%s.guard: unknown caller kind %q%s (want %s)", name, g, suggest.DidYouMean(g, guardKinds), strings.Join(guardKinds, ", "))
 			}
 		}
 	}
