@@ -34,8 +34,9 @@
 // logs a warning each time it is built, and its description
 // ([Description.WithoutRLS]) marks its operations in the OpenAPI
 // document (x-service-rls: false). Building also logs one warning per
-// served operation whose privilege the authenticated role lacks (every
-// user's request would answer 403), with the grant that fixes it.
+// served operation whose privilege a role of [Config.GrantRoles] lacks
+// (authenticated by default: every user's request would answer 403), with
+// the grant that fixes it.
 //
 // A get or list without hooks or
 // permissions costs one round trip to Postgres; a write runs in one

@@ -151,10 +151,18 @@ type Config struct {
 	// OpenAPI document marks its operations with x-service-rls: false.
 	AllowWithoutRLS bool
 
+	// GrantRoles are the roles whose grants [NewResource] checks for each
+	// served operation, logging a warning per missing privilege: the
+	// roles the resource's callers run as. Nil checks authenticated (the
+	// role of users); an empty list checks none. Only "anon" and
+	// "authenticated" may be listed (service_role bypasses RLS and is not
+	// checked).
+	GrantRoles []string
+
 	// Logger receives unexpected errors and panics with their request id,
 	// and the warnings of [NewResource]: a table served with
-	// AllowWithoutRLS, and each served operation whose privilege the
-	// authenticated role lacks (every user's request would answer 403).
+	// AllowWithoutRLS, and each served operation whose privilege a role of
+	// GrantRoles lacks (every request as that role would answer 403).
 	// Nil uses slog.Default().
 	Logger *slog.Logger
 

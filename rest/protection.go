@@ -12,10 +12,6 @@ import (
 	"github.com/tablegate/tablegate/internal/suggest"
 )
 
-// grantRole is the role whose grants the served operations are checked
-// against when a resource is built: the role users' requests run as.
-const grantRole = "authenticated"
-
 // privilegesOf lists the privileges a CRUD operation's statements need:
 // every one reads the key column (a WHERE or a RETURNING needs SELECT).
 var privilegesOf = map[Operation][]string{
@@ -28,8 +24,9 @@ var privilegesOf = map[Operation][]string{
 
 // checkProtection refuses a table that row-level security does not
 // protect ([db.CheckRLS]) unless o.AllowWithoutRLS, which it logs and
-// describes instead; then it logs, once per served operation, a privilege
-// the authenticated role lacks. qualified is the quoted table name.
+// describes instead; then it logs, once per served operation and role of
+// o.GrantRoles, a privilege the role lacks. qualified is the quoted table
+// name.
 func (r *Resource) checkProtection(ctx context.Context, d *db.DB, qualified string, o *Config) error {
 	p, err := db.CheckRLS(ctx, d.Pool(), qualified)
 	var rlsErr *db.RLSError
@@ -46,33 +43,39 @@ func (r *Resource) checkProtection(ctx context.Context, d *db.DB, qualified stri
 	if o.Repository != nil {
 		return nil // its statements are its own: they may need other privileges
 	}
-	switch {
-	case !slices.Contains(p.Roles, grantRole):
-		r.log.WarnContext(ctx, fmt.Sprintf("rest: role %s does not exist, so no user's request to %s can run; fix: run \"tablegate migrate up\" (db.Migrate), which creates the API roles", grantRole, p.Table),
-			"table", r.table)
-		return nil
-	case !slices.Contains(p.SchemaUsage, grantRole):
-		schema := p.Table[:strings.LastIndex(p.Table, ".")]
-		r.log.WarnContext(ctx, fmt.Sprintf("rest: role %s lacks USAGE on schema %s, so every user's request to %s fails; fix: grant usage on schema %s to %s", grantRole, schema, p.Table, schema, grantRole),
-			"table", r.table)
-		return nil
+	roles := o.GrantRoles
+	if roles == nil {
+		roles = []string{"authenticated"}
 	}
-	for _, op := range crud {
-		if !r.ops[op] {
+	schema := p.Table[:strings.LastIndex(p.Table, ".")]
+	for _, role := range roles {
+		switch {
+		case !slices.Contains(p.Roles, role):
+			r.log.WarnContext(ctx, fmt.Sprintf("rest: role %s does not exist, so no request to %s can run as it; fix: run \"tablegate migrate up\" (db.Migrate), which creates the API roles", role, p.Table),
+				"table", r.table)
+			continue
+		case !slices.Contains(p.SchemaUsage, role):
+			r.log.WarnContext(ctx, fmt.Sprintf("rest: role %s lacks USAGE on schema %s, so every request to %s as %s fails; fix: grant usage on schema %s to %s", role, schema, p.Table, role, schema, role),
+				"table", r.table)
 			continue
 		}
-		var missing []string
-		for _, priv := range privilegesOf[op] {
-			if !p.Has(grantRole, priv) {
-				missing = append(missing, strings.ToLower(priv))
+		for _, op := range crud {
+			if !r.ops[op] {
+				continue
 			}
+			var missing []string
+			for _, priv := range privilegesOf[op] {
+				if !p.Has(role, priv) {
+					missing = append(missing, strings.ToLower(priv))
+				}
+			}
+			if len(missing) == 0 {
+				continue
+			}
+			list := strings.Join(missing, ", ")
+			r.log.WarnContext(ctx, fmt.Sprintf("rest: %s %s: role %s lacks the %s privilege, so every request as %s answers 403; fix: grant %s on %s to %s",
+				r.table, op, role, strings.ToUpper(list), role, list, p.Table, role), "table", r.table, "operation", string(op))
 		}
-		if len(missing) == 0 {
-			continue
-		}
-		list := strings.Join(missing, ", ")
-		r.log.WarnContext(ctx, fmt.Sprintf("rest: %s %s: role %s lacks the %s privilege, so every user's request answers 403; fix: grant %s on %s to %s",
-			r.table, op, grantRole, strings.ToUpper(list), list, p.Table, grantRole), "table", r.table, "operation", string(op))
 	}
 	return nil
 }

@@ -110,8 +110,8 @@ alter table hidden.t enable row level security;`)
 	}
 	out := logs.String()
 	for _, want := range []string{
-		"secrets create: role authenticated lacks the INSERT privilege, so every user's request answers 403; fix: grant insert on public.secrets to authenticated",
-		"secrets update: role authenticated lacks the UPDATE privilege, so every user's request answers 403; fix: grant update on public.secrets to authenticated",
+		"secrets create: role authenticated lacks the INSERT privilege, so every request as authenticated answers 403; fix: grant insert on public.secrets to authenticated",
+		"secrets update: role authenticated lacks the UPDATE privilege, so every request as authenticated answers 403; fix: grant update on public.secrets to authenticated",
 	} {
 		if strings.Count(out, want) != 1 {
 			t.Errorf("want one line %q in\n%s", want, out)
@@ -126,7 +126,7 @@ alter table hidden.t enable row level security;`)
 	}
 	logs.Reset()
 	if _, err := NewResource(context.Background(), b.db, "hidden.t", &Config{Logger: logTo(&logs), Operations: []Operation{OpList}}); err != nil ||
-		!strings.Contains(logs.String(), "role authenticated lacks USAGE on schema hidden") || strings.Count(logs.String(), "level=WARN") != 1 {
+		!strings.Contains(logs.String(), "role authenticated lacks USAGE on schema hidden, so every request to hidden.t as authenticated fails") || strings.Count(logs.String(), "level=WARN") != 1 {
 		t.Errorf("schema without usage: %v %s", err, logs.String())
 	}
 }
@@ -160,5 +160,32 @@ func TestResourceExplainsMissingNames(t *testing.T) {
 	_, err = NewResource(ctx, b.db, "todos_missing", nil)
 	if err == nil || !strings.Contains(err.Error(), `the database has no tablegate schema either: it is not migrated; run "tablegate migrate up"`) {
 		t.Errorf("unmigrated: %v", err)
+	}
+}
+
+// GrantRoles checks the roles the callers run as: anon here, whose
+// missing grant warns; an empty list checks none; another role is refused.
+func TestResourceGrantRoles(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var logs bytes.Buffer
+	ctx := context.Background()
+	if _, err := NewResource(ctx, b.db, "items", &Config{GrantRoles: []string{"anon", "authenticated"}, Operations: []Operation{OpList, OpDelete}, Logger: logTo(&logs)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"items delete: role anon lacks the DELETE privilege", "items delete: role authenticated lacks the DELETE privilege"} {
+		if strings.Count(logs.String(), want) != 1 {
+			t.Errorf("want one %q in\n%s", want, logs.String())
+		}
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 2 {
+		t.Errorf("%d warnings, want 2:\n%s", n, logs.String())
+	}
+	logs.Reset()
+	if _, err := NewResource(ctx, b.db, "items", &Config{GrantRoles: []string{}, Logger: logTo(&logs)}); err != nil || logs.Len() != 0 {
+		t.Errorf("no roles: %v %s", err, logs.String())
+	}
+	if _, err := NewResource(ctx, b.db, "items", &Config{GrantRoles: []string{"service_role"}}); !errors.Is(err, ErrBuild) || !strings.Contains(err.Error(), "GrantRoles") {
+		t.Errorf("service_role: %v", err)
 	}
 }

@@ -110,6 +110,11 @@ func (o *Config) validate() error {
 	if defLimit > maxLimit {
 		return fmt.Errorf("DefaultLimit %d exceeds MaxLimit %d", defLimit, maxLimit)
 	}
+	for _, role := range o.GrantRoles {
+		if !slices.Contains(db.RequestRoles, role) {
+			return fmt.Errorf("GrantRoles: %q is not checked (list anon or authenticated)", role)
+		}
+	}
 	return nil
 }
 

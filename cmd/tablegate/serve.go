@@ -422,6 +422,7 @@ func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB, log *slog.L
 			Caller:          callerOf,
 			FilterColumns:   t.FilterColumns,
 			AllowWithoutRLS: t.AllowWithoutRLS,
+			GrantRoles:      grantRolesOf(t.Guard),
 			Logger:          log,
 		}
 		opts.StatementTimeout, _ = parseDurationField("", t.StatementTimeout) // validated with the config
@@ -446,6 +447,27 @@ func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB, log *slog.L
 		out[name] = res
 	}
 	return out, nil
+}
+
+// grantRolesOf lists the database roles the callers a guard admits run
+// as, whose grants are checked at start: authenticated for users and
+// anonymous sign-ins, anon for callers without a session (service_role,
+// which bypasses RLS, is not checked).
+func grantRolesOf(guard []string) []string {
+	roles := []string{}
+	for _, g := range guard {
+		role := "authenticated"
+		switch g {
+		case "anon":
+			role = "anon"
+		case "service":
+			continue
+		}
+		if !slices.Contains(roles, role) {
+			roles = append(roles, role)
+		}
+	}
+	return roles
 }
 
 // allowOf converts a config guard list.

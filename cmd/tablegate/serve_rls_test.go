@@ -34,7 +34,8 @@ func writeServeConfig(t *testing.T, jwksURL string, tables map[string]any) strin
 // serve refuses a table row-level security does not protect, naming the
 // table and the SQL that protects it; allow_without_rls serves it with a
 // warning at start and marks it in the OpenAPI document; an operation
-// whose grant is missing is one warning at start.
+// whose grant is missing, for the role its guard's callers run as, is one
+// warning at start.
 func TestServeRefusesTableWithoutRLS(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
@@ -48,7 +49,10 @@ grant select on public.note_view to authenticated;
 create table public.secrets (id int primary key, body text);
 alter table public.secrets enable row level security;
 create policy s on public.secrets for select to authenticated using (true);
-grant select on public.secrets to authenticated;`); err != nil {
+grant select on public.secrets to authenticated;
+create table public.pub (id int primary key);
+alter table public.pub enable row level security;
+grant select on public.pub to authenticated;`); err != nil {
 		t.Fatal(err)
 	}
 	ks := testKeySet(t, algES256)
@@ -76,6 +80,7 @@ grant select on public.secrets to authenticated;`); err != nil {
 	cfg := writeServeConfig(t, jwks.URL, map[string]any{
 		"notes":   map[string]any{"allow_without_rls": true, "operations": []string{"list", "get"}},
 		"secrets": map[string]any{},
+		"pub":     map[string]any{"guard": []string{"anon"}, "operations": []string{"list"}},
 	})
 	addr := freeAddr(t)
 	sctx, cancel := context.WithCancel(ctx)
@@ -118,19 +123,21 @@ grant select on public.secrets to authenticated;`); err != nil {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
 	for want, n := range map[string]int{
-		"public.notes is served WITHOUT row-level security (Config.AllowWithoutRLS): row-level security is disabled":                                               1,
-		"secrets create: role authenticated lacks the INSERT privilege, so every user's request answers 403; fix: grant insert on public.secrets to authenticated": 1,
-		"secrets update: role authenticated lacks the UPDATE privilege":                                                                                            1,
-		"secrets delete: role authenticated lacks the DELETE privilege":                                                                                            1,
-		"secrets list:": 0,
-		"notes list:":   0,
+		"public.notes is served WITHOUT row-level security (Config.AllowWithoutRLS): row-level security is disabled":                                                         1,
+		"secrets create: role authenticated lacks the INSERT privilege, so every request as authenticated answers 403; fix: grant insert on public.secrets to authenticated": 1,
+		"secrets update: role authenticated lacks the UPDATE privilege":                                                                                                      1,
+		"secrets delete: role authenticated lacks the DELETE privilege":                                                                                                      1,
+		"secrets list: role authenticated": 0,
+		"notes list:":                      0,
+		"pub list: role anon lacks the SELECT privilege, so every request as anon answers 403; fix: grant select on public.pub to anon": 1,
+		"pub list: role authenticated": 0,
 	} {
 		if c := strings.Count(res.stderr, want); c != n {
 			t.Errorf("%d × %q, want %d:\n%s", c, want, n, res.stderr)
 		}
 	}
-	if c := strings.Count(res.stderr, "level=WARN"); c != 4 {
-		t.Errorf("%d warnings at start, want 4:\n%s", c, res.stderr)
+	if c := strings.Count(res.stderr, "level=WARN"); c != 5 {
+		t.Errorf("%d warnings at start, want 5:\n%s", c, res.stderr)
 	}
 }
 
