@@ -107,7 +107,8 @@ const protectionSQL = `select format('%I.%I', n.nspname, c.relname),
         join pg_catalog.pg_class dc on dc.oid = d.refobjid
         join pg_catalog.pg_namespace dn on dn.oid = dc.relnamespace
         where rw.ev_class = c.oid and d.refobjid <> c.oid and c.relkind = 'v'
-          and dn.nspname not in ('pg_catalog', 'information_schema'))
+          and dn.nspname not in ('pg_catalog', 'information_schema')
+        order by 1)
 from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
 where c.oid = pg_catalog.to_regclass($1)`
 
