@@ -43,6 +43,7 @@ type ConnectError struct {
 	Err          error
 }
 
+// Error returns the problem and its fix in one line.
 func (e *ConnectError) Error() string {
 	return e.Problem + ": " + e.Fix
 }

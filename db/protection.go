@@ -39,6 +39,7 @@ type RLSError struct {
 	Fix string
 }
 
+// Error names the table, the reason and the fix in one line.
 func (e *RLSError) Error() string {
 	return fmt.Sprintf("%s is not protected by row-level security: %s; fix: %s", e.Table, e.Reason, e.Fix)
 }
