@@ -52,8 +52,9 @@ func (e *RLSError) Is(target error) bool { return target == ErrNoRLS }
 // [ReadTableProtection]; `tablegate doctor` prints it, and resources
 // check it when they are built.
 type TableProtection struct {
-	// Table is the relation, schema-qualified and quoted where needed.
-	Table string
+	// Table is the relation, schema-qualified and quoted where needed;
+	// Schema its schema, quoted where needed.
+	Table, Schema string
 	// Kind is "table", "partitioned table", "view", "materialized view"
 	// or "foreign table".
 	Kind string
@@ -81,7 +82,7 @@ type TableProtection struct {
 	Reads []string
 }
 
-const protectionSQL = `select format('%I.%I', n.nspname, c.relname),
+const protectionSQL = `select format('%I.%I', n.nspname, c.relname), format('%I', n.nspname),
   case c.relkind when 'r' then 'table' when 'p' then 'partitioned table' when 'v' then 'view'
     when 'm' then 'materialized view' when 'f' then 'foreign table' else 'relation' end,
   c.relrowsecurity, c.relforcerowsecurity,
@@ -118,7 +119,7 @@ where c.oid = pg_catalog.to_regclass($1)`
 // with the pool's own role. A missing relation is [ErrNoRelation].
 func ReadTableProtection(ctx context.Context, pool *pgxpool.Pool, table string) (*TableProtection, error) {
 	var p TableProtection
-	err := pool.QueryRow(ctx, protectionSQL, table, RequestRoles).Scan(&p.Table, &p.Kind, &p.RLS, &p.ForceRLS,
+	err := pool.QueryRow(ctx, protectionSQL, table, RequestRoles).Scan(&p.Table, &p.Schema, &p.Kind, &p.RLS, &p.ForceRLS,
 		&p.SecurityInvoker, &p.Policies, &p.Owners, &p.Bypass, &p.Roles, &p.SchemaUsage, &p.Privileges, &p.Reads)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%s: %w", table, ErrNoRelation)

@@ -59,7 +59,7 @@ alter table private.t enable row level security;`); err != nil {
 	if !p.Has("authenticated", "SELECT") || !p.Has("authenticated", "INSERT") || p.Has("authenticated", "DELETE") || p.Has("anon", "SELECT") {
 		t.Errorf("privileges %v", p.Privileges)
 	}
-	if !slices.Contains(p.SchemaUsage, "authenticated") || p.Kind != "table" || !p.RLS || p.ForceRLS {
+	if !slices.Contains(p.SchemaUsage, "authenticated") || p.Schema != "public" || p.Kind != "table" || !p.RLS || p.ForceRLS {
 		t.Errorf("%+v", p)
 	}
 	if q, _ := db.ReadTableProtection(ctx, pool, "private.t"); q == nil || slices.Contains(q.SchemaUsage, "authenticated") {

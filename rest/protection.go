@@ -47,7 +47,7 @@ func (r *Resource) checkProtection(ctx context.Context, d *db.DB, qualified stri
 	if roles == nil {
 		roles = []string{"authenticated"}
 	}
-	schema := p.Table[:strings.LastIndex(p.Table, ".")]
+	schema := p.Schema
 	for _, role := range roles {
 		switch {
 		case !slices.Contains(p.Roles, role):

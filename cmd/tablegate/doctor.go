@@ -511,7 +511,7 @@ func checkTable(ctx context.Context, pool *pgxpool.Pool, table string, allowed b
 	switch {
 	case !authUse:
 		out = append(out, check{statusFail, grantName, "authenticated lacks USAGE on the table's schema: every request fails",
-			fmt.Sprintf("grant usage on schema %s to anon, authenticated", name[:strings.LastIndex(name, ".")])})
+			fmt.Sprintf("grant usage on schema %s to anon, authenticated", p.Schema)})
 	case !has("authenticated:SELECT"):
 		out = append(out, check{statusWarn, grantName, "authenticated has no SELECT: reads answer 403 before RLS is consulted",
 			fmt.Sprintf("grant select on %s to authenticated", name)})
