@@ -46,6 +46,12 @@ Go. See docs/cli.md for the file format; in short:
     }
   }
 
+Row-level security must protect every table: serve refuses to start for a
+table whose RLS is disabled or a view without security_invoker, naming the
+SQL that fixes it. "allow_without_rls": true on a table serves it anyway
+(a public table): a warning at every start, and the OpenAPI document says
+so. A served operation whose grant is missing is a warning at start.
+
 Routes: {base_path}/{name}[/{key}], {base_path}/openapi.json, {base_path}/docs,
 /mcp (with "mcp": true: the same operations as MCP tools), /livez (process)
 and /readyz (the database answers — a busy pool is not down — and the
