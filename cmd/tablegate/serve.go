@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/authctx"
@@ -651,23 +652,35 @@ func serveMCPStdio(ctx context.Context, e *env, cfg *serveConfig, d *db.DB, rv *
 }
 
 // checkMigrated refuses a database tablegate's migrations were never
-// applied to, and warns when some are pending: the policies, auth.uid()
-// and the API roles come from them.
+// applied to (no version, no tablegate schema), and warns when some are
+// pending: the policies, auth.uid() and the API roles come from them. It
+// reads the version table without creating it (goose's own reading
+// would).
 func checkMigrated(ctx context.Context, out io.Writer, pool *pgxpool.Pool) error {
+	var table, schema bool
+	if err := pool.QueryRow(ctx, `select to_regclass($1) is not null, to_regnamespace('tablegate') is not null`,
+		db.MigrationTable).Scan(&table, &schema); err != nil {
+		return fmt.Errorf("read tablegate's migration version: %w", err)
+	}
+	var cur int64
+	if table {
+		if err := pool.QueryRow(ctx, `select coalesce(max(version_id), 0) from `+pgx.Identifier{db.MigrationTable}.Sanitize()).Scan(&cur); err != nil {
+			return fmt.Errorf("read tablegate's migration version: %w", err)
+		}
+	}
+	switch {
+	case cur == 0 && !schema:
+		return errors.New(`the database is not migrated (no tablegate migrations applied): run "tablegate migrate up", then your own migrations ("tablegate migrate up --dir migrations")`)
+	case cur == 0:
+		return nil // the schema came another way (a copy of the SQL in the project's own migrations)
+	}
 	p, err := db.NewMigrator(pool)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	cur, target, err := p.GetVersions(ctx)
-	if err != nil {
-		return fmt.Errorf("read tablegate's migration version: %w", err)
-	}
-	switch {
-	case cur == 0:
-		return errors.New(`the database is not migrated (no tablegate migrations applied): run "tablegate migrate up", then your own migrations ("tablegate migrate up --dir migrations")`)
-	case cur < target:
-		fmt.Fprintf(out, "! tablegate migrations at version %d, %d available: run \"tablegate migrate up\"\n", cur, target)
+	if srcs := p.ListSources(); len(srcs) > 0 && cur < srcs[len(srcs)-1].Version {
+		fmt.Fprintf(out, "! tablegate migrations at version %d, %d available: run \"tablegate migrate up\"\n", cur, srcs[len(srcs)-1].Version)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/sql/migrations"
 )
 
 // writeServeConfig writes a serve config whose tokens verify with jwksURL.
@@ -152,8 +154,26 @@ func TestServeStartErrorsNameTheFix(t *testing.T) {
 	serve := func(url string) result {
 		return runCLI(t, map[string]string{"DATABASE_URL": url}, "serve", "--config", cfg, "--addr", "127.0.0.1:0")
 	}
-	if r := serve(pgtest.EmptyURL(t)); r.code != exitFailure || !strings.Contains(r.stderr, `the database is not migrated (no tablegate migrations applied): run "tablegate migrate up"`) {
+	empty := pgtest.EmptyURL(t)
+	if r := serve(empty); r.code != exitFailure || !strings.Contains(r.stderr, `the database is not migrated (no tablegate migrations applied): run "tablegate migrate up"`) {
 		t.Errorf("unmigrated: %d %s", r.code, r.stderr)
+	}
+	var created bool
+	if err := pgtest.Pool(t, empty).QueryRow(context.Background(), `select to_regclass('tablegate_migrations') is not null`).Scan(&created); err != nil || created {
+		t.Errorf("serve created the version table: %v %v", created, err)
+	}
+	// Part way migrated (the first migration only): a warning naming the
+	// command, then the refusal of the missing table.
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("want two migrations at least: %v %v", files, err)
+	}
+	first := strings.TrimLeft(files[0][:strings.IndexByte(files[0], '_')], "0")
+	if r := runCLI(t, map[string]string{"DATABASE_URL": empty}, "migrate", "up", "--to", first); r.code != 0 {
+		t.Fatalf("migrate up --to %s: %d %s", first, r.code, r.stderr)
+	}
+	if r := serve(empty); r.code != exitFailure || !strings.Contains(r.stderr, `! tablegate migrations at version `+first+`, `) || !strings.Contains(r.stderr, `available: run "tablegate migrate up"`) {
+		t.Errorf("part way: %d %s", r.code, r.stderr)
 	}
 	if r := serve(pgtest.URL(t)); r.code != exitFailure ||
 		!strings.Contains(r.stderr, `tables.todos (public.todos)`) || !strings.Contains(r.stderr, `no such table or view in schema public; apply your migrations ("tablegate migrate up --dir <dir>"), or check the name`) {
