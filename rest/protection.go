@@ -22,6 +22,43 @@ var privilegesOf = map[Operation][]string{
 	OpDelete: {"DELETE", "SELECT"},
 }
 
+// MissingGrant is a privilege a role lacks for a CRUD operation, as
+// [MissingGrants] finds it.
+type MissingGrant struct {
+	Operation Operation
+	Role      string
+	// Privileges lists what the role lacks, in lower case: "insert",
+	// "select".
+	Privileges []string
+	// Fix is the SQL that grants them: grant insert on public.t to authenticated.
+	Fix string
+}
+
+// MissingGrants lists, for each operation of ops (CRUD only) and role of
+// roles, the privileges the statements of the table repository need that
+// the role lacks on the table of p: SELECT for every operation (a WHERE
+// or a RETURNING reads the key), and INSERT, UPDATE or DELETE for create,
+// update and delete. [NewResource] logs them; `tablegate doctor` prints
+// them for the tables of a serve config.
+func MissingGrants(p *db.TableProtection, ops []Operation, roles []string) []MissingGrant {
+	var out []MissingGrant
+	for _, role := range roles {
+		for _, op := range ops {
+			var missing []string
+			for _, priv := range privilegesOf[op] {
+				if !p.Has(role, priv) {
+					missing = append(missing, strings.ToLower(priv))
+				}
+			}
+			if len(missing) > 0 {
+				out = append(out, MissingGrant{Operation: op, Role: role, Privileges: missing,
+					Fix: fmt.Sprintf("grant %s on %s to %s", strings.Join(missing, ", "), p.Table, role)})
+			}
+		}
+	}
+	return out
+}
+
 // checkProtection refuses a table that row-level security does not
 // protect ([db.CheckRLS]) unless o.AllowWithoutRLS, which it logs and
 // describes instead; then it logs, once per served operation and role of
@@ -59,22 +96,16 @@ func (r *Resource) checkProtection(ctx context.Context, d *db.DB, qualified stri
 				"table", r.table)
 			continue
 		}
+		var ops []Operation
 		for _, op := range crud {
-			if !r.ops[op] {
-				continue
+			if r.ops[op] {
+				ops = append(ops, op)
 			}
-			var missing []string
-			for _, priv := range privilegesOf[op] {
-				if !p.Has(role, priv) {
-					missing = append(missing, strings.ToLower(priv))
-				}
-			}
-			if len(missing) == 0 {
-				continue
-			}
-			list := strings.Join(missing, ", ")
-			r.log.WarnContext(ctx, fmt.Sprintf("rest: %s %s: role %s lacks the %s privilege, so every request as %s answers 403; fix: grant %s on %s to %s",
-				r.table, op, role, strings.ToUpper(list), role, list, p.Table, role), "table", r.table, "operation", string(op))
+		}
+		for _, m := range MissingGrants(p, ops, []string{role}) {
+			r.log.WarnContext(ctx, fmt.Sprintf("rest: %s %s: role %s lacks the %s privilege, so every request as %s answers 403; fix: %s",
+				r.table, m.Operation, role, strings.ToUpper(strings.Join(m.Privileges, ", ")), role, m.Fix),
+				"table", r.table, "operation", string(m.Operation))
 		}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/rest"
 )
 
 const doctorUsage = `Usage:
@@ -76,11 +77,10 @@ type doctorOptions struct {
 	tables         []string
 	supabaseConfig string
 	strict         bool
-	// allowWithoutRLS holds the config's tables served with
-	// allow_without_rls: their missing RLS warns instead of failing.
-	allowWithoutRLS map[string]bool
-	getenv          func(string) string
-	httpClient      *http.Client
+	// served holds what the config serves of each table (by table name).
+	served     map[string]*servedTable
+	getenv     func(string) string
+	httpClient *http.Client
 }
 
 func runDoctor(ctx context.Context, e *env, args []string) error {
@@ -203,14 +203,13 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 				add(check{statusWarn, "permissions", "granted to nobody: " + strings.Join(orphans, "; "),
 					`list the roles that hold each key in "permissions" ({"todos.delete": ["admin"]}); until then every caller gets 403 PERMISSION_DENIED`})
 			}
-			o.allowWithoutRLS = map[string]bool{}
+			o.served = map[string]*servedTable{}
 			for _, n := range c.tableNames() {
-				if !slices.Contains(o.tables, c.Tables[n].Table) {
-					o.tables = append(o.tables, c.Tables[n].Table)
+				t := c.Tables[n]
+				if !slices.Contains(o.tables, t.Table) {
+					o.tables = append(o.tables, t.Table)
 				}
-				if c.Tables[n].AllowWithoutRLS {
-					o.allowWithoutRLS[c.Tables[n].Table] = true
-				}
+				o.served[t.Table] = o.served[t.Table].add(t)
 			}
 		}
 	}
@@ -238,7 +237,7 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 		_ = pool.QueryRow(ctx, "show server_version").Scan(&version)
 		add(check{statusOK, "database", "reachable, PostgreSQL " + version, ""})
 		add(checkMigrations(ctx, pool))
-		add(checkTables(ctx, pool, o.tables, o.allowWithoutRLS)...)
+		add(checkTables(ctx, pool, o.tables, o.served)...)
 		add(checkAnonWrites(ctx, pool, o.tables))
 		add(checkPerRowHelpers(ctx, pool, o.tables))
 		add(checkTenantClaim(ctx, pool))
@@ -444,20 +443,48 @@ func checkMigrations(ctx context.Context, pool *pgxpool.Pool) check {
 	return check{statusOK, name, fmt.Sprintf("current (version %d)", cur), ""}
 }
 
-// checkTables checks RLS and grants of each served table; allowed holds
-// the tables the config serves with allow_without_rls.
-func checkTables(ctx context.Context, pool *pgxpool.Pool, tables []string, allowed map[string]bool) []check {
+// servedTable is what a serve config serves of one table, over all the
+// routes naming it.
+type servedTable struct {
+	allowWithoutRLS bool
+	ops             []rest.Operation
+	roles           []string
+}
+
+// add merges the route t into s (nil: none yet).
+func (s *servedTable) add(t *tableConfig) *servedTable {
+	if s == nil {
+		s = &servedTable{}
+	}
+	s.allowWithoutRLS = s.allowWithoutRLS || t.AllowWithoutRLS
+	for _, op := range t.Operations {
+		if !slices.Contains(s.ops, rest.Operation(op)) {
+			s.ops = append(s.ops, rest.Operation(op))
+		}
+	}
+	for _, r := range grantRolesOf(t.Guard) {
+		if !slices.Contains(s.roles, r) {
+			s.roles = append(s.roles, r)
+		}
+	}
+	return s
+}
+
+// checkTables checks RLS and grants of each served table; served holds
+// what the config serves of them (nil for a table given with --table).
+func checkTables(ctx context.Context, pool *pgxpool.Pool, tables []string, served map[string]*servedTable) []check {
 	if len(tables) == 0 {
 		return []check{{statusSkip, "served tables", "none given (use --config or --table)", ""}}
 	}
 	var out []check
 	for _, t := range tables {
-		out = append(out, checkTable(ctx, pool, t, allowed[t])...)
+		out = append(out, checkTable(ctx, pool, t, served[t])...)
 	}
 	return out
 }
 
-func checkTable(ctx context.Context, pool *pgxpool.Pool, table string, allowed bool) []check {
+func checkTable(ctx context.Context, pool *pgxpool.Pool, table string, served *servedTable) []check {
+	allowed := served != nil && served.allowWithoutRLS
 	// The same reading and verdict as serve's and the rest package's
 	// start-up check (db.CheckRLS); the doctor also asks for FORCE, so
 	// that the owner (who migrates) is bound too.
@@ -524,6 +551,17 @@ func checkTable(ctx context.Context, pool *pgxpool.Pool, table string, allowed b
 			list = append(list, strings.ToLower(p))
 		}
 		out = append(out, check{statusOK, grantName, strings.Join(list, " "), ""})
+	}
+	// The served operations' grants, as serve checks them at start.
+	if served != nil {
+		var missing, fixes []string
+		for _, m := range rest.MissingGrants(p, served.ops, served.roles) {
+			missing = append(missing, fmt.Sprintf("%s: %s lacks %s", m.Operation, m.Role, strings.ToUpper(strings.Join(m.Privileges, ", "))))
+			fixes = append(fixes, m.Fix)
+		}
+		if len(missing) > 0 {
+			out = append(out, check{statusWarn, "operations " + name, strings.Join(missing, "; ") + " (each answers 403)", strings.Join(slices.Compact(fixes), "; ")})
+		}
 	}
 	return out
 }

@@ -300,3 +300,44 @@ func TestDoctorPrintableOneLine(t *testing.T) {
 		}
 	}
 }
+
+// With a serve config the doctor checks the served operations' grants as
+// serve does at start, and reports a table served with allow_without_rls
+// as a warning, not a failure.
+func TestDoctorConfigOperationsAndOptOut(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), `
+create table public.secrets (id int primary key);
+alter table public.secrets enable row level security;
+alter table public.secrets force row level security;
+create policy s on public.secrets for select to authenticated using (true);
+grant select on public.secrets to authenticated;
+create table public.catalog (id int primary key);
+grant select on public.catalog to authenticated, anon;`); err != nil {
+		t.Fatal(err)
+	}
+	keys := filepath.Join(t.TempDir(), "missing.json")
+	cfg := filepath.Join(t.TempDir(), "tablegate.json")
+	body := `{"tables":{"secrets":{"operations":["list","create","delete"]},"catalog":{"operations":["list"],"guard":["anon"],"allow_without_rls":true}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "doctor", "--database-url", url, "--signing-keys", keys, "--supabase-config", keys, "--config", cfg)
+	for prefix, want := range map[string]string{
+		"! operations public.secrets": "create: authenticated lacks INSERT; delete: authenticated lacks DELETE (each answers 403)",
+		"! RLS public.catalog":        "served WITHOUT row-level security (allow_without_rls): row-level security is disabled",
+		"✓ RLS public.secrets":        "enabled and forced",
+	} {
+		if l := lineOf(r.stdout, prefix); !strings.Contains(l, want) {
+			t.Errorf("line %q: got %q, want %q\n%s", prefix, l, want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "→ grant insert on public.secrets to authenticated; grant delete on public.secrets to authenticated") {
+		t.Errorf("no fix:\n%s", r.stdout)
+	}
+	if lineOf(r.stdout, "! operations public.catalog") != "" || lineOf(r.stdout, "✗ RLS public.catalog") != "" {
+		t.Errorf("catalog is granted to anon and opted out:\n%s", r.stdout)
+	}
+}
