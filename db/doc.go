@@ -22,6 +22,16 @@
 // [ErrRoleNotAllowed]. Callers without a session run as anon and service
 // callers as service_role.
 //
+// # Start-up checks
+//
+// [CheckRLS] reads from the catalog whether row-level security protects a
+// table or view for the request roles (anon, authenticated) and returns an
+// [*RLSError] naming the SQL that fixes it when it does not; resources
+// refuse such tables when they are built. [ReadTableProtection] reads the
+// same facts with the roles' grants, which `tablegate doctor` checks too.
+// [ExplainConnectError] tells why a pool could not connect: no server, no
+// database, no role or a refused password, each with its fix.
+//
 // # Migrations
 //
 // [Migrate] applies the embedded migrations of package

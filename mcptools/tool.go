@@ -304,6 +304,9 @@ func description(d *rest.Description, op rest.OperationInfo) string {
 	if op.Permission != "" {
 		fmt.Fprintf(&b, " Requires permission %s (PERMISSION_DENIED or APPROVAL_REQUIRED otherwise).", op.Permission)
 	}
+	if d.WithoutRLS {
+		fmt.Fprintf(&b, " Row-level security does not protect %s: every caller admitted sees every row.", d.Table)
+	}
 	b.WriteString(" Errors are RFC 9457 Problem Details JSON.")
 	return b.String()
 }

@@ -209,7 +209,7 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestNewResourceRefuses(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
-	adminExec(t, pool, `create table public.plain (id int primary key, title text)`)
+	adminExec(t, pool, `create table public.plain (id int primary key, title text); alter table public.plain enable row level security`)
 	d := db.New(pool, nil)
 	tenant, _ := plugin.NewTenant(nil)
 	if _, err := plugin.NewResource(t.Context(), d, "plain", nil, tenant); !errors.Is(err, rest.ErrBuild) || !strings.Contains(err.Error(), `"tenant_id"`) {

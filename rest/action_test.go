@@ -308,7 +308,7 @@ func TestBuildErrors(t *testing.T) {
 			t.Errorf("%s %+v: err = %v, want %q", c.table, c.o, err, c.want)
 		}
 	}
-	b.exec(`create table nokey (a int, b text); grant select on nokey to authenticated;
+	b.exec(`create table nokey (a int, b text); alter table nokey enable row level security; grant select on nokey to authenticated;
 	        create table twokey (a int, b int, primary key (a, b));`)
 	if _, err := NewResource(context.Background(), b.db, "nokey", nil); err == nil || !strings.Contains(err.Error(), "no primary key; set Config.Key") {
 		t.Errorf("nokey: %v", err)

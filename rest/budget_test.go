@@ -136,6 +136,8 @@ func TestHookHoldingTransactionOverBudget(t *testing.T) {
 	t.Parallel()
 	b := budgetBundle(t, &db.Config{StatementTimeout: 250 * time.Millisecond})
 	if _, err := b.pool.Exec(context.Background(), `create table jobs (id int primary key, title text not null);
+alter table jobs enable row level security;
+create policy jobs_all on jobs to authenticated using (true) with check (true);
 grant select, insert on jobs to authenticated;`); err != nil {
 		t.Fatal(err)
 	}

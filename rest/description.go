@@ -95,6 +95,12 @@ type Description struct {
 	DefaultLimit, MaxLimit int
 	// MaxBodyBytes is the body limit.
 	MaxBodyBytes int64
+	// WithoutRLS reports a resource built with [Config.AllowWithoutRLS]
+	// over a table or view that row-level security does not protect:
+	// every caller its grants admit reads (and writes) every row.
+	// WithoutRLSReason says why, in a sentence without a final period.
+	WithoutRLS       bool
+	WithoutRLSReason string
 }
 
 // Filterable returns the columns a list may filter and order by:

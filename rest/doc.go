@@ -13,7 +13,32 @@
 // serves many tables under one handler, one path segment per table.
 //
 // Every statement runs bound to the caller (see package db): row-level
-// security decides which rows exist. A get or list without hooks or
+// security decides which rows exist.
+//
+// # Safe by default
+//
+// [NewResource] refuses a table or view that row-level security does not
+// protect ([db.CheckRLS]): a table whose RLS is disabled, a view without
+// security_invoker (it reads with its owner's rights), a security_invoker
+// view over such a table, a materialized view, or a table a request role
+// owns while its RLS is not forced. The error names the table and the SQL
+// that fixes it:
+//
+//	alter table public.notes enable row level security;   -- then create policies
+//	alter view public.note_list set (security_invoker = true);
+//
+// A table owned by another role (the one that migrates, as on Supabase)
+// need not force RLS: requests never run as its owner (`tablegate doctor`
+// still asks for FORCE, which also binds the owner). For the rare table
+// every caller may read, [Config.AllowWithoutRLS] opts out: the resource
+// logs a warning each time it is built, and its description
+// ([Description.WithoutRLS]) marks its operations in the OpenAPI
+// document (x-service-rls: false). Building also logs one warning per
+// served operation whose privilege a role of [Config.GrantRoles] lacks
+// (authenticated by default: every user's request would answer 403), with
+// the grant that fixes it.
+//
+// A get or list without hooks or
 // permissions costs one round trip to Postgres; a write runs in one
 // transaction shared with the authorizer and every hook, so an error in an
 // After hook rolls the write back.

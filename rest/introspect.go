@@ -62,7 +62,7 @@ func introspect(ctx context.Context, d *db.DB, schema, name string) ([]*column, 
 		return nil, nil, fmt.Errorf("introspect: %w", err)
 	}
 	if len(cols) == 0 {
-		return nil, nil, errors.New("no such table or view, or it has no columns")
+		return nil, nil, missingTable(ctx, d, schema, name)
 	}
 	seen := map[uint32]bool{}
 	forms := &typeForms{ctx: ctx, d: d, cache: map[formKey]formEntry{}}

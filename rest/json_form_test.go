@@ -43,7 +43,7 @@ func TestRowsMatchTheirSchema(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.exec(jsonFormFixture)
-	res := b.resource("jf", nil)
+	res := b.resource("jf", noRLS())
 	d := res.Describe()
 	rs, err := d.Row.Resolve(nil)
 	if err != nil {
@@ -121,7 +121,7 @@ func TestRowsMatchTheirSchema(t *testing.T) {
 	// handed to its parser and answered 500. A bad tsvector text is the
 	// caller's mistake too (Postgres reports it as a syntax error).
 	b.exec(`create table tv (id int8 primary key, v tsvector); grant select, insert on tv to authenticated`)
-	tvs := server(t, "tv", b.resource("tv", nil))
+	tvs := server(t, "tv", b.resource("tv", noRLS()))
 	for _, c := range []struct {
 		s          *httptest.Server
 		path, body string
@@ -182,7 +182,7 @@ func TestLargeCompositesDescribedInBounds(t *testing.T) {
 	ddl.WriteString("create table big (id int8 primary key, a b9, c ch20, d ch4);\ngrant select on big to authenticated;")
 	b.exec(ddl.String())
 	start := time.Now()
-	res := b.resource("big", nil)
+	res := b.resource("big", noRLS())
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("building the resource took %v", d)
 	}
@@ -217,7 +217,7 @@ func TestListValueErrorsAre400(t *testing.T) {
 	b := setup(t)
 	b.exec(`create table lv (id int8 primary key, d date, n int2, s text); grant select on lv to authenticated;
 insert into lv values (1, '2024-01-01', 1, 'a')`)
-	s := server(t, "lv", b.resource("lv", nil))
+	s := server(t, "lv", b.resource("lv", noRLS()))
 	for _, q := range []string{"d=gt.5874898-01-01", "n=gt.99999"} {
 		k, v, _ := strings.Cut(q, "=")
 		if r := do(t, s, "GET", "/api/lv?"+k+"="+url.QueryEscape(v), alice, ""); r.status != 400 {

@@ -151,7 +151,27 @@ type Config struct {
 	// behind a load balancer.
 	CursorKey []byte
 
-	// Logger receives unexpected errors and panics with their request id.
+	// AllowWithoutRLS serves a table or view that row-level security does
+	// not protect, for the rare table every caller may read (a public
+	// catalog). Without it [NewResource] refuses such a table with an
+	// error wrapping [db.ErrNoRLS] that names the SQL to fix it (see
+	// [db.CheckRLS]). With it the resource logs a warning each time it is
+	// built, and its description says so ([Description.WithoutRLS]): the
+	// OpenAPI document marks its operations with x-service-rls: false.
+	AllowWithoutRLS bool
+
+	// GrantRoles are the roles whose grants [NewResource] checks for each
+	// served operation, logging a warning per missing privilege: the
+	// roles the resource's callers run as. Nil checks authenticated (the
+	// role of users); an empty list checks none. Only "anon" and
+	// "authenticated" may be listed (service_role bypasses RLS and is not
+	// checked).
+	GrantRoles []string
+
+	// Logger receives unexpected errors and panics with their request id,
+	// and the warnings of [NewResource]: a table served with
+	// AllowWithoutRLS, and each served operation whose privilege a role of
+	// GrantRoles lacks (every request as that role would answer 403).
 	// Nil uses slog.Default().
 	Logger *slog.Logger
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/jackc/pgx/v5"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/suggest"
 )
 
 // ErrBuild wraps every error [NewResource] returns for a bad table name,
@@ -112,6 +113,11 @@ func (o *Config) validate() error {
 	if defLimit > maxLimit {
 		return fmt.Errorf("DefaultLimit %d exceeds MaxLimit %d", defLimit, maxLimit)
 	}
+	for _, role := range o.GrantRoles {
+		if !slices.Contains(db.RequestRoles, role) {
+			return fmt.Errorf("GrantRoles: %q is not checked (list anon or authenticated)", role)
+		}
+	}
 	return nil
 }
 
@@ -119,7 +125,12 @@ func (o *Config) validate() error {
 // default schema public) once and builds its resource. It fails, with an
 // error wrapping [ErrBuild], for an unknown table, column or operation, a
 // table without a single-column primary key and no Config.Key, an invalid
-// action, or permissions the authorizer cannot name. opts may be nil.
+// action, or permissions the authorizer cannot name; and, wrapping
+// [db.ErrNoRLS] too, for a table or view that row-level security does not
+// protect ([db.CheckRLS]: RLS disabled, a view without security_invoker),
+// unless Config.AllowWithoutRLS. It logs a warning (Config.Logger) for
+// each served operation whose privilege the authenticated role lacks.
+// opts may be nil.
 func NewResource(ctx context.Context, d *db.DB, table string, opts *Config) (*Resource, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil *db.DB", ErrBuild)
@@ -155,6 +166,9 @@ func NewResource(ctx context.Context, d *db.DB, table string, opts *Config) (*Re
 			return nil, fmt.Errorf("%w: table %q: %v", ErrBuild, table, err)
 		}
 	}
+	if err := r.checkProtection(ctx, d, pgx.Identifier{schema, name}.Sanitize(), &o); err != nil {
+		return nil, fmt.Errorf("%w: table %q: %w", ErrBuild, table, err)
+	}
 	return r, nil
 }
 
@@ -164,7 +178,7 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 	case o.Key != "":
 		c, ok := r.byName[o.Key]
 		if !ok {
-			return fmt.Errorf("key column %q does not exist", o.Key)
+			return r.unknownColumn("key column", o.Key)
 		}
 		r.key = c
 	case len(pk) == 1:
@@ -186,7 +200,7 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 	for _, n := range o.ReadOnly {
 		c, ok := r.byName[n]
 		if !ok {
-			return fmt.Errorf("read-only column %q does not exist", n)
+			return r.unknownColumn("read-only column", n)
 		}
 		c.ReadOnly = true
 	}
@@ -203,7 +217,7 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 		for _, n := range o.Select {
 			c, ok := r.byName[n]
 			if !ok {
-				return fmt.Errorf("select column %q does not exist", n)
+				return r.unknownColumn("select column", n)
 			}
 			if _, dup := r.selName[n]; dup {
 				return fmt.Errorf("select column %q listed twice", n)
@@ -325,7 +339,11 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 		r.filterable = map[string]bool{}
 		for _, n := range o.FilterColumns {
 			if _, ok := r.selName[n]; !ok {
-				return fmt.Errorf("filter column %q is not a selected column", n)
+				var sel []string
+				for _, c := range r.sel {
+					sel = append(sel, c.Name)
+				}
+				return fmt.Errorf("filter column %q is not a selected column%s; the selected columns are %s", n, suggest.DidYouMean(n, sel), strings.Join(sel, ", "))
 			}
 			r.filterable[n] = true
 		}
@@ -372,6 +390,16 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 	r.allowCRUD = [2]string{r.allowed(false), r.allowed(true)}
 	r.describe()
 	return nil
+}
+
+// unknownColumn is the error for a configured column the table lacks: it
+// names the nearest column and lists the real ones.
+func (r *Resource) unknownColumn(what, name string) error {
+	names := make([]string, len(r.cols))
+	for i, c := range r.cols {
+		names[i] = c.Name
+	}
+	return fmt.Errorf("%s %q does not exist%s; the columns are %s", what, name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 }
 
 // scope returns the database options of an operation or action.

@@ -23,7 +23,7 @@ func TestColumnRetypedWhileServing(t *testing.T) {
 	b.exec(`create table rt (id int8 primary key, v int4, ts timestamptz, n int4);
 grant select, insert on rt to authenticated;
 insert into rt values (1, 5, '2024-05-01 10:00:00+00', 7);`)
-	res := b.resource("rt", nil)
+	res := b.resource("rt", noRLS())
 	serve := func(method, target, body string) (int, string) {
 		req := httptest.NewRequest(method, target, strings.NewReader(body))
 		req.Header.Set("X-Test-User", alice)
@@ -80,7 +80,7 @@ insert into ds values (1, '2024-05-01 10:00:00+00');`)
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	res := b.resourceOn(pool, "ds", nil)
+	res := b.resourceOn(pool, "ds", noRLS())
 	want := pgRows(t, pool, "select id::text, row_to_json(t)::text from ds t")["1"]
 	var code int
 	var body string
@@ -124,7 +124,7 @@ grant select, insert, update on wr to authenticated;`)
 	}
 
 	// A zone Go cannot load: Postgres's offset, first time.
-	res := b.resourceOn(zonePool(t, b.pool, "<+03>-03", pgx.QueryExecModeCacheStatement), "wr", nil)
+	res := b.resourceOn(zonePool(t, b.pool, "<+03>-03", pgx.QueryExecModeCacheStatement), "wr", noRLS())
 	if code, body := send(res, "POST", "/", `{"ts":"2024-05-01T10:00:00Z","v":1}`); code != http.StatusCreated ||
 		!strings.Contains(body, `"ts":"2024-05-01T13:00:00+03:00"`) {
 		t.Fatalf("create in an unknown zone: %d %s", code, body)
@@ -137,7 +137,7 @@ grant select, insert, update on wr to authenticated;`)
 	}
 
 	// A column retyped after the resource was built.
-	res = b.resource("wr", nil)
+	res = b.resource("wr", noRLS())
 	b.exec(`alter table wr alter column v type numeric`)
 	if code, body := send(res, "POST", "/", `{"v":"2.50"}`); code != http.StatusCreated || !strings.Contains(body, `"v":2.50`) {
 		t.Fatalf("create after a retype: %d %s", code, body)

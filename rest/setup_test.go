@@ -60,6 +60,8 @@ create table notes (
   amount numeric(20,2),
   big bigint
 );
+alter table notes enable row level security;
+create policy notes_all on notes to authenticated using (true) with check (true);
 grant select, insert, update, delete on notes to authenticated;
 `
 
@@ -120,6 +122,10 @@ func (b *bundle) resource(table string, o *Config) *Resource {
 	}
 	return r
 }
+
+// noRLS is the options of a test about column types or wire forms, not
+// about row-level security: it serves a table without RLS, explicitly.
+func noRLS() *Config { return &Config{AllowWithoutRLS: true} }
 
 func (b *bundle) exec(sql string, args ...any) {
 	b.t.Helper()

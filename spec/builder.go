@@ -94,7 +94,7 @@ func (b *builder) document() (*document, error) {
 		}
 		d := b.opts.Resources[n].Describe()
 		tags = append(tags, tag{Name: n, Description: fmt.Sprintf("Rows of the table %s.%s, key %s.",
-			d.Schema, strings.TrimPrefix(d.Table, d.Schema+"."), d.Key.Name)})
+			d.Schema, strings.TrimPrefix(d.Table, d.Schema+"."), d.Key.Name) + withoutRLSText(d)})
 	}
 	hnames := make([]string, 0, len(b.opts.Handlers))
 	for n := range b.opts.Handlers {
@@ -225,8 +225,9 @@ func (b *builder) operation(name, entity string, d *rest.Description, oi rest.Op
 			description = fmt.Sprintf("Action %s of %s: %s %s.", oi.Operation, name, oi.Method, oi.Path)
 		}
 	}
-	op.Summary, op.Description = summary, description
+	op.Summary, op.Description = summary, description+withoutRLSText(d)
 	op.Deprecated = oi.Action != nil && oi.Action.Deprecated
+	op.NoRLS = d.WithoutRLS
 
 	// Parameters.
 	if oi.Item {
@@ -603,4 +604,14 @@ func (b *builder) metaRoutes() error {
 		return err
 	}
 	return add(PathDocs, "getAPIReference", "The API reference page (HTML)", "text/html", newMap().set("type", "string"))
+}
+
+// withoutRLSText is the sentence that says a resource is served without
+// row-level security (rest.Config.AllowWithoutRLS), or "".
+func withoutRLSText(d *rest.Description) string {
+	if !d.WithoutRLS {
+		return ""
+	}
+	return " Row-level security does not protect this table (" + d.WithoutRLSReason +
+		"): every caller this operation admits sees every row. It is served so on purpose (allow_without_rls)."
 }

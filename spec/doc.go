@@ -26,7 +26,9 @@
 // components.responses.PermissionDenied, carries one example per refusal
 // code. Operations carry x-service-permission (the permission key),
 // x-service-emits (an action's events) and x-service-allow (the guard's
-// allow list).
+// allow list); the operations of a table served without row-level
+// security (rest.Config.AllowWithoutRLS) carry x-service-rls: false and
+// say so in their description and their tag's.
 //
 // # Security
 //

@@ -119,10 +119,12 @@ type operation struct {
 	RequestBody              *requestBody
 	Responses                *ordered[any] // status → *response or a $ref
 	Security                 []*omap
-	// Extensions x-service-allow, x-service-permission, x-service-emits.
+	// Extensions x-service-allow, x-service-permission, x-service-emits,
+	// and x-service-rls: false (NoRLS).
 	Allow      []string
 	Permission string
 	Emits      []string
+	NoRLS      bool
 }
 
 func (o *operation) MarshalJSON() ([]byte, error) {
@@ -139,6 +141,7 @@ func (o *operation) MarshalJSON() ([]byte, error) {
 	w.opt("x-service-allow", o.Allow, o.Allow != nil)
 	w.opt("x-service-permission", o.Permission, o.Permission != "")
 	w.opt("x-service-emits", o.Emits, len(o.Emits) > 0)
+	w.opt("x-service-rls", false, o.NoRLS)
 	return w.close()
 }
 

@@ -19,7 +19,10 @@ func ExampleDefineAPI() {
 	defer t.cleanup()
 	pool := pgtest.DB(t)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `create table todos (id bigint generated always as identity primary key, title text not null)`); err != nil {
+	if _, err := pool.Exec(ctx, `create table todos (id bigint generated always as identity primary key, title text not null);
+alter table todos enable row level security;
+create policy todos_read on todos for select to authenticated using (true);
+grant select on todos to authenticated;`); err != nil {
 		log.Fatal(err)
 	}
 	todos, err := rest.NewResource(ctx, db.New(pool, nil), "todos", &rest.Config{

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
+	"github.com/tablegate/tablegate/internal/suggest"
 	"github.com/tablegate/tablegate/spec"
 )
 
@@ -255,6 +257,12 @@ type tableConfig struct {
 	// whose row-level security shows the row. The table must be opted in
 	// by a migration (select tablegate.enable_events('schema.table')).
 	Events bool `json:"events,omitempty"`
+	// AllowWithoutRLS serves a table or view that row-level security does
+	// not protect (RLS disabled, a view without security_invoker), for the
+	// rare table every caller may read. Without it serve refuses to start
+	// with the SQL that protects the table; with it serve warns at every
+	// start and the OpenAPI document says so (x-service-rls: false).
+	AllowWithoutRLS bool `json:"allow_without_rls,omitempty"`
 }
 
 var (
@@ -283,12 +291,12 @@ func parseServeConfig(data []byte, name string) (*serveConfig, error) {
 	dec.DisallowUnknownFields()
 	var c serveConfig
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("config %s: %w", name, err)
+		return nil, fmt.Errorf("config %s: %w", name, explainJSONError(data, err, reflect.TypeOf(c)))
 	}
 	// A second object or trailing text (a file merged twice) is an error:
 	// serving the first object would silently drop the rest.
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("config %s: content after the first JSON value (offset %d)", name, dec.InputOffset())
+		return nil, fmt.Errorf("config %s: %s: content after the first JSON value", name, position(data, dec.InputOffset()))
 	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
@@ -365,7 +373,7 @@ func (c *serveConfig) validate() error {
 		}
 		for _, op := range t.Operations {
 			if !slices.Contains(crudOps, op) {
-				return fmt.Errorf("tables.%s.operations: unknown operation %q (want %s)", name, op, strings.Join(crudOps, ", "))
+				return fmt.Errorf("tables.%s.operations: unknown operation %q%s (want %s)", name, op, suggest.DidYouMean(op, crudOps), strings.Join(crudOps, ", "))
 			}
 		}
 		for op, key := range t.Permissions {
@@ -384,7 +392,7 @@ func (c *serveConfig) validate() error {
 		}
 		for _, g := range t.Guard {
 			if !slices.Contains(guardKinds, g) {
-				return fmt.Errorf("tables.%s.guard: unknown caller kind %q (want %s)", name, g, strings.Join(guardKinds, ", "))
+				return fmt.Errorf("tables.%s.guard: unknown caller kind %q%s (want %s)", name, g, suggest.DidYouMean(g, guardKinds), strings.Join(guardKinds, ", "))
 			}
 		}
 	}

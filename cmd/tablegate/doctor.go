@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/rest"
 )
 
 const doctorUsage = `Usage:
@@ -77,8 +77,10 @@ type doctorOptions struct {
 	tables         []string
 	supabaseConfig string
 	strict         bool
-	getenv         func(string) string
-	httpClient     *http.Client
+	// served holds what the config serves of each table (by table name).
+	served     map[string]*servedTable
+	getenv     func(string) string
+	httpClient *http.Client
 }
 
 func runDoctor(ctx context.Context, e *env, args []string) error {
@@ -115,16 +117,32 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// printChecks writes the checklist and reports whether it failed.
 // printable escapes control characters (a newline, a terminal escape) in
 // s, which may hold names the database returned: a policy named
-// "x\n✓ all good" must not print a line of its own.
+// "x\n✓ all good" must not print a line of its own. A line break followed
+// by indentation, as errors that list several attempts are laid out
+// ("…:\n\tA\n\tB"), becomes "; " instead of a literal \n\t.
 func printable(s string) string {
 	if !strings.ContainsFunc(s, isControl) {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		if r == '\n' && i+1 < len(rs) && (rs[i+1] == '\t' || rs[i+1] == ' ') {
+			for i+1 < len(rs) && (rs[i+1] == '\t' || rs[i+1] == ' ') {
+				i++
+			}
+			if t := strings.TrimRight(b.String(), " :"); t != b.String() {
+				b.Reset()
+				b.WriteString(t)
+			}
+			if b.Len() > 0 && i+1 < len(rs) {
+				b.WriteString("; ")
+			}
+			continue
+		}
 		if isControl(r) {
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
@@ -137,6 +155,7 @@ func printable(s string) string {
 
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
 
+// printChecks writes the checklist and reports whether it failed.
 func printChecks(w io.Writer, checks []check, strict bool) bool {
 	var nFail, nWarn int
 	for _, c := range checks {
@@ -184,10 +203,13 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 				add(check{statusWarn, "permissions", "granted to nobody: " + strings.Join(orphans, "; "),
 					`list the roles that hold each key in "permissions" ({"todos.delete": ["admin"]}); until then every caller gets 403 PERMISSION_DENIED`})
 			}
+			o.served = map[string]*servedTable{}
 			for _, n := range c.tableNames() {
-				if !slices.Contains(o.tables, c.Tables[n].Table) {
-					o.tables = append(o.tables, c.Tables[n].Table)
+				t := c.Tables[n]
+				if !slices.Contains(o.tables, t.Table) {
+					o.tables = append(o.tables, t.Table)
 				}
+				o.served[t.Table] = o.served[t.Table].add(t)
 			}
 		}
 	}
@@ -203,14 +225,19 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 	if dbURL, err := databaseURL(o.getenv, o.databaseURL, cfgURL); err != nil {
 		add(check{statusFail, "database", "no database URL", "pass --database-url or set DATABASE_URL"})
 	} else if pool, err := connect(ctx, dbURL); err != nil {
-		add(check{statusFail, "database", err.Error(), "start Postgres or fix the URL"})
+		var ce *db.ConnectError
+		if errors.As(err, &ce) {
+			add(check{statusFail, "database", ce.Problem, ce.Fix})
+		} else {
+			add(check{statusFail, "database", err.Error(), "start Postgres or fix the URL"})
+		}
 	} else {
 		defer pool.Close()
 		var version string
 		_ = pool.QueryRow(ctx, "show server_version").Scan(&version)
 		add(check{statusOK, "database", "reachable, PostgreSQL " + version, ""})
 		add(checkMigrations(ctx, pool))
-		add(checkTables(ctx, pool, o.tables)...)
+		add(checkTables(ctx, pool, o.tables, o.served)...)
 		add(checkAnonWrites(ctx, pool, o.tables))
 		add(checkPerRowHelpers(ctx, pool, o.tables))
 		add(checkTenantClaim(ctx, pool))
@@ -416,60 +443,84 @@ func checkMigrations(ctx context.Context, pool *pgxpool.Pool) check {
 	return check{statusOK, name, fmt.Sprintf("current (version %d)", cur), ""}
 }
 
-// checkTables checks RLS and grants of each served table.
-func checkTables(ctx context.Context, pool *pgxpool.Pool, tables []string) []check {
+// servedTable is what a serve config serves of one table, over all the
+// routes naming it.
+type servedTable struct {
+	allowWithoutRLS bool
+	ops             []rest.Operation
+	roles           []string
+}
+
+// add merges the route t into s (nil: none yet).
+func (s *servedTable) add(t *tableConfig) *servedTable {
+	if s == nil {
+		s = &servedTable{}
+	}
+	s.allowWithoutRLS = s.allowWithoutRLS || t.AllowWithoutRLS
+	for _, op := range t.Operations {
+		if !slices.Contains(s.ops, rest.Operation(op)) {
+			s.ops = append(s.ops, rest.Operation(op))
+		}
+	}
+	for _, r := range grantRolesOf(t.Guard) {
+		if !slices.Contains(s.roles, r) {
+			s.roles = append(s.roles, r)
+		}
+	}
+	return s
+}
+
+// checkTables checks RLS and grants of each served table; served holds
+// what the config serves of them (nil for a table given with --table).
+func checkTables(ctx context.Context, pool *pgxpool.Pool, tables []string, served map[string]*servedTable) []check {
 	if len(tables) == 0 {
 		return []check{{statusSkip, "served tables", "none given (use --config or --table)", ""}}
 	}
 	var out []check
 	for _, t := range tables {
-		out = append(out, checkTable(ctx, pool, t)...)
+		out = append(out, checkTable(ctx, pool, t, served[t])...)
 	}
 	return out
 }
 
-func checkTable(ctx context.Context, pool *pgxpool.Pool, table string) []check {
-	q := `select format('%I.%I', c.relnamespace::regnamespace::text, c.relname), c.relkind::text, c.relrowsecurity, c.relforcerowsecurity,
-	  (select count(*) from pg_policy p where p.polrelid = c.oid),
-	  has_schema_privilege('authenticated', c.relnamespace, 'USAGE'),
-	  array(select r || ':' || p from unnest(array['anon','authenticated']) r,
-	        unnest(array['SELECT','INSERT','UPDATE','DELETE','TRUNCATE']) p
-	        where has_table_privilege(r, c.oid, p))
-	from pg_class c where c.oid = to_regclass($1)`
-	var (
-		name       string
-		kind       string
-		rls, force bool
-		policies   int
-		authUse    bool
-		privs      []string
-	)
-	err := pool.QueryRow(ctx, q, table).Scan(&name, &kind, &rls, &force, &policies, &authUse, &privs)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return []check{{statusFail, "table " + table, "does not exist", "create it, or fix the table name in the config"}}
+func checkTable(ctx context.Context, pool *pgxpool.Pool, table string, served *servedTable) []check {
+	allowed := served != nil && served.allowWithoutRLS
+	// The same reading and verdict as serve's and the rest package's
+	// start-up check (db.CheckRLS); the doctor also asks for FORCE, so
+	// that the owner (who migrates) is bound too.
+	p, err := db.CheckRLS(ctx, pool, table)
+	var rlsErr *db.RLSError
+	if errors.Is(err, db.ErrNoRelation) {
+		return []check{{statusFail, "table " + table, "does not exist", "create it with your migrations (tablegate migrate up --dir <dir>), or fix the table name in the config"}}
 	}
-	if err != nil {
+	if err != nil && !errors.As(err, &rlsErr) {
 		return []check{{statusFail, "table " + table, err.Error(), ""}}
 	}
+	name := p.Table
 	var out []check
 	rlsName := "RLS " + name
 	switch {
-	case kind == "v" || kind == "m":
-		out = append(out, check{statusWarn, rlsName, "a view: RLS of the underlying tables applies only with security_invoker",
-			"create the view with (security_invoker = true) on PostgreSQL 15+"})
-	case !rls:
+	case rlsErr != nil && allowed:
+		out = append(out, check{statusWarn, rlsName, "served WITHOUT row-level security (allow_without_rls): " + rlsErr.Reason, rlsErr.Fix})
+	case rlsErr != nil && p.Kind == "table" && !p.RLS:
 		out = append(out, check{statusFail, rlsName, "row-level security is DISABLED: every caller with a grant reads and writes every row",
 			fmt.Sprintf("alter table %s enable row level security; alter table %s force row level security; then add policies", name, name)})
-	case !force:
+	case rlsErr != nil:
+		out = append(out, check{statusFail, rlsName, rlsErr.Reason + " (serve refuses it)", rlsErr.Fix})
+	case p.Kind == "view":
+		out = append(out, check{statusOK, rlsName, "a view with security_invoker: the row-level security of the tables it reads applies", ""})
+	case !p.ForceRLS:
 		out = append(out, check{statusFail, rlsName, "enabled but not forced: the table owner bypasses the policies",
 			fmt.Sprintf("alter table %s force row level security", name)})
-	case policies == 0:
+	case p.Policies == 0:
 		out = append(out, check{statusWarn, rlsName, "enabled and forced, but no policies: every request sees no rows",
 			"add policies (create policy ...)"})
 	default:
-		out = append(out, check{statusOK, rlsName, fmt.Sprintf("enabled and forced, %d polic(ies)", policies), ""})
+		out = append(out, check{statusOK, rlsName, fmt.Sprintf("enabled and forced, %d polic(ies)", p.Policies), ""})
 	}
 
+	privs := p.Privileges
+	authUse := slices.Contains(p.SchemaUsage, "authenticated")
 	grantName := "grants " + name
 	has := func(p string) bool { return slices.Contains(privs, p) }
 	var problems []string
@@ -487,7 +538,7 @@ func checkTable(ctx context.Context, pool *pgxpool.Pool, table string) []check {
 	switch {
 	case !authUse:
 		out = append(out, check{statusFail, grantName, "authenticated lacks USAGE on the table's schema: every request fails",
-			"grant usage on schema <schema> to anon, authenticated"})
+			fmt.Sprintf("grant usage on schema %s to anon, authenticated", p.Schema)})
 	case !has("authenticated:SELECT"):
 		out = append(out, check{statusWarn, grantName, "authenticated has no SELECT: reads answer 403 before RLS is consulted",
 			fmt.Sprintf("grant select on %s to authenticated", name)})
@@ -500,6 +551,17 @@ func checkTable(ctx context.Context, pool *pgxpool.Pool, table string) []check {
 			list = append(list, strings.ToLower(p))
 		}
 		out = append(out, check{statusOK, grantName, strings.Join(list, " "), ""})
+	}
+	// The served operations' grants, as serve checks them at start.
+	if served != nil {
+		var missing, fixes []string
+		for _, m := range rest.MissingGrants(p, served.ops, served.roles) {
+			missing = append(missing, fmt.Sprintf("%s: %s lacks %s", m.Operation, m.Role, strings.ToUpper(strings.Join(m.Privileges, ", "))))
+			fixes = append(fixes, m.Fix)
+		}
+		if len(missing) > 0 {
+			out = append(out, check{statusWarn, "operations " + name, strings.Join(missing, "; ") + " (each answers 403)", strings.Join(slices.Compact(fixes), "; ")})
+		}
 	}
 	return out
 }

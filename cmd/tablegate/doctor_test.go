@@ -282,3 +282,62 @@ func TestSigningKeysPathFromSupabaseConfig(t *testing.T) {
 		t.Errorf("broken config.toml: %q\n%s", lineOf(r.stdout, "refresh-token"), r.stdout)
 	}
 }
+
+// The checklist stays one line per check: a multi-line error (pgx lists
+// each address it tried as "\n\t…") prints as one line, never as a
+// literal \n\t; a bare newline in a name stays escaped.
+func TestDoctorPrintableOneLine(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"failed to connect to `user=x database=y`:\n\t127.0.0.1:1: dial error\n\t[::1]:1: dial error": "failed to connect to `user=x database=y`; 127.0.0.1:1: dial error; [::1]:1: dial error",
+		"x\n✓ all good":   `x\n✓ all good`,
+		"red \x1b[31m":    `red \x1b[31m`,
+		"trailing\n\t":    "trailing",
+		"plain text only": "plain text only",
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// With a serve config the doctor checks the served operations' grants as
+// serve does at start, and reports a table served with allow_without_rls
+// as a warning, not a failure.
+func TestDoctorConfigOperationsAndOptOut(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), `
+create table public.secrets (id int primary key);
+alter table public.secrets enable row level security;
+alter table public.secrets force row level security;
+create policy s on public.secrets for select to authenticated using (true);
+grant select on public.secrets to authenticated;
+create table public.catalog (id int primary key);
+grant select on public.catalog to authenticated, anon;`); err != nil {
+		t.Fatal(err)
+	}
+	keys := filepath.Join(t.TempDir(), "missing.json")
+	cfg := filepath.Join(t.TempDir(), "tablegate.json")
+	body := `{"tables":{"secrets":{"operations":["list","create","delete"]},"catalog":{"operations":["list"],"guard":["anon"],"allow_without_rls":true}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "doctor", "--database-url", url, "--signing-keys", keys, "--supabase-config", keys, "--config", cfg)
+	for prefix, want := range map[string]string{
+		"! operations public.secrets": "create: authenticated lacks INSERT; delete: authenticated lacks DELETE (each answers 403)",
+		"! RLS public.catalog":        "served WITHOUT row-level security (allow_without_rls): row-level security is disabled",
+		"✓ RLS public.secrets":        "enabled and forced",
+	} {
+		if l := lineOf(r.stdout, prefix); !strings.Contains(l, want) {
+			t.Errorf("line %q: got %q, want %q\n%s", prefix, l, want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "→ grant insert on public.secrets to authenticated; grant delete on public.secrets to authenticated") {
+		t.Errorf("no fix:\n%s", r.stdout)
+	}
+	if lineOf(r.stdout, "! operations public.catalog") != "" || lineOf(r.stdout, "✗ RLS public.catalog") != "" {
+		t.Errorf("catalog is granted to anon and opted out:\n%s", r.stdout)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,12 +52,20 @@ func FuzzParseServeConfig(f *testing.F) {
 		`{"tables":{"t":{"table":"x; drop table y"}}}`, `{"tables":{"":{}}}`, `{"tables":{"t":null}}`, `{}`, `[]`,
 		`{"base_path":"","tables":{"a-b":{"select":["id"]}},"permissions":{"k":["admin"]},"mcp":true}`,
 		`{"events":{"retention":"24h","max_replay":5},"tables":{"t":{"events":true}}}`,
+		// Errors located by line, column and key path.
+		"{\n  \"tables\": {\"todos\": {\"operation\": [\"list\"]}}\n}", `{"base_path": "/v1" "tables": {}}`,
+		`{"tables": {"t": {},}}`, `{"tables": {"t": {"operations": "list"}}}`, `{"auth": {"jwks": "x"}, "tables": {"t": {}}}`,
+		`{"tables": {"t": {"allow_without_rls": "yes"}}}`, `{"tables": {"t\"x": {"a\\\"b": 1}}}`, `{"tables": {"t": {"events": true}}`,
+		`{"timeouts": {"read": 5}, "tables": {"t": {}}}`, "{\"tables\": {\"\u00e9t\u00e9\": {\"s\u00e9lect\": []}}}",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := parseServeConfig(data, "fuzz")
 		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("a config error spans lines: %q", err)
+			}
 			return
 		}
 		for name, tc := range c.Tables {

@@ -94,7 +94,11 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	}
 	switch sub {
 	case "up":
-		return migrateUp(ctx, e.stdout, open, pool, *to)
+		err := migrateUp(ctx, e.stdout, open, pool, *to)
+		if err != nil && *dir != "" {
+			err = notMigratedHint(ctx, pool, err, *dir)
+		}
+		return err
 	case "down":
 		return migrateDown(ctx, e.stdout, open, pool, *to, *dir == "")
 	}
@@ -246,7 +250,7 @@ func connectPool(ctx context.Context, url string, maxConns int32, tel *telemetry
 	db.Instrument(cfg, tel)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the database: %w", err)
+		return nil, connectError(err, cfg)
 	}
 	if err := db.RecordPoolStats(pool, tel); err != nil {
 		pool.Close()
@@ -256,9 +260,24 @@ func connectPool(ctx context.Context, url string, maxConns int32, tel *telemetry
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("database unreachable at %s: %w (is Postgres running? check the URL)", redactURL(cfg), err)
+		return nil, connectError(err, cfg)
 	}
 	return pool, nil
+}
+
+// connectError says why the pool of cfg could not connect and what to do
+// (db.ExplainConnectError tells a missing database, a missing role, a
+// refused password and a server that does not answer apart), never
+// quoting the password.
+func connectError(err error, cfg *pgxpool.Config) error {
+	var ce *db.ConnectError
+	if !errors.As(db.ExplainConnectError(err, &cfg.ConnConfig.Config), &ce) {
+		return err
+	}
+	if ce.Cause == db.CauseUnreachable {
+		ce.Problem = fmt.Sprintf("database unreachable: %s (database %s, user %s)", ce.Problem, cfg.ConnConfig.Database, cfg.ConnConfig.User)
+	}
+	return ce
 }
 
 // redactURL names host, port and database of a config, never the password.
@@ -432,4 +451,25 @@ func dependentsHint(err error, ours bool) string {
 		b.WriteString(". Policies reading tablegate.member_tenant or full_member_tenant can call tablegate.member_tenant_id() or full_member_tenant_id() instead (docs/tenant.md)")
 	}
 	return b.String()
+}
+
+// notMigratedHint adds to a failure of an application's migrations from
+// dir the step that was skipped when tablegate's own migrations are not
+// applied: they create the auth and tablegate schemas, auth.uid() and the
+// API roles those migrations use (Postgres says only "schema "auth" does
+// not exist").
+func notMigratedHint(ctx context.Context, pool *pgxpool.Pool, err error, dir string) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	p, perr := db.NewMigrator(pool)
+	if perr != nil {
+		return err
+	}
+	defer p.Close()
+	if cur, _, verr := p.GetVersions(ctx); verr != nil || cur > 0 {
+		return err
+	}
+	return fmt.Errorf("%w\ntablegate's own migrations are not applied (they create the auth and tablegate schemas, auth.uid() and the API roles): run \"tablegate migrate up\" first, then \"tablegate migrate up --dir %s\" again", err, shellQuote(dir))
 }

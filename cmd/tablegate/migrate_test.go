@@ -363,3 +363,27 @@ func TestDependentsHint(t *testing.T) {
 		}
 	}
 }
+
+// Applying your migrations before tablegate's says which command to run
+// first, not only Postgres' "schema "auth" does not exist".
+func TestMigrateDirBeforeTablegateSaysWhatFirst(t *testing.T) {
+	t.Parallel()
+	url := pgtest.EmptyURL(t)
+	dir := t.TempDir()
+	body := "-- +goose Up\ncreate table public.todos (id int primary key, owner uuid default auth.uid());\n-- +goose Down\ndrop table public.todos;\n"
+	if err := os.WriteFile(filepath.Join(dir, "00001_todos.sql"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "up", "--dir", dir)
+	if r.code != exitFailure || !strings.Contains(r.stderr, `schema "auth" does not exist`) ||
+		!strings.Contains(r.stderr, `tablegate's own migrations are not applied`) || !strings.Contains(r.stderr, `run "tablegate migrate up" first, then "tablegate migrate up --dir `) {
+		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Once tablegate's are applied, the same migration runs.
+	if r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "up"); r.code != 0 {
+		t.Fatalf("migrate up: %d %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, map[string]string{"DATABASE_URL": url}, "migrate", "up", "--dir", dir); r.code != 0 {
+		t.Errorf("migrate up --dir after: %d %s", r.code, r.stderr)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/tablegate/tablegate/db"
 )
@@ -46,7 +47,7 @@ func runOpenAPI(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	api, _, hub, err := defineAPI(ctx, cfg, db.New(pool, nil), nil)
+	api, _, hub, err := defineAPI(ctx, cfg, db.New(pool, nil), nil, slog.New(slog.NewTextHandler(e.stderr, nil)))
 	if err != nil {
 		return err
 	}

@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/authflow"
@@ -42,6 +46,12 @@ Go. See docs/cli.md for the file format; in short:
                 "guard": ["user","anonymous"]}
     }
   }
+
+Row-level security must protect every table: serve refuses to start for a
+table whose RLS is disabled or a view without security_invoker, naming the
+SQL that fixes it. "allow_without_rls": true on a table serves it anyway
+(a public table): a warning at every start, and the OpenAPI document says
+so. A served operation whose grant is missing is a warning at start.
 
 Routes: {base_path}/{name}[/{key}], {base_path}/openapi.json, {base_path}/docs,
 /mcp (with "mcp": true: the same operations as MCP tools), /livez (process)
@@ -166,6 +176,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	if err := checkMigrated(ctx, out, pool); err != nil {
+		return err
+	}
 	acfg, err := authConfigFor(cfg, e.getenv)
 	if err != nil {
 		return err
@@ -210,7 +223,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if public == "" {
 		public = base
 	}
-	app, closeStreams, err := buildServeHandler(ctx, cfg, d, rv, public, authServerOf(acfg))
+	app, closeStreams, err := buildServeHandler(ctx, cfg, d, rv, public, authServerOf(acfg), slog.New(slog.NewTextHandler(out, nil)))
 	if err != nil {
 		ln.Close()
 		return err
@@ -410,18 +423,25 @@ func (g roleAuthorizer) DescribePermission(key string) string {
 	return "Granted to callers whose roles claim holds " + strings.Join(roles, " or ") + "."
 }
 
-// buildResources builds one rest resource per configured table.
-func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB) (map[string]*rest.Resource, error) {
+// buildResources builds one rest resource per configured table. Their
+// start-up warnings (a table served with allow_without_rls, an operation
+// whose grant is missing) and unexpected errors go to log (nil:
+// slog.Default()). A table row-level security does not protect is
+// refused with the SQL that protects it, unless allow_without_rls.
+func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB, log *slog.Logger) (map[string]*rest.Resource, error) {
 	authorizer := roleAuthorizer(cfg.Permissions)
 	out := map[string]*rest.Resource{}
 	for _, name := range cfg.tableNames() {
 		t := cfg.Tables[name]
 		opts := &rest.Config{
-			Select:        t.Select,
-			Key:           t.Key,
-			Authorizer:    authorizer,
-			Caller:        callerOf,
-			FilterColumns: t.FilterColumns,
+			Select:          t.Select,
+			Key:             t.Key,
+			Authorizer:      authorizer,
+			Caller:          callerOf,
+			FilterColumns:   t.FilterColumns,
+			AllowWithoutRLS: t.AllowWithoutRLS,
+			GrantRoles:      grantRolesOf(t.Guard),
+			Logger:          log,
 		}
 		opts.StatementTimeout, _ = parseDurationField("", t.StatementTimeout) // validated with the config
 		for _, op := range t.Operations {
@@ -434,12 +454,38 @@ func buildResources(ctx context.Context, cfg *serveConfig, d *db.DB) (map[string
 			}
 		}
 		res, err := rest.NewResource(ctx, d, t.Table, opts)
+		var rlsErr *db.RLSError
+		if errors.As(err, &rlsErr) {
+			return nil, fmt.Errorf("tables.%s: %s is not protected by row-level security: %s.\n  Fix: %s\n  Or, for a table every caller may read, set \"allow_without_rls\": true in tables.%s (serve then warns at every start)",
+				name, rlsErr.Table, rlsErr.Reason, rlsErr.Fix, name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("tables.%s (%s): %w", name, t.Table, err)
 		}
 		out[name] = res
 	}
 	return out, nil
+}
+
+// grantRolesOf lists the database roles the callers a guard admits run
+// as, whose grants are checked at start: authenticated for users and
+// anonymous sign-ins, anon for callers without a session (service_role,
+// which bypasses RLS, is not checked).
+func grantRolesOf(guard []string) []string {
+	roles := []string{}
+	for _, g := range guard {
+		role := "authenticated"
+		switch g {
+		case "anon":
+			role = "anon"
+		case "service":
+			continue
+		}
+		if !slices.Contains(roles, role) {
+			roles = append(roles, role)
+		}
+	}
+	return roles
 }
 
 // allowOf converts a config guard list.
@@ -482,8 +528,8 @@ func buildStreams(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.R
 // description; the API's handler serves them under base_path, each table
 // behind its guard. rv may be nil (the description alone: no cookie
 // name). The caller closes the hub when it is not nil.
-func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver) (*spec.API, map[string]*rest.Resource, *events.Hub, error) {
-	resources, err := buildResources(ctx, cfg, d)
+func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver, log *slog.Logger) (*spec.API, map[string]*rest.Resource, *events.Hub, error) {
+	resources, err := buildResources(ctx, cfg, d, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -530,8 +576,8 @@ func defineAPI(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Reso
 //
 // The returned close function stops the tables' event streams (a no-op
 // when none streams).
-func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver, public, authServer string) (http.Handler, func(), error) {
-	api, resources, hub, err := defineAPI(ctx, cfg, d, rv)
+func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *authctx.Resolver, public, authServer string, log *slog.Logger) (http.Handler, func(), error) {
+	api, resources, hub, err := defineAPI(ctx, cfg, d, rv, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -592,7 +638,7 @@ func mcpHandler(cfg *serveConfig, resources map[string]*rest.Resource, rv *authc
 // serveMCPStdio serves one MCP session over stdin/stdout, as the caller of
 // the token or secret key in the environment, until the client hangs up.
 func serveMCPStdio(ctx context.Context, e *env, cfg *serveConfig, d *db.DB, rv *authctx.Resolver) error {
-	resources, err := buildResources(ctx, cfg, d)
+	resources, err := buildResources(ctx, cfg, d, slog.New(slog.NewTextHandler(e.stderr, nil)))
 	if err != nil {
 		return err
 	}
@@ -614,4 +660,38 @@ func serveMCPStdio(ctx context.Context, e *env, cfg *serveConfig, d *db.DB, rv *
 		return nil
 	}
 	return err
+}
+
+// checkMigrated refuses a database tablegate's migrations were never
+// applied to (no version, no tablegate schema), and warns when some are
+// pending: the policies, auth.uid() and the API roles come from them. It
+// reads the version table without creating it (goose's own reading
+// would).
+func checkMigrated(ctx context.Context, out io.Writer, pool *pgxpool.Pool) error {
+	var table, schema bool
+	if err := pool.QueryRow(ctx, `select to_regclass($1) is not null, to_regnamespace('tablegate') is not null`,
+		db.MigrationTable).Scan(&table, &schema); err != nil {
+		return fmt.Errorf("read tablegate's migration version: %w", err)
+	}
+	var cur int64
+	if table {
+		if err := pool.QueryRow(ctx, `select coalesce(max(version_id), 0) from `+pgx.Identifier{db.MigrationTable}.Sanitize()).Scan(&cur); err != nil {
+			return fmt.Errorf("read tablegate's migration version: %w", err)
+		}
+	}
+	switch {
+	case cur == 0 && !schema:
+		return errors.New(`the database is not migrated (no tablegate migrations applied): run "tablegate migrate up", then your own migrations ("tablegate migrate up --dir migrations")`)
+	case cur == 0:
+		return nil // the schema came another way (a copy of the SQL in the project's own migrations)
+	}
+	p, err := db.NewMigrator(pool)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if srcs := p.ListSources(); len(srcs) > 0 && cur < srcs[len(srcs)-1].Version {
+		fmt.Fprintf(out, "! tablegate migrations at version %d, %d available: run \"tablegate migrate up\"\n", cur, srcs[len(srcs)-1].Version)
+	}
+	return nil
 }

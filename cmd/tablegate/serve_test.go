@@ -264,7 +264,7 @@ func TestServeConfigErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		"typo":          {`{"tables":{"t":{"tabel":"x"}}}`, exitFailure, `unknown field "tabel"`},
+		"typo":          {`{"tables":{"t":{"tabel":"x"}}}`, exitFailure, `line 1, column 17: unknown key "tabel" in tables.t (did you mean "table"?)`},
 		"no tables":     {`{}`, exitFailure, "no tables"},
 		"bad operation": {`{"tables":{"t":{"operations":["erase"]}}}`, exitFailure, `unknown operation "erase"`},
 		"bad guard":     {`{"tables":{"t":{"guard":["admins"]}}}`, exitFailure, `unknown caller kind "admins"`},
