@@ -27,6 +27,8 @@ create table lost_writes (id bigserial primary key, title text not null);
 create function lost_sleep() returns trigger language plpgsql as $$
 begin perform pg_sleep(30); return new; end $$;
 create trigger lost_sleep before insert on lost_writes for each row execute function lost_sleep();
+alter table lost_writes enable row level security;
+create policy lost_writes_all on lost_writes for all using (true) with check (true);
 grant select, insert on lost_writes to authenticated;
 grant usage on sequence lost_writes_id_seq to authenticated;
 
