@@ -243,7 +243,7 @@ func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Caller, t
 	h := &r.hooks
 	if perm == "" && h.AuthorizeFunc == nil && h.AfterGetFunc == nil {
 		var raw json.RawMessage
-		err := r.d.ReadWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+		err := r.d.ReplicaRead(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 			var err error
 			raw, err = r.repo.Get(ctx, q, t.ID)
 			return err
@@ -433,7 +433,7 @@ func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Caller, 
 	h := &r.hooks
 	if perm == "" && h.AuthorizeFunc == nil && h.AfterListFunc == nil {
 		var body []byte
-		err := r.d.ReadWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+		err := r.d.ReplicaRead(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 			rp, err := r.repo.List(ctx, q, lq)
 			if err != nil {
 				return err
@@ -552,7 +552,11 @@ func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Caller
 		in.query = qv
 	}
 	res := &Result{Status: ba.Status, ContentType: jsonType}
-	err := r.d.TxWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+	run := r.d.TxWith
+	if r.replicaAction(ba) {
+		run = r.d.ReplicaTx
+	}
+	err := run(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		if ba.item {
 			if _, err := r.fetch(c, t); err != nil {
