@@ -326,32 +326,35 @@ func (e *replicaError) Error() string { return "db: replica: " + e.err.Error() }
 func (e *replicaError) Unwrap() error { return e.err }
 
 // replicaFault reports whether a read failed because of the replica
-// rather than the request: no connection, a connection lost, a server
-// shutting down or starting, a query cancelled by a conflict with
-// recovery, or a write refused because a standby is read-only. The read
-// then runs again on the primary.
-func replicaFault(ctx context.Context, err error) bool {
+// rather than the request, so that it runs again on the primary: no
+// connection, a connection lost, a server shutting down or starting (then
+// down is true: the replica leaves the rotation until its monitor sees it
+// well), a query cancelled by a conflict with recovery, or a write
+// refused because a standby is read-only (the replica itself is fine).
+func replicaFault(ctx context.Context, err error) (retry, down bool) {
 	if err == nil || ctx.Err() != nil {
-		return false
+		return false, false
 	}
 	var re *replicaError
 	if errors.As(err, &re) {
-		return true
+		return true, true
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
-		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P"),
-			pe.Code == "40001", pe.Code == "25006", pe.Code == "53300":
-			return true
+		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P"), pe.Code == "53300":
+			return true, true
+		case pe.Code == "40001", pe.Code == "25006":
+			return true, false
 		}
-		return false
+		return false, false
 	}
 	var ne net.Error
 	var ce *pgconn.ConnectError
-	return errors.As(err, &ne) || errors.As(err, &ce) || errors.Is(err, io.EOF) ||
+	lost := errors.As(err, &ne) || errors.As(err, &ce) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
-		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "conn busy")
+		strings.Contains(err.Error(), "conn closed")
+	return lost, lost
 }
 
 // acquireReplica takes a connection of replica r within the acquire
@@ -419,14 +422,17 @@ func (d *DB) onReplica(ctx context.Context, c authctx.Caller, opts *ScopeOpts, t
 		} else {
 			err = fn(&readQuerier{d: d, s: s, r: r})
 		}
-		if !replicaFault(ctx, err) {
+		retry, down := replicaFault(ctx, err)
+		if !retry {
 			if err == nil {
 				r.reads.Add(1)
 			}
 			noteTarget(ctx, r.name)
 			return err
 		}
-		r.out(stateUnreachable)
+		if down {
+			r.out(stateUnreachable)
+		}
 		rs.primaryReads[2].Add(1)
 	}
 	noteTarget(ctx, TargetPrimary)
