@@ -70,6 +70,10 @@ type replicaSet struct {
 
 	mu      sync.Mutex
 	samples []sample // the primary's flush position over time, oldest first
+	// start is the primary's first sampled position: a replica enters
+	// the rotation once it has replayed it (the schema the server started
+	// with, migrations included). Zero until the primary answered.
+	start atomic.Uint64
 
 	stop      chan struct{}
 	done      sync.WaitGroup
@@ -161,6 +165,7 @@ func (rs *replicaSet) watchPrimary(primary *pgxpool.Pool) {
 		if p, perr := ParsePosition(txt); err == nil && perr == nil {
 			now := time.Now()
 			rs.mu.Lock()
+			rs.start.CompareAndSwap(0, uint64(p))
 			if n := len(rs.samples); n == 0 || rs.samples[n-1].pos != p {
 				rs.samples = append(rs.samples, sample{at: now, pos: p})
 			}
@@ -215,6 +220,10 @@ func (rs *replicaSet) watch(r *replica) {
 			lag := rs.lagOf(p, time.Now())
 			r.lag.Store(int64(lag))
 			switch {
+			case rs.start.Load() == 0 || p < Position(rs.start.Load()):
+				// Not yet where the primary stood when the server
+				// started: its schema may be older than the server's.
+				r.out(stateStarting)
 			case p < r.floor:
 				// Back from a restart, it replays again from its last
 				// restart point: until it is past what it showed before,
@@ -344,7 +353,11 @@ func replicaFault(ctx context.Context, err error) (retry, down bool) {
 		switch {
 		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "57P"), pe.Code == "53300":
 			return true, true
-		case pe.Code == "40001", pe.Code == "25006":
+		case pe.Code == "40001", pe.Code == "25006",
+			pe.Code == "42P01", pe.Code == "42703", pe.Code == "42883":
+			// A conflict with recovery, a write refused by a standby, or
+			// a relation, column or function the replica has not
+			// replayed yet (a migration just applied).
 			return true, false
 		}
 		return false, false
