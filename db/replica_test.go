@@ -238,3 +238,40 @@ func TestReplicaStoppedUnderLoad(t *testing.T) {
 		t.Fatal("reads did not move back to the replica after it returned")
 	}
 }
+
+// TestReplicaPromotedLeavesRotation: a replica that is promoted (no
+// longer in recovery: its data diverges from the primary's from then on)
+// leaves the rotation and reads go to the primary; a replica lagging past
+// MaxReplicaLag leaves it too.
+func TestReplicaPromotedLeavesRotation(t *testing.T) {
+	rep, d, _ := replicated(t, &db.Config{MaxReplicaLag: 300 * time.Millisecond})
+	if err := rep.Replica.SetApplyDelay(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	insert(t, d, "lag")
+	waitRotation(t, d, false)
+	if st := d.ReplicaStats().Replicas[0]; st.State != "lagging" || st.Lag <= 300*time.Millisecond {
+		t.Fatalf("a replica 2 s behind: %+v", st)
+	}
+	if err := rep.Replica.SetApplyDelay(0); err != nil {
+		t.Fatal(err)
+	}
+	waitRotation(t, d, true)
+
+	if err := rep.Replica.Promote(); err != nil {
+		t.Fatal(err)
+	}
+	waitRotation(t, d, false)
+	if st := d.ReplicaStats().Replicas[0]; st.State != "not_in_recovery" {
+		t.Fatalf("a promoted replica: %+v", st)
+	}
+	p0 := d.ReplicaStats().PrimaryReads[db.ReasonNoReplica]
+	id, pos := insert(t, d, "after promotion")
+	if count(t, d, id, pos) != 1 || count(t, d, id, 0) != 1 {
+		t.Fatal("reads after the promotion missed a row of the primary")
+	}
+	if d.ReplicaStats().PrimaryReads[db.ReasonNoReplica] != p0+2 {
+		t.Fatalf("reads after the promotion did not go to the primary: %+v", d.ReplicaStats())
+	}
+}

@@ -109,3 +109,14 @@ func (c *Cluster) SQL(ctx context.Context, db, sql string) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
+// Promote ends recovery on a replica (pg_ctl promote): it becomes a
+// primary of its own, no longer following the cluster it was copied from.
+func (c *Cluster) Promote() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if out, err := c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "-w", "promote"); err != nil {
+		return fmt.Errorf("pgcluster: pg_ctl promote: %w: %s", err, out)
+	}
+	return nil
+}
