@@ -201,3 +201,53 @@ func benchPool(tb testing.TB, u string) *pgxpool.Pool {
 	tb.Cleanup(pool.Close)
 	return pool
 }
+
+// BenchmarkReplicaWritePosition measures what recording a write's commit
+// position costs, on a DB with a replica: a one-statement write (db.Read:
+// one more short statement after the commit) and a transaction (db.Tx:
+// the position is read in the COMMIT's round trip), each without and with
+// db.TrackPosition.
+func BenchmarkReplicaWritePosition(b *testing.B) {
+	rep := pgtest.StartReplicated(b)
+	primary := benchPool(b, rep.PrimaryURL)
+	replica := benchPool(b, rep.ReplicaURL)
+	if _, err := primary.Exec(context.Background(), `create table w (id int primary key, n bigint not null default 0);
+		insert into w select g from generate_series(1, 64) g; grant select, update on w to anon`); err != nil {
+		b.Fatal(err)
+	}
+	d := db.New(primary, &db.Config{Replicas: []*pgxpool.Pool{replica}})
+	b.Cleanup(d.Close)
+	anon := authctx.Anon(authctx.ReasonNone).Caller()
+	for _, c := range []struct {
+		name  string
+		tx    bool
+		track bool
+	}{{"read", false, false}, {"read+position", false, true}, {"tx", true, false}, {"tx+position", true, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				id := 0
+				for pb.Next() {
+					id = id%64 + 1
+					ctx := context.Background()
+					var pos *db.Position
+					if c.track {
+						ctx, pos = db.TrackPosition(ctx)
+					}
+					run := d.Read
+					if c.tx {
+						run = d.Tx
+					}
+					err := run(ctx, anon, func(q db.Querier) error {
+						_, err := q.Exec(ctx, `update w set n = n + 1 where id = $1`, id)
+						return err
+					})
+					if err != nil || (c.track && *pos == 0) {
+						b.Errorf("write: %v (position recorded: %v)", err, pos != nil && *pos != 0)
+						return
+					}
+				}
+			})
+		})
+	}
+}
