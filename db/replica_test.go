@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
@@ -146,6 +149,21 @@ func TestReplicaReadYourWrites(t *testing.T) {
 		t.Fatalf("a read without a position was not served by the replica: %+v", d.ReplicaStats())
 	}
 
+	// The request's span names where each read ran.
+	for _, c := range []struct {
+		pos  db.Position
+		want string
+	}{{0, "replica0"}, {^db.Position(0), "primary"}} {
+		sp := &recordingSpan{}
+		ctx := trace.ContextWithSpan(db.WithPosition(context.Background(), c.pos), sp)
+		if err := d.ReplicaRead(ctx, anon, nil, func(q db.Querier) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(sp.attrs) != 1 || string(sp.attrs[0].Key) != db.TargetAttr || sp.attrs[0].Value.AsString() != c.want {
+			t.Fatalf("span attributes of a read at %v: %v, want %s=%s", c.pos, sp.attrs, db.TargetAttr, c.want)
+		}
+	}
+
 	// A Tx records the position after its commit.
 	ctx, pos := db.TrackPosition(context.Background())
 	var id int
@@ -275,3 +293,13 @@ func TestReplicaPromotedLeavesRotation(t *testing.T) {
 		t.Fatalf("reads after the promotion did not go to the primary: %+v", d.ReplicaStats())
 	}
 }
+
+// recordingSpan records the attributes set on it.
+type recordingSpan struct {
+	noop.Span
+	attrs []attribute.KeyValue
+}
+
+func (s *recordingSpan) IsRecording() bool { return true }
+
+func (s *recordingSpan) SetAttributes(kv ...attribute.KeyValue) { s.attrs = append(s.attrs, kv...) }
