@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/tablegate/tablegate/authctx"
-	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/telemetry"
 )
@@ -124,24 +123,22 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	call.Auth = auth
-	ctx := req.Context()
-	var pos *db.Position
 	if r.d.HasReplicas() {
 		var p *problem.Problem
-		if ctx, pos, p = r.consistency(ctx, req, call.Operation, ba); p != nil {
+		if call.Position, p = requestPosition(req); p != nil {
 			r.opts.Problems.Write(w, p)
 			return
 		}
 	}
-	res, err := r.Do(ctx, call)
+	res, err := r.Do(req.Context(), call)
 	if err != nil {
 		p, _ := problem.As(err)
 		r.opts.Problems.Write(w, p)
 		return
 	}
 	h := w.Header()
-	if pos != nil && *pos != 0 {
-		writePosition(w, req, *pos)
+	if res.Position != 0 {
+		writePosition(w, req, res.Position)
 	}
 	for k, vs := range res.Header {
 		h[k] = vs

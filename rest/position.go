@@ -34,30 +34,39 @@ func (r *Resource) replicaAction(ba *boundAction) bool {
 
 // consistency prepares the context of a call on a DB with replicas: a
 // write records its commit position into the returned *db.Position; a
-// read (get, list, a read-only action) asks to see the position the
-// request carries, from the Tablegate-Position header or else the
-// cookie. A header that is not a position is the caller's mistake (400);
-// a bad cookie is ignored (a browser would keep sending it).
-func (r *Resource) consistency(ctx context.Context, req *http.Request, op Operation, ba *boundAction) (context.Context, *db.Position, *problem.Problem) {
-	write := op == OpCreate || op == OpUpdate || op == OpDelete || (ba != nil && !ba.ReadOnly)
-	if write {
-		ctx, p := db.TrackPosition(ctx)
-		return ctx, p, nil
+// read (get, list, a read-only action) asks to see call.Position.
+func (r *Resource) consistency(ctx context.Context, call *Call) (context.Context, *db.Position) {
+	op := call.Operation
+	write := op == OpCreate || op == OpUpdate || op == OpDelete
+	if !op.IsCRUD() {
+		ba := r.actions[string(op)]
+		write = ba != nil && !ba.ReadOnly
 	}
+	if write {
+		return db.TrackPosition(ctx)
+	}
+	return db.WithPosition(ctx, call.Position), nil
+}
+
+// requestPosition reads the position a request carries: the
+// Tablegate-Position header, else the cookie. A header that is not a
+// position is the caller's mistake (400); a bad cookie is ignored (a
+// browser would keep sending it).
+func requestPosition(req *http.Request) (db.Position, *problem.Problem) {
 	if v := req.Header.Get(PositionHeader); v != "" {
 		p, err := db.ParsePosition(v)
 		if err != nil {
-			return ctx, nil, problem.New(problem.KindBadRequest,
+			return 0, problem.New(problem.KindBadRequest,
 				"The Tablegate-Position header is not a position as a write returned it (for example 0/16B3748).")
 		}
-		return db.WithPosition(ctx, p), nil, nil
+		return p, nil
 	}
 	if c, err := req.Cookie(PositionCookie); err == nil {
 		if p, err := db.ParsePosition(c.Value); err == nil {
-			return db.WithPosition(ctx, p), nil, nil
+			return p, nil
 		}
 	}
-	return ctx, nil, nil
+	return 0, nil
 }
 
 // writePosition answers a write's commit position in the header and, for
