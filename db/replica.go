@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,7 +117,7 @@ func newReplicaSet(primary *pgxpool.Pool, cfg *Config) *replicaSet {
 		rs.poll = cfg.ReplicaPoll
 	}
 	for i, p := range cfg.Replicas {
-		r := &replica{pool: p, name: "replica" + itoa(i)}
+		r := &replica{pool: p, name: "replica" + strconv.Itoa(i)}
 		r.state.Store(stateNames[stateStarting])
 		rs.list = append(rs.list, r)
 	}
@@ -126,13 +127,6 @@ func newReplicaSet(primary *pgxpool.Pool, cfg *Config) *replicaSet {
 		go rs.watch(r)
 	}
 	return rs
-}
-
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + itoa(i%10)
 }
 
 func (rs *replicaSet) close() {
@@ -505,6 +499,7 @@ type ReplicaState struct {
 
 // ReplicaStats is a snapshot of read routing.
 type ReplicaStats struct {
+	// Replicas are the replicas in [Config.Replicas] order.
 	Replicas []ReplicaState
 	// PrimaryReads counts replica-capable reads the primary served, by
 	// reason: ReasonNoReplica, ReasonPosition, ReasonFallback.
