@@ -292,3 +292,77 @@ func TestReplicaRoutesOnlyPlainReads(t *testing.T) {
 		t.Fatalf("plain get: %v; replica reads %d → %d", r, r0, reads())
 	}
 }
+
+// TestReplicaStoppedUnderHTTPLoad: clients keep getting and listing over
+// HTTP while the replica stops and starts again: no answer is a 5xx (or
+// anything but 200), reads move to the primary while it is down and back
+// to it once it returns.
+func TestReplicaStoppedUnderHTTPLoad(t *testing.T) {
+	b, rep := setupReplicated(t, nil)
+	s := server(t, "todos", b.resource("todos", nil))
+	c := do(t, s, "POST", "/api/todos", alice, `{"title":"load"}`)
+	pos := c.header.Get("Tablegate-Position")
+	var row struct{ ID string }
+	_ = json.Unmarshal([]byte(c.body), &row)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				path := "/api/todos/" + row.ID
+				if n%2 == 1 {
+					path = "/api/todos?id=eq." + row.ID
+				}
+				r := do(t, s, "GET", path, alice, "", "Tablegate-Position", pos)
+				st := r.status
+				if st == 200 && !strings.Contains(r.body, row.ID) {
+					st = -1 // a stale answer
+				}
+				mu.Lock()
+				statuses[st]++
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	s0 := b.db.ReplicaStats()
+	if err := rep.Replica.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); b.db.ReplicaStats().Replicas[0].InRotation && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	s1 := b.db.ReplicaStats()
+	if err := rep.Replica.StartServer(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !b.db.ReplicaStats().Replicas[0].InRotation && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	s2 := b.db.ReplicaStats()
+	t.Logf("answers by status %v; replica reads before stop %d, while stopped +%d, after restart +%d; primary while stopped +%d (fallbacks %d)",
+		statuses, s0.Replicas[0].Reads, s1.Replicas[0].Reads-s0.Replicas[0].Reads, s2.Replicas[0].Reads-s1.Replicas[0].Reads,
+		s1.PrimaryReads[db.ReasonNoReplica]-s0.PrimaryReads[db.ReasonNoReplica], s2.PrimaryReads[db.ReasonFallback])
+	for st, n := range statuses {
+		if st != 200 {
+			t.Fatalf("%d answers with status %d (-1: stale) while the replica stopped and started", n, st)
+		}
+	}
+	if s0.Replicas[0].Reads == 0 || s1.PrimaryReads[db.ReasonNoReplica] == s0.PrimaryReads[db.ReasonNoReplica] ||
+		s2.Replicas[0].Reads == s1.Replicas[0].Reads {
+		t.Fatal("reads did not go replica → primary → replica")
+	}
+}
