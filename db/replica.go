@@ -263,6 +263,17 @@ func (rs *replicaSet) pick(min Position) *replica {
 	return nil
 }
 
+// anyClose reports whether some replica in rotation lags no more than
+// the wait.
+func (rs *replicaSet) anyClose() bool {
+	for _, r := range rs.list {
+		if r.up.Load() && time.Duration(r.lag.Load()) <= rs.wait {
+			return true
+		}
+	}
+	return false
+}
+
 // anyUp reports whether some replica is in rotation.
 func (rs *replicaSet) anyUp() bool {
 	for _, r := range rs.list {
@@ -274,9 +285,10 @@ func (rs *replicaSet) anyUp() bool {
 }
 
 // await asks the replicas in rotation directly for their replay position
-// until one has replayed past min or the wait is over.
+// until one has replayed past min or the wait is over. Replicas that lag
+// more than the wait are not asked: they would not get there in time.
 func (rs *replicaSet) await(ctx context.Context, min Position) *replica {
-	if rs.wait <= 0 || !rs.anyUp() {
+	if rs.wait <= 0 || !rs.anyClose() {
 		return nil
 	}
 	rs.waits.Add(1)
@@ -284,7 +296,7 @@ func (rs *replicaSet) await(ctx context.Context, min Position) *replica {
 	defer cancel()
 	for {
 		for _, r := range rs.list {
-			if !r.up.Load() {
+			if !r.up.Load() || time.Duration(r.lag.Load()) > rs.wait {
 				continue
 			}
 			var txt *string
