@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -133,7 +134,7 @@ func TestServeReadReplicas(t *testing.T) {
 // write's position, served by the replica or the primary.
 func TestDemoReplica(t *testing.T) {
 	bin := buildCLI(t)
-	p := startDemo(t, bin, "--replica")
+	p := startDemo(t, bin, "--replica", "--admin-addr", "127.0.0.1:0")
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(p.out.String(), "served by") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -146,6 +147,24 @@ func TestDemoReplica(t *testing.T) {
 	}
 	if !strings.Contains(p.err.String(), "streaming replica") {
 		t.Fatalf("demo --replica did not say it started a replica:\n%s", p.err.String())
+	}
+	// The admin listener's metrics show reads per target.
+	_, rest, ok := strings.Cut(p.err.String(), "admin on ")
+	admin, _, _ := strings.Cut(rest, " ")
+	if !ok || !strings.HasPrefix(admin, "http://") {
+		t.Fatalf("no admin address in:\n%s", p.err.String())
+	}
+	res, err := http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{`tablegate_db_reads_total{`, `tablegate_db_target="replica"`, `tablegate_db_target="primary"`,
+		`tablegate_db_replica_lag_seconds{`, `tablegate_db_replica_in_rotation{`} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("/metrics lacks %s:\n%s", want, body)
+		}
 	}
 }
 
