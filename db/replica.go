@@ -304,6 +304,11 @@ func (rs *replicaSet) await(ctx context.Context, min Position) *replica {
 				continue
 			}
 			if p, err := ParsePosition(*txt); err == nil && p >= min && r.up.Load() {
+				// Later reads at p need not ask again (the monitor
+				// overwrites it with its next look).
+				if cur := r.replay.Load(); cur != 0 && uint64(p) > cur {
+					r.replay.CompareAndSwap(cur, uint64(p))
+				}
 				return r
 			}
 		}
