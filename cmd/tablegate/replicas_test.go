@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,4 +178,30 @@ func writeConfig(t *testing.T, cfg map[string]any) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestCORSPassesPosition: pages of an allowed origin may send
+// Tablegate-Position (preflight) and read it from a write's answer.
+func TestCORSPassesPosition(t *testing.T) {
+	t.Parallel()
+	h := corsHandler(&corsConfig{AllowedOrigins: []string{"https://app.example.com"}}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Tablegate-Position", "0/16B3748")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	pre := httptest.NewRequest(http.MethodOptions, "/api/todos", nil)
+	pre.Header.Set("Origin", "https://app.example.com")
+	pre.Header.Set("Access-Control-Request-Method", "GET")
+	pre.Header.Set("Access-Control-Request-Headers", "authorization,tablegate-position")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, pre)
+	if got := strings.ToLower(rec.Header().Get("Access-Control-Allow-Headers")); !strings.Contains(got, "tablegate-position") {
+		t.Fatalf("preflight allows headers %q (status %d)", got, rec.Code)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/api/todos", nil)
+	req.Header.Set("Origin", "https://app.example.com")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if got := rec.Header().Get("Access-Control-Expose-Headers"); !strings.Contains(got, "Tablegate-Position") {
+		t.Fatalf("exposed headers %q", got)
+	}
 }
