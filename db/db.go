@@ -78,6 +78,31 @@ type Config struct {
 	// means half the pool's MaxConns (at least one); negative sets no
 	// bound.
 	MaxConnsPerCaller int
+
+	// Replicas are pools on read replicas of the primary (streaming
+	// replicas: Supabase read replicas, RDS/Cloud SQL replicas, Patroni
+	// standbys). [DB.ReplicaRead] and [DB.ReplicaTx] run reads on a
+	// replica in rotation; everything else stays on the primary. A
+	// background monitor reads each replica's state every ReplicaPoll and
+	// takes out of rotation, until it recovers, a replica that does not
+	// answer, is not in recovery (promoted), or lags more than
+	// MaxReplicaLag. Call [DB.Close] to stop the monitor. Empty: every
+	// read runs on the primary and nothing is monitored.
+	Replicas []*pgxpool.Pool
+
+	// MaxReplicaLag is the replay lag past which a replica leaves the
+	// rotation. Zero means [DefaultMaxReplicaLag].
+	MaxReplicaLag time.Duration
+
+	// ReplicaWait bounds how long a read carrying a position
+	// ([WithPosition]) waits for a replica to replay past it before it
+	// runs on the primary. Zero means [DefaultReplicaWait]; negative
+	// waits not at all.
+	ReplicaWait time.Duration
+
+	// ReplicaPoll is how often each replica's state and the primary's
+	// position are read. Zero means [DefaultReplicaPoll].
+	ReplicaPoll time.Duration
 }
 
 func (c *Config) validate() error {
@@ -86,6 +111,11 @@ func (c *Config) validate() error {
 	}
 	if c.StatementTimeout > 0 && c.StatementTimeout < time.Millisecond {
 		return fmt.Errorf("db: StatementTimeout %v is below 1ms", c.StatementTimeout)
+	}
+	for i, p := range c.Replicas {
+		if p == nil {
+			return fmt.Errorf("db: Replicas[%d] is nil", i)
+		}
 	}
 	for _, r := range c.UserRoles {
 		if r == "" {
@@ -102,7 +132,8 @@ type DB struct {
 	timeout        string // statement_timeout in ms as text; "" sets none
 	timeoutArg     any    // timeout boxed once (no allocation per request); nil for none
 	acquireTimeout time.Duration
-	shares         *shares // nil: no bound per caller
+	shares         *shares     // nil: no bound per caller
+	replicas       *replicaSet // nil: every read on the primary
 }
 
 // New returns a DB over pool. cfg may be nil. New panics on an invalid
@@ -133,6 +164,9 @@ func New(pool *pgxpool.Pool, cfg *Config) *DB {
 		perCaller = cfg.MaxConnsPerCaller
 	}
 	d.shares = newShares(pool, perCaller)
+	if cfg != nil && len(cfg.Replicas) > 0 {
+		d.replicas = newReplicaSet(pool, cfg)
+	}
 	return d
 }
 
@@ -301,6 +335,15 @@ func (d *DB) ReadWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn
 	if opts != nil && opts.Unshared {
 		s.key = callerKey{}
 	}
+	if d.replicas != nil {
+		if p := trackedPosition(ctx); p != nil {
+			if err := fn(&readQuerier{d: d, s: s}); err != nil {
+				return err
+			}
+			d.recordPosition(ctx, p)
+			return nil
+		}
+	}
 	return fn(&readQuerier{d: d, s: s})
 }
 
@@ -308,10 +351,19 @@ func (d *DB) ReadWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn
 type readQuerier struct {
 	d *DB
 	s settings
+	r *replica // the replica it reads on; nil: the primary
+}
+
+// acquire takes the connection of one statement.
+func (q *readQuerier) acquire(ctx context.Context) (lease, error) {
+	if q.r != nil {
+		return q.d.acquireReplica(ctx, q.r)
+	}
+	return q.d.acquire(ctx, q.s.key)
 }
 
 func (q *readQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	l, err := q.d.acquire(ctx, q.s.key)
+	l, err := q.acquire(ctx)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -320,7 +372,7 @@ func (q *readQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn
 }
 
 func (q *readQuerier) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	l, err := q.d.acquire(ctx, q.s.key)
+	l, err := q.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}

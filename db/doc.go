@@ -32,6 +32,16 @@
 // [ExplainConnectError] tells why a pool could not connect: no server, no
 // database, no role or a refused password, each with its fix.
 //
+// # Read replicas
+//
+// With [Config.Replicas], [DB.ReplicaRead] and [DB.ReplicaTx] run reads on
+// a streaming replica in rotation (healthy, in recovery, lagging less than
+// Config.MaxReplicaLag), retrying on the primary when the replica fails;
+// everything else runs on the primary. [TrackPosition] records a write's
+// commit [Position], and [WithPosition] makes a later read run only where
+// that write is visible: read-your-writes for the client that carries the
+// position. See docs/scale-out.md.
+//
 // # Migrations
 //
 // [Migrate] applies the embedded migrations of package

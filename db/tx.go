@@ -48,7 +48,15 @@ func (d *DB) TxWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn f
 	if err != nil {
 		return err
 	}
+	return d.txOn(ctx, l, s, fn)
+}
+
+// txOn runs fn in a transaction on the connection of l.
+func (d *DB) txOn(ctx context.Context, l lease, s settings, fn func(q Querier) error) (err error) {
 	tq := &txQuerier{conn: l.conn, lease: l, s: s}
+	if d.replicas != nil {
+		tq.track = trackedPosition(ctx)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			tq.finish(ctx, false)
@@ -74,6 +82,7 @@ type txQuerier struct {
 	s       settings
 	started bool
 	done    bool
+	track   *Position // where to record the commit's position; nil: nowhere
 }
 
 var errTxDone = errors.New("db: transaction already finished")
@@ -125,6 +134,12 @@ func (q *txQuerier) finish(ctx context.Context, commit bool) error {
 	// Finish even when the request context is gone: a half-open transaction
 	// must not linger until the pool notices.
 	fctx := context.WithoutCancel(ctx)
+	if commit && q.track != nil {
+		if err := commitTracked(fctx, q.conn, q.track); err != nil {
+			return fmt.Errorf("db: commit: %w", err)
+		}
+		return nil
+	}
 	if commit {
 		if _, err := q.conn.Exec(fctx, "commit"); err != nil {
 			return fmt.Errorf("db: commit: %w", err)

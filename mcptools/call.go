@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 )
@@ -69,10 +70,12 @@ func (s *Server) handler(t *tool) mcp.ToolHandler {
 			return s.problemResult(p), nil
 		}
 		call.Auth = a
+		call.Position = db.Position(s.written.Load())
 		res, err := t.res.Do(ctx, call)
 		if err != nil {
 			return s.problemResult(problem.From(err)), nil
 		}
+		s.noteWritten(res.Position)
 		return result(res), nil
 	}
 }
@@ -387,4 +390,14 @@ func (s *Server) expired(a authctx.Auth) bool {
 func expiredProblem() *problem.Problem {
 	return problem.WithCode(problem.CodeTokenExpired, "The access token has expired; connect again with a fresh token.").
 		WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
+}
+
+// noteWritten raises the server's highest written position to p.
+func (s *Server) noteWritten(p db.Position) {
+	for {
+		cur := s.written.Load()
+		if uint64(p) <= cur || s.written.CompareAndSwap(cur, uint64(p)) {
+			return
+		}
+	}
 }

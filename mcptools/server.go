@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,6 +74,10 @@ type Server struct {
 	log    *slog.Logger
 	calls  callRegistry
 	now    func() time.Time
+	// written is the highest commit position a tool call of this server
+	// wrote (with read replicas): later reads carry it, so a client reads
+	// the writes it made through this server.
+	written atomic.Uint64
 }
 
 // validate checks what New can check before building anything.

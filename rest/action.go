@@ -49,6 +49,14 @@ type ActionDef[I, Q, O any] struct {
 	Permission string
 	// Emits lists event names, written into the description as x-service-emits.
 	Emits []string
+	// ReadOnly declares that the handler writes nothing: with read
+	// replicas configured ([db.Config.Replicas]) the action's transaction
+	// may run on a replica (when no Permission and no
+	// Hooks.AuthorizeFunc run in it), and, like a get or list, it honours
+	// the caller's Tablegate-Position. A ReadOnly action that writes
+	// anyway is refused by the replica and runs again on the primary, so
+	// its handler must be safe to run twice.
+	ReadOnly bool
 	// Input, Query and Output override the schemas inferred from I, Q and
 	// O (None infers no schema).
 	Input, Query, Output *jsonschema.Schema
@@ -80,6 +88,8 @@ type Action struct {
 	Deprecated           bool
 	Permission           string
 	Emits                []string
+	// ReadOnly is copied from the definition (see [ActionDef].ReadOnly).
+	ReadOnly bool
 	// Input, Query and Output are the schemas of body, query parameters
 	// and response; nil when the action has none. An action whose output
 	// type is [RowJSON] or [Rows] has a nil Output here: each resource
@@ -113,7 +123,8 @@ func DefineAction[I, Q, O any](def ActionDef[I, Q, O]) *Action {
 		Method: def.Method, Path: def.Path, Status: def.Status,
 		Summary: def.Summary, Description: def.Description, Deprecated: def.Deprecated,
 		Permission: def.Permission, Emits: append([]string(nil), def.Emits...),
-		Input: def.Input, Query: def.Query, Output: def.Output,
+		ReadOnly: def.ReadOnly,
+		Input:    def.Input, Query: def.Query, Output: def.Output,
 	}
 	infer := func(dst **jsonschema.Schema, t reflect.Type, what string) {
 		if *dst != nil || t == noneType || a.err != nil {

@@ -131,6 +131,13 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	call.Auth = auth
+	if r.d.HasReplicas() {
+		var p *problem.Problem
+		if call.Position, p = requestPosition(req); p != nil {
+			r.opts.Problems.Write(w, p)
+			return
+		}
+	}
 	res, err := r.Do(req.Context(), call)
 	if err != nil {
 		p, _ := problem.As(err)
@@ -138,6 +145,9 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	h := w.Header()
+	if res.Position != 0 {
+		writePosition(w, req, res.Position)
+	}
 	for k, vs := range res.Header {
 		h[k] = vs
 	}

@@ -36,6 +36,12 @@ type Call struct {
 	// RequestID names the request in logs and unexpected-error bodies;
 	// drawn at random when empty and needed.
 	RequestID string
+	// Position asks a read (get, list, a read-only action) to see the
+	// database at least as of this commit position, one that a write
+	// answered in Result.Position: with read replicas it then runs on a
+	// replica that has replayed past it, or on the primary. Zero asks for
+	// nothing; writes ignore it.
+	Position db.Position
 }
 
 // Result is the successful outcome of a [Call].
@@ -52,6 +58,11 @@ type Result struct {
 	// Key is the key of the created row (text form) for create, when the
 	// key column is selected; the HTTP handler derives Location from it.
 	Key string
+	// Position is where the primary's log stood after a write committed
+	// (create, update, delete, an action not declared ReadOnly), when the
+	// DB has read replicas; zero otherwise. Hand it back in Call.Position
+	// to read the write ([PositionHeader] over HTTP).
+	Position db.Position
 }
 
 const jsonType = "application/json"
@@ -66,10 +77,14 @@ const jsonType = "application/json"
 // logged with the request id and returned as a 500 of kind unexpected
 // that reveals nothing internal.
 func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) {
+	var written *db.Position // a write's commit position (with replicas)
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, r.unexpected(call, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
 			return
+		}
+		if err == nil && res != nil && written != nil {
+			res.Position = *written
 		}
 		if err != nil {
 			p := *r.toProblem(call, err) // a copy: hooks may return shared problem values
@@ -81,6 +96,9 @@ func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) 
 			res, err = nil, &p
 		}
 	}()
+	if r.d.HasReplicas() {
+		ctx, written = r.consistency(ctx, call)
+	}
 	res, err = r.do(ctx, call)
 	for retried := false; ; retried = true {
 		var dd *deferredDecision
@@ -242,7 +260,7 @@ func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Caller, t
 	h := &r.hooks
 	if perm == "" && h.AuthorizeFunc == nil && h.AfterGetFunc == nil {
 		var raw json.RawMessage
-		err := r.d.ReadWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+		err := r.d.ReplicaRead(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 			var err error
 			raw, err = r.repo.Get(ctx, q, t.ID)
 			return err
@@ -432,7 +450,7 @@ func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Caller, 
 	h := &r.hooks
 	if perm == "" && h.AuthorizeFunc == nil && h.AfterListFunc == nil {
 		var body []byte
-		err := r.d.ReadWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+		err := r.d.ReplicaRead(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 			rp, err := r.repo.List(ctx, q, lq)
 			if err != nil {
 				return err
@@ -551,7 +569,11 @@ func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Caller
 		in.query = qv
 	}
 	res := &Result{Status: ba.Status, ContentType: jsonType}
-	err := r.d.TxWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+	run := r.d.TxWith
+	if r.replicaAction(ba) {
+		run = r.d.ReplicaTx
+	}
+	err := run(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		if ba.item {
 			if _, err := r.fetch(c, t); err != nil {

@@ -29,6 +29,11 @@ type serveConfig struct {
 	// DatabaseURL is the Postgres URL; DATABASE_URL and --database-url win.
 	// Prefer the environment: a config file is often committed.
 	DatabaseURL string `json:"database_url,omitempty"`
+	// ReadReplicas are Postgres URLs of read replicas of the database:
+	// gets, lists and read-only actions run there, writes and events stay
+	// on the primary (docs/scale-out.md). DATABASE_REPLICA_URLS
+	// (comma-separated) wins.
+	ReadReplicas []string `json:"read_replicas,omitempty"`
 	// BasePath prefixes every resource route (default /api; "/" for the
 	// root). Read it with base().
 	BasePath string `json:"base_path,omitempty"`

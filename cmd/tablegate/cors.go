@@ -109,10 +109,11 @@ func corsHandler(c *corsConfig, h http.Handler) http.Handler {
 		// What supabase-js, fetch-based clients, event streams, MCP
 		// clients and trace propagation send.
 		AllowedHeaders: []string{"Authorization", "Apikey", "Content-Type", "Accept", "X-Client-Info", "X-Request-Id",
-			"If-None-Match", "Last-Event-Id", "Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate", "Baggage"},
+			"If-None-Match", "Last-Event-Id", "Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate", "Baggage",
+			"Tablegate-Position"},
 		// What a client reads besides the simple response headers.
 		ExposedHeaders: []string{"Location", "Retry-After", "Allow", "ETag", "X-Request-Id", "WWW-Authenticate",
-			"Mcp-Session-Id", "Content-Disposition"},
+			"Mcp-Session-Id", "Content-Disposition", "Tablegate-Position"},
 		MaxAge:           int(maxAge / time.Second),
 		AllowCredentials: false,
 	}).Handler(h)

@@ -39,7 +39,7 @@ const (
 const demoUsage = `Usage:
   tablegate demo [--addr HOST:PORT] [--database-url URL] [--signing-keys FILE]
                  [--auth-url URL] [--refresh] [--tokens-only] [--token-ttl DURATION]
-                 [--print-env FILE]
+                 [--print-env FILE] [--replica]
                  [--read-header-timeout D] [--read-timeout D]
                  [--write-timeout D] [--idle-timeout D]
 
@@ -55,6 +55,12 @@ Runs the whole stack on your machine in one command:
      there when missing, and kept);
   4. serves the demo API and prints curl lines with minted tokens, until
      Ctrl-C or SIGTERM; then stops Postgres and removes its files.
+
+--replica also starts a streaming replica of the throwaway cluster
+(pg_basebackup -R, a second postmaster) and routes gets and lists to it:
+the demo writes a todo and reads it back carrying its Tablegate-Position.
+With --database-url, DATABASE_REPLICA_URLS (comma-separated) names
+replicas instead. See docs/scale-out.md.
 
 Routes: /api/todos (list, get, create, update, delete, actions complete,
 export, purge), /api/todos/events (live events, curl -N), /api/openapi.json,
@@ -94,6 +100,9 @@ type demoOptions struct {
 	// publishableKey is sent as apikey on refresh; default a demo key.
 	publishableKey string
 	printEnv       string
+	// replica starts a streaming replica of the throwaway cluster and
+	// routes reads to it.
+	replica bool
 	// budget sizes the pool, bounds database time and shutdown.
 	budget   budgetFlags
 	timeouts httpTimeouts
@@ -113,6 +122,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&o.eventsRetention, "events-retention", events.DefaultRetention, "how long events stay in the outbox: the window in which a stream resumes with Last-Event-ID without a gap (at least 1m)")
 	o.timeouts.flags(fs)
 	fs.StringVar(&o.printEnv, "print-env", "", "once serving, write KEY=VALUE lines (URLs, tokens, ids) to `FILE`")
+	fs.BoolVar(&o.replica, "replica", false, "also start a streaming replica of the throwaway cluster and route reads to it (read-your-writes with Tablegate-Position); with --database-url set "+envReplicaURLs+" instead")
 	o.budget.register(fs)
 	o.ops.register(fs)
 	if err := parse(e, fs, args); err != nil {
@@ -126,6 +136,9 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	}
 	if o.databaseURL == "" {
 		o.databaseURL = e.getenv("DATABASE_URL")
+	}
+	if o.replica && o.databaseURL != "" {
+		return usagef("--replica starts a replica of the demo's throwaway cluster; with --database-url/DATABASE_URL set %s to your replicas instead", envReplicaURLs)
 	}
 	if o.tokenTTL <= 0 {
 		return usagef("--token-ttl must be positive")
@@ -175,7 +188,21 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 
 	// 1. Postgres.
 	dbURL := o.databaseURL
-	if dbURL == "" {
+	replicaList, err := replicaURLs(e.getenv, nil)
+	if err != nil {
+		return err
+	}
+	if o.replica {
+		primary, replica, err := startDemoReplica(ctx, out)
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, func() {
+			done := step(out, "stopping Postgres (primary and replica) and removing their files")
+			done(errors.Join(replica.Stop(), primary.Stop()), "")
+		})
+		dbURL, replicaList = primary.URL, []string{replica.URL}
+	} else if dbURL == "" {
 		done := step(out, "starting a throwaway Postgres (initdb + pg_ctl; no Docker)")
 		cluster, err := pgcluster.Start(ctx, nil)
 		done(err, "")
@@ -204,6 +231,11 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		return err
 	}
 	cleanups = append(cleanups, pool.Close)
+	replicaPools, closeReplicas, err := connectReplicas(ctx, out, replicaList, int32(o.budget.maxConns), obs.tel)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, closeReplicas)
 
 	// 2. Migrations and the demo schema.
 	done := step(out, "applying tablegate migrations")
@@ -315,7 +347,13 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		return fmt.Errorf("auth (JWKS %s): %w", jwksURL, err)
 	}
 	cleanups = append(cleanups, rv.Close)
-	parts, err := buildDemoAPIWith(ctx, db.New(pool, o.budget.dbConfig()), rv, baseURL, issuer,
+	d := db.New(pool, withReplicas(o.budget.dbConfig(), replicaPools))
+	cleanups = append(cleanups, d.Close)
+	if err := db.RecordReplicaStats(d, obs.tel); err != nil {
+		done(err, "")
+		return err
+	}
+	parts, err := buildDemoAPIWith(ctx, d, rv, baseURL, issuer,
 		&events.Config{Retention: o.eventsRetention})
 	if err != nil {
 		done(err, "")
@@ -403,6 +441,11 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		fmt.Fprintf(out, "▸ wrote %s\n", o.printEnv)
 	}
 	printCurls(e.stdout, vars, signer.kid)
+	if d.HasReplicas() {
+		if err := showReadYourWrites(ctx, e.stdout, d, baseURL, userToken); err != nil {
+			fmt.Fprintf(out, "! read-your-writes check: %v\n", err)
+		}
+	}
 
 	select {
 	case <-ctx.Done():

@@ -83,7 +83,8 @@ tokens. The server's timeouts ("timeouts": {"read_header": "10s", "read":
 the --*-timeout flags win over the file.
 
 Environment: DATABASE_URL (unless --database-url or the config's
-database_url), SUPABASE_URL (unless auth.url), SUPABASE_JWKS (inline JWKS),
+database_url), DATABASE_REPLICA_URLS (comma-separated read replica URLs;
+unless set, the config's "read_replicas": [...]; docs/scale-out.md), SUPABASE_URL (unless auth.url), SUPABASE_JWKS (inline JWKS),
 SUPABASE_JWT_ISSUER and SUPABASE_JWT_AUDIENCE (unless auth.issuer/audience),
 SUPABASE_SECRET_KEYS ({"name":"sb_secret_…"}: apikey callers become service),
 SUPABASE_PUBLISHABLE_KEY (needed by auth.refresh and auth.flows).
@@ -202,7 +203,20 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("auth.flows: %w", err)
 		}
 	}
-	d := db.New(pool, budget.dbConfig())
+	replicaList, err := replicaURLs(e.getenv, cfg.ReadReplicas)
+	if err != nil {
+		return err
+	}
+	replicaPools, closeReplicas, err := connectReplicas(ctx, out, replicaList, int32(budget.maxConns), obs.tel)
+	if err != nil {
+		return err
+	}
+	defer closeReplicas()
+	d := db.New(pool, withReplicas(budget.dbConfig(), replicaPools))
+	defer d.Close()
+	if err := db.RecordReplicaStats(d, obs.tel); err != nil {
+		return err
+	}
 	if *mcpStdio {
 		return serveMCPStdio(ctx, e, cfg, d, rv)
 	}
@@ -249,6 +263,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if t.Events {
 			fmt.Fprintf(out, "  %s%s/%s/events → events of %s (Server-Sent Events)\n", base, cfg.base(), n, t.Table)
 		}
+	}
+	if n := len(replicaPools); n > 0 {
+		fmt.Fprintf(out, "  reads (get, list, read-only actions) → %d read replica(s) in rotation, else the primary; writes answer Tablegate-Position for read-your-writes\n", n)
 	}
 	if cfg.Auth.Flows != nil {
 		fmt.Fprintf(out, "  %s/auth/{sign-in,otp,verify,oauth,callback,sign-out} → sessions of %s (cookie %s)\n", base, acfg.ProjectURL, rv.CookieName())

@@ -42,6 +42,13 @@ type Cluster struct {
 func FindBinaries() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if _, err := exec.LookPath("pg_ctl"); err == nil {
+			// A symlink into the installation (/usr/local/bin/initdb):
+			// its directory holds pg_basebackup and psql too.
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				if _, err := os.Stat(filepath.Join(filepath.Dir(real), "pg_ctl")); err == nil {
+					p = real
+				}
+			}
 			return filepath.Dir(p), nil
 		}
 	}
@@ -63,6 +70,10 @@ func versionOf(binDir string) int {
 // Start creates and starts a cluster in a new temporary directory. Progress
 // lines go to logf when it is not nil.
 func Start(ctx context.Context, logf func(format string, args ...any)) (*Cluster, error) {
+	return start(ctx, logf, false)
+}
+
+func start(ctx context.Context, logf func(format string, args ...any), replicated bool) (*Cluster, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -100,6 +111,9 @@ func Start(ctx context.Context, logf func(format string, args ...any)) (*Cluster
 		return nil, fmt.Errorf("pgcluster: initdb: %w: %s", err, out)
 	}
 	opts := fmt.Sprintf("-c listen_addresses='' -c unix_socket_directories=%s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", dir)
+	if replicated {
+		opts = replicatedOpts(dir)
+	}
 	logf("pg_ctl start")
 	c.opts = opts
 	if out, err := c.run(ctx, "pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {

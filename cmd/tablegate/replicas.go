@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgcluster"
+	"github.com/tablegate/tablegate/telemetry"
+)
+
+// envReplicaURLs lists read replica URLs, comma-separated; it wins over
+// the config's read_replicas.
+const envReplicaURLs = "DATABASE_REPLICA_URLS"
+
+// replicaURLs returns the read replica URLs: $DATABASE_REPLICA_URLS
+// (comma-separated) when set, else the config's read_replicas. An empty
+// entry is a usage error naming where it came from.
+func replicaURLs(getenv func(string) string, config []string) ([]string, error) {
+	if v := strings.TrimSpace(getenv(envReplicaURLs)); v != "" {
+		var urls []string
+		for i, u := range strings.Split(v, ",") {
+			if u = strings.TrimSpace(u); u == "" {
+				return nil, usagef("%s: entry %d is empty (a comma-separated list of postgres:// URLs)", envReplicaURLs, i+1)
+			}
+			urls = append(urls, u)
+		}
+		return urls, nil
+	}
+	for i, u := range config {
+		if strings.TrimSpace(u) == "" {
+			return nil, usagef("read_replicas[%d] is empty (a list of postgres:// URLs of read replicas)", i)
+		}
+	}
+	return config, nil
+}
+
+// connectReplicas opens one pool per read replica URL, sized and
+// instrumented like the primary's. A replica that does not answer yet is
+// reported and kept: the replica monitor puts it in rotation once it
+// answers, and reads run on the primary until then. A URL that does not
+// parse is a usage error (its text is not repeated: it may hold a
+// password).
+func connectReplicas(ctx context.Context, out io.Writer, urls []string, maxConns int32, tel *telemetry.Telemetry) ([]*pgxpool.Pool, func(), error) {
+	var pools []*pgxpool.Pool
+	closeAll := func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}
+	for i, u := range urls {
+		cfg, err := pgxpool.ParseConfig(u)
+		if err != nil {
+			closeAll()
+			return nil, nil, usagef("read replica %d: invalid database URL: %v", i+1, redactErr(err))
+		}
+		db.ConfigurePool(cfg)
+		switch {
+		case maxConns > 0:
+			cfg.MaxConns = maxConns
+		case !strings.Contains(u, "pool_max_conns"):
+			cfg.MaxConns = db.DefaultMaxConns()
+		}
+		db.Instrument(cfg, tel)
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("read replica %d: %w", i+1, err)
+		}
+		pools = append(pools, pool)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = pool.Ping(pctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(out, "! read replica %d at %s does not answer yet: reads stay on the primary until it does\n", i+1, redactURL(cfg))
+		}
+	}
+	return pools, closeAll, nil
+}
+
+// withReplicas returns the db.Config of serve and demo with the read
+// replicas.
+func withReplicas(cfg *db.Config, pools []*pgxpool.Pool) *db.Config {
+	cfg.Replicas = pools
+	return cfg
+}
+
+// startDemoReplica starts the demo's throwaway primary for --replica (a
+// cluster streaming replicas can follow) and one streaming replica of it.
+func startDemoReplica(ctx context.Context, out io.Writer) (primary, replica *pgcluster.Cluster, err error) {
+	done := step(out, "starting a throwaway Postgres primary (initdb + pg_ctl; no Docker)")
+	primary, err = pgcluster.StartPrimary(ctx, nil)
+	done(err, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(out, "    data and socket in %s\n", primary.Dir())
+	done = step(out, "starting a streaming replica of it (pg_basebackup -R, a second postmaster)")
+	replica, err = primary.StartReplica(ctx, nil)
+	done(err, "")
+	if err != nil {
+		_ = primary.Stop()
+		return nil, nil, err
+	}
+	fmt.Fprintf(out, "    data and socket in %s\n", replica.Dir())
+	return primary, replica, nil
+}
+
+// showReadYourWrites writes one todo as the demo user and reads it back
+// carrying the write's Tablegate-Position, printing each step: the
+// newcomer sees the position and where the read ran.
+func showReadYourWrites(ctx context.Context, w io.Writer, d *db.DB, base, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/todos", strings.NewReader(`{"title":"Read your own writes"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	res.Body.Close()
+	pos := res.Header.Get("Tablegate-Position")
+	if res.StatusCode != http.StatusCreated || pos == "" {
+		return fmt.Errorf("demo write answered %s with Tablegate-Position %q", res.Status, pos)
+	}
+	loc := res.Header.Get("Location")
+	fmt.Fprintf(w, "\nRead replica: writes go to the primary and answer their commit position; reads carrying it go to a replica that has replayed past it, else to the primary.\n")
+	fmt.Fprintf(w, "  POST %s/api/todos → %d, Tablegate-Position: %s\n", base, res.StatusCode, pos)
+	before := d.ReplicaStats()
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+loc, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Tablegate-Position", pos)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	res.Body.Close()
+	after := d.ReplicaStats()
+	target := "the primary (the replica had not replayed the write yet)"
+	for i, r := range after.Replicas {
+		if r.Reads > before.Replicas[i].Reads {
+			target = r.Name + ", which had replayed past the position"
+		}
+	}
+	fmt.Fprintf(w, "  GET %s%s with Tablegate-Position: %s → %d, served by %s\n", base, loc, pos, res.StatusCode, target)
+	if res.StatusCode != http.StatusOK {
+		return errors.New("the demo could not read its own write")
+	}
+	fmt.Fprintf(w, `  Try it:
+  POS=$(curl -s -o /dev/null -D - $BASE_URL/api/todos -H "Authorization: Bearer $USER_TOKEN" -H 'Content-Type: application/json' -d '{"title":"mine"}' | tr -d '\r' | sed -n 's/^Tablegate-Position: //Ip')
+  curl -s $BASE_URL/api/todos -H "Authorization: Bearer $USER_TOKEN" -H "Tablegate-Position: $POS"   # sees "mine", from the replica or the primary
+`)
+	return nil
+}
