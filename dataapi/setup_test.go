@@ -93,11 +93,23 @@ type bundle struct {
 
 func setup(t testing.TB, cfg *Config) *bundle {
 	t.Helper()
+	return newBundle(t).serve(cfg)
+}
+
+// newBundle is a fresh database with the fixture, not yet served.
+func newBundle(t testing.TB) *bundle {
+	t.Helper()
 	pool := pgtest.DB(t)
 	if _, err := pool.Exec(context.Background(), fixtureSQL); err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, pool: pool, db: db.New(pool, nil)}
+	return &bundle{t: t, pool: pool, db: db.New(pool, nil)}
+}
+
+// serve builds the API over the bundle's database on a test server.
+func (b *bundle) serve(cfg *Config) *bundle {
+	t := b.t
+	t.Helper()
 	if cfg == nil {
 		cfg = &Config{}
 	}

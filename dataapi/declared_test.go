@@ -1,0 +1,112 @@
+package dataapi
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
+)
+
+// TestDeclaredTable: a table declared as a rest resource keeps its select,
+// guard, permissions and hooks through the data API.
+func TestDeclaredTable(t *testing.T) {
+	b := newBundle(t)
+	d := b.db
+	hookRuns := 0
+	authz := rest.AuthorizerFunc(func(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
+		if req.Data != nil && req.Data["title"] == "forbidden" {
+			return rest.Denied(), nil
+		}
+		return rest.Allowed(), nil
+	})
+	res, err := rest.NewResource(context.Background(), d, "todos", &rest.Config{
+		Select:      []string{"id", "title", "done", "priority"},
+		Operations:  rest.CRUD(),
+		Authorizer:  authz,
+		Permissions: map[rest.Operation]string{rest.OpCreate: "todos.create"},
+		Caller:      testCaller,
+		Hooks: rest.Hooks{BeforeCreateFunc: func(c *rest.Ctx, data rest.Row) (rest.Row, error) {
+			hookRuns++
+			if data["title"] == "bad" {
+				return nil, problem.New(problem.KindUnprocessable, "titles may not be bad")
+			}
+			data["title"] = strings.ToUpper(data["title"].(string))
+			return data, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.serve(&Config{Tables: map[string]*Table{"todos": {Resource: res, Allow: []authctx.Allow{authctx.AllowUser}}}})
+	// The hook runs per row, in the same statement's transaction.
+	r := b.do("POST", "/todos?select=title", alice, `[{"title":"one"},{"title":"two"}]`, "Prefer: return=representation")
+	if r.status != 201 || r.body != `[{"title":"ONE"}, `+"\n"+` {"title":"TWO"}]` || hookRuns != 2 {
+		t.Fatalf("hooked insert: %d %s (hook ran %d times)", r.status, r.body, hookRuns)
+	}
+	// A hook's refusal answers its problem and writes nothing.
+	r = b.do("POST", "/todos", alice, `[{"title":"fine"},{"title":"bad"}]`)
+	if r.status != 422 || !strings.Contains(r.body, "titles may not be bad") || b.count("select count(*) from todos where title = 'FINE'") != 0 {
+		t.Errorf("hook refusal: %d %s", r.status, r.body)
+	}
+	// The permission is checked per row.
+	r = b.do("POST", "/todos", alice, `{"title":"forbidden"}`)
+	if m, _ := r.json(t).(map[string]any); r.status != 403 || m["code"] != "PERMISSION_DENIED" {
+		t.Errorf("permission: %d %s", r.status, r.body)
+	}
+	// The declared select bounds reads and writes.
+	r = b.do("GET", "/todos?select=owner_id", alice, "")
+	if r.status != 400 || r.json(t).(map[string]any)["code"] != "42703" {
+		t.Errorf("column outside select: %d %s", r.status, r.body)
+	}
+	r = b.do("GET", "/todos?select=*&order=title", alice, "")
+	if r.status != 200 || strings.Contains(r.body, "owner_id") || !strings.Contains(r.body, `"title":"ONE"`) {
+		t.Errorf("star: %d %s", r.status, r.body)
+	}
+	r = b.do("GET", "/todos?owner_id=eq."+alice, alice, "")
+	if r.status != 400 {
+		t.Errorf("filter outside select: %d %s", r.status, r.body)
+	}
+	// The guard admits users only.
+	r = b.do("GET", "/todos", "", "")
+	if r.status != 401 {
+		t.Errorf("anon on a user-only table: %d %s", r.status, r.body)
+	}
+	// Filtered updates are refused while hooks or permissions would not run.
+	res2, _ := rest.NewResource(context.Background(), d, "todos", &rest.Config{Operations: []rest.Operation{rest.OpList, rest.OpUpdate},
+		Caller: testCaller, Hooks: rest.Hooks{BeforeUpdateFunc: func(c *rest.Ctx, data rest.Row, _ *rest.Target) (rest.Row, error) { return data, nil }}})
+	b2 := (&bundle{t: t, pool: b.pool, db: d}).serve(&Config{Tables: map[string]*Table{"public.todos": {Resource: res2, Allow: []authctx.Allow{authctx.AllowUser}}}})
+	r = b2.do("PATCH", "/todos?id=eq.1", alice, `{"done":true}`)
+	if r.status != 405 {
+		t.Errorf("hooked update: %d %s", r.status, r.body)
+	}
+	r = b2.do("POST", "/todos", alice, `{"title":"x"}`)
+	if r.status != 405 {
+		t.Errorf("create not served: %d %s", r.status, r.body)
+	}
+}
+
+// TestUnprotectedRefused: a table anon or authenticated can reach without
+// row-level security stops the data API from starting, unless allowed.
+func TestUnprotectedRefused(t *testing.T) {
+	b := setup(t, nil)
+	b.exec(`create table open_table (id int); grant select on open_table to anon`)
+	_, err := New(context.Background(), &Config{DB: b.db})
+	if !errors.Is(err, ErrUnprotected) || !strings.Contains(err.Error(), "public.open_table") || !strings.Contains(err.Error(), "allow_without_rls") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := New(context.Background(), &Config{DB: b.db, AllowWithoutRLS: true}); err != nil {
+		t.Fatal(err)
+	}
+	b.exec(`create table private_table (id int)`) // no grants: nothing to protect
+	b.exec(`drop table open_table`)
+	if _, err := New(context.Background(), &Config{DB: b.db}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(context.Background(), &Config{DB: b.db, Schemas: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("missing schema: %v", err)
+	}
+}
