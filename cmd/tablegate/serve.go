@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/authflow"
+	"github.com/tablegate/tablegate/dataapi"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/mcptools"
@@ -236,6 +237,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if t.Events {
 			fmt.Fprintf(out, "  %s%s/%s/events → events of %s (Server-Sent Events)\n", base, cfg.base(), n, t.Table)
 		}
+	}
+	if dc := cfg.DataAPI; dc != nil {
+		fmt.Fprintf(out, "  %s%s/{table}, %s%s/rpc/{function} → PostgREST-compatible data API over %s\n", base, dc.Path, base, dc.Path, strings.Join(dc.Schemas, ", "))
 	}
 	if cfg.Auth.Flows != nil {
 		fmt.Fprintf(out, "  %s/auth/{sign-in,otp,verify,oauth,callback,sign-out} → sessions of %s (cookie %s)\n", base, acfg.ProjectURL, rv.CookieName())
@@ -536,8 +540,21 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *auth
 	if hub != nil {
 		closeHub = hub.Close
 	}
-	if !cfg.MCP {
+	var data http.Handler
+	if cfg.DataAPI != nil {
+		if data, err = buildDataAPI(ctx, cfg, d, resources); err != nil {
+			closeHub()
+			return nil, nil, err
+		}
+	}
+	if !cfg.MCP && data == nil {
 		return api.Handler(), closeHub, nil
+	}
+	if !cfg.MCP {
+		mux := http.NewServeMux()
+		mux.Handle(cfg.DataAPI.Path+"/", data)
+		mux.Handle("/", api.Handler())
+		return reportPatterns(mux), closeHub, nil
 	}
 	metadataURL, metadata := mcpDiscovery(public, authServer)
 	h, err := mcpHandler(cfg, resources, rv, metadataURL)
@@ -548,8 +565,31 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *auth
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle(mcpMetadataPath, metadata)
+	if data != nil {
+		mux.Handle(cfg.DataAPI.Path+"/", data)
+	}
 	mux.Handle("/", api.Handler())
 	return reportPatterns(mux), closeHub, nil
+}
+
+// buildDataAPI builds the PostgREST-compatible data API of "data_api",
+// mounted under its path: the declared tables keep their select, guard,
+// permissions and hooks.
+func buildDataAPI(ctx context.Context, cfg *serveConfig, d *db.DB, resources map[string]*rest.Resource) (http.Handler, error) {
+	dc := cfg.DataAPI
+	tables := map[string]*dataapi.Table{}
+	for _, name := range cfg.tableNames() {
+		t := cfg.Tables[name]
+		if _, dup := tables[t.Table]; !dup {
+			tables[t.Table] = &dataapi.Table{Resource: resources[name], Allow: allowOf(t.Guard)}
+		}
+	}
+	api, err := dataapi.New(ctx, &dataapi.Config{DB: d, Schemas: dc.Schemas, MaxRows: dc.MaxRows,
+		AllowWithoutRLS: dc.AllowWithoutRLS, Tables: tables, Caller: callerOf})
+	if err != nil {
+		return nil, fmt.Errorf("data_api: %w", err)
+	}
+	return http.StripPrefix(dc.Path, api), nil
 }
 
 // mcpTools builds the MCP tools of the resources, each table's tools behind
