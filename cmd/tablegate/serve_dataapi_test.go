@@ -181,3 +181,65 @@ func TestServeDataAPISupabaseJS(t *testing.T) {
 		t.Errorf("guarded rows: %d %v (the denied insert must write nothing)", n, err)
 	}
 }
+
+// TestServeDataAPIConfig: bad "data_api" objects are refused with the
+// field to fix, before connecting.
+func TestServeDataAPIConfig(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct{ body, msg string }{
+		"relative path": {`{"tables":{"t":{}},"data_api":{"path":"rest"}}`, "data_api.path must be a path"},
+		"on base path":  {`{"tables":{"t":{}},"data_api":{"path":"/api"}}`, "meets the route /api"},
+		"under base":    {`{"tables":{"t":{}},"data_api":{"path":"/api/rest"}}`, "meets the route /api"},
+		"on a table":    {`{"base_path":"/","tables":{"rest":{}},"data_api":{}}`, "meets the route /rest"},
+		"on livez":      {`{"tables":{"t":{}},"data_api":{"path":"/livez"}}`, "meets the route /livez"},
+		"empty schema":  {`{"tables":{"t":{}},"data_api":{"schemas":[""]}}`, "data_api.schemas holds an empty name"},
+		"max rows":      {`{"tables":{"t":{}},"data_api":{"max_rows":-1}}`, "data_api.max_rows must be positive"},
+		"unknown field": {`{"tables":{"t":{}},"data_api":{"schema":["public"]}}`, `unknown field "schema"`},
+	}
+	for name, c := range cases {
+		_, err := parseServeConfig([]byte(c.body), name)
+		if err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: %v, want %q", name, err, c.msg)
+		}
+	}
+	cfg, err := parseServeConfig([]byte(`{"tables":{"t":{}},"data_api":{}}`), "defaults")
+	if err != nil || cfg.DataAPI.Path != "/rest/v1" || len(cfg.DataAPI.Schemas) != 1 || cfg.DataAPI.Schemas[0] != "public" {
+		t.Fatalf("defaults: %+v %v", cfg.DataAPI, err)
+	}
+}
+
+// TestServeDataAPIUnprotected: serve refuses to start while a table of an
+// exposed schema that anon or authenticated may reach has no row-level
+// security, naming it and the fix; allow_without_rls lets grants decide.
+func TestServeDataAPIUnprotected(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t, url)
+	if _, err := pool.Exec(context.Background(), dataAPIFixtureSQL+`
+	  create table open_notes (id int primary key, title text); grant select on open_notes to anon;
+	  insert into open_notes values (1, 'visible by grant');`); err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]any{"guarded": map[string]any{"table": "public.guarded"}}
+	cfgPath, _ := serveFixtureKeys(t, map[string]any{"tables": tables, "data_api": map[string]any{}})
+	r := runCLI(t, map[string]string{"DATABASE_URL": url}, "serve", "--config", cfgPath, "--addr", freeAddr(t))
+	if r.code == 0 || !strings.Contains(r.stderr, "public.open_notes") || !strings.Contains(r.stderr, "allow_without_rls") {
+		t.Fatalf("unprotected table: exit %d: %s", r.code, r.stderr)
+	}
+	cfgPath, _ = serveFixtureKeys(t, map[string]any{"tables": tables, "data_api": map[string]any{"allow_without_rls": true, "max_rows": 10}})
+	addr := freeAddr(t)
+	_, cancel, _ := launchServe(t, url, "--config", cfgPath, "--addr", addr)
+	defer cancel()
+	code, h, body := getURL(t, "http://"+addr+"/rest/v1/open_notes?select=title", nil)
+	if code != 200 || body != `[{"title":"visible by grant"}]` || h.Get("Content-Range") != "0-0/*" {
+		t.Errorf("anon read by grant: %d %s %v", code, body, h)
+	}
+	code, _, body = getURL(t, "http://"+addr+"/rest/v1/notes", nil)
+	if code != 401 || !strings.Contains(body, `"42501"`) {
+		t.Errorf("anon without a grant: %d %s", code, body)
+	}
+	code, _, body = getURL(t, "http://"+addr+"/rest/v1/notes", map[string]string{"Authorization": "Bearer not-a-token"})
+	if code != 401 || !strings.Contains(body, `"PGRST301"`) {
+		t.Errorf("bad token: %d %s", code, body)
+	}
+}
