@@ -11,7 +11,10 @@ import (
 // with pgx.Identifier; every value a caller sends is a parameter.
 type builder struct {
 	args []any
-	rel  *relation // for column types (fts); nil for function results
+	rel  *relation   // for column types (fts); nil for function results
+	req  *request    // for embedding: the catalogue, declared tables, caller
+	cond *conditions // the request's conditions (embedded resources' among them)
+	n    int         // aliases drawn for embedded resources
 }
 
 func (b *builder) param(v any) string {

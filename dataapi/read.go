@@ -47,6 +47,27 @@ type conditions struct {
 	order   []orderTerm
 	limit   int // -1 none
 	offset  int
+	// embedded holds the conditions of embedded resources by alias (or
+	// name): films.year=eq.2000, films.order=year.desc.
+	embedded map[string]*conditions
+}
+
+// sub returns the conditions of the embedded resource at path, made on
+// first use.
+func (c *conditions) sub(path []string) *conditions {
+	cur := c
+	for _, p := range path {
+		if cur.embedded == nil {
+			cur.embedded = map[string]*conditions{}
+		}
+		n := cur.embedded[p]
+		if n == nil {
+			n = &conditions{limit: -1}
+			cur.embedded[p] = n
+		}
+		cur = n
+	}
+	return cur
 }
 
 // reserved query parameters (never filters).
@@ -63,49 +84,76 @@ func parseConditions(q url.Values) (*conditions, *Error) {
 	sort.Strings(keys) // stable SQL text for the statement cache
 	for _, k := range keys {
 		for _, v := range q[k] {
-			switch k {
-			case "select", "columns", "on_conflict":
-			case "order":
-				o, err := parseOrder(v)
-				if err != nil {
-					return nil, err
-				}
-				c.order = append(c.order, o...)
-			case "limit":
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 0 {
-					return nil, parseErr("the limit parameter", "limit takes a non-negative integer")
-				}
-				c.limit = n
-			case "offset":
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 0 {
-					return nil, parseErr("the offset parameter", "offset takes a non-negative integer")
-				}
-				c.offset = n
-			case "or", "and", "not.or", "not.and":
-				l, err := parseLogic(strings.HasSuffix(k, "or"), strings.HasPrefix(k, "not."), v)
-				if err != nil {
-					return nil, err
-				}
-				c.logic = append(c.logic, l)
-			default:
-				if embeddedKey(k) {
-					return nil, parseErr("the filter "+k, "filters, order and limits on embedded resources are not supported by tablegate's data API yet")
-				}
-				f, ok := parseField(k, false)
-				if !ok {
-					return nil, parseErr("the filter "+k, "cannot read the column")
-				}
-				flt, err := parseFilterValue(f, v)
-				if err != nil {
-					return nil, err
-				}
-				c.filters = append(c.filters, flt)
+			target, param := c, k
+			if !reserved[k] && embeddedKey(k) {
+				path, last := splitEmbeddedKey(k)
+				target, param = c.sub(path), last
+			}
+			if err := target.add(param, v); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return c, nil
+}
+
+// add reads one parameter into c.
+func (c *conditions) add(k, v string) *Error {
+	switch k {
+	case "select", "columns", "on_conflict":
+	case "order":
+		o, err := parseOrder(v)
+		if err != nil {
+			return err
+		}
+		c.order = append(c.order, o...)
+	case "limit":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return parseErr("the limit parameter", "limit takes a non-negative integer")
+		}
+		c.limit = n
+	case "offset":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return parseErr("the offset parameter", "offset takes a non-negative integer")
+		}
+		c.offset = n
+	case "or", "and", "not.or", "not.and":
+		l, err := parseLogic(strings.HasSuffix(k, "or"), strings.HasPrefix(k, "not."), v)
+		if err != nil {
+			return err
+		}
+		c.logic = append(c.logic, l)
+	default:
+		f, ok := parseField(k, false)
+		if !ok {
+			return parseErr("the filter "+k, "cannot read the column")
+		}
+		flt, err := parseFilterValue(f, v)
+		if err != nil {
+			return err
+		}
+		c.filters = append(c.filters, flt)
+	}
+	return nil
+}
+
+// splitEmbeddedKey splits films.actors.name into the path [films actors]
+// and the parameter name (not.or and not.and stay whole).
+func splitEmbeddedKey(k string) ([]string, string) {
+	head, arrow := k, ""
+	if i := strings.Index(k, "->"); i >= 0 {
+		head, arrow = k[:i], k[i:]
+	}
+	segs := strings.Split(head, ".")
+	n := len(segs) - 1
+	last := segs[n] + arrow
+	if n >= 2 && segs[n-1] == "not" && (segs[n] == "or" || segs[n] == "and") {
+		n--
+		last = "not." + segs[n+1]
+	}
+	return segs[:n], last
 }
 
 // embeddedKey reports a parameter addressing an embedded resource
@@ -118,13 +166,16 @@ func embeddedKey(k string) bool {
 }
 
 // whereSQL renders the conditions on alias _t ("true" when none).
-func (b *builder) whereSQL(c *conditions) string {
-	var parts []string
+func (b *builder) whereSQL(c *conditions) string { return b.whereOn("_t", c, nil) }
+
+// whereOn renders conditions on alias q, with extra fragments.
+func (b *builder) whereOn(q string, c *conditions, extra []string) string {
+	parts := extra
 	for _, f := range c.filters {
-		parts = append(parts, b.filterSQL("_t", f))
+		parts = append(parts, b.filterSQL(q, f))
 	}
 	for _, l := range c.logic {
-		parts = append(parts, b.logicSQL("_t", l))
+		parts = append(parts, b.logicSQL(q, l))
 	}
 	if len(parts) == 0 {
 		return "true"
@@ -132,33 +183,70 @@ func (b *builder) whereSQL(c *conditions) string {
 	return strings.Join(parts, " and ")
 }
 
-// selectSQL renders the select list on alias _t. allowed, when not nil,
-// lists the only columns a declared table serves (* expands to them).
+// selectSQL renders the select list on alias _t of b.rel, with its
+// embedded resources (their conditions from b.cond). allowed, when not
+// nil, lists the only columns a declared table serves (* expands to them).
 func (b *builder) selectSQL(items []selectItem, allowed []string) (string, *Error) {
-	var parts []string
+	sel, _, e := b.selectListSQL("_t", b.rel, items, allowed, b.cond)
+	return sel, e
+}
+
+// selectListSQL renders the select list of relation rel on alias q. It
+// returns the conditions !inner embeds add to q's WHERE.
+func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, allowed []string, cond *conditions) (string, []string, *Error) {
+	var parts, inner []string
+	used := map[string]bool{}
 	for _, it := range items {
 		switch {
 		case it.embed != nil:
-			return "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship for '"+it.embed.rel+"' in the schema cache").
-				withDetails("Embedding resources is not supported by tablegate's data API yet.")
+			name := it.alias
+			if name == "" {
+				name = it.embed.rel
+			}
+			used[name] = true
+			var sub *conditions
+			if cond != nil && cond.embedded != nil {
+				sub = cond.embedded[name]
+			}
+			expr, where, e := b.embedSQL(q, rel, it.embed, sub)
+			if e != nil {
+				return "", nil, e
+			}
+			if where != "" {
+				inner = append(inner, where)
+			}
+			if expr != "" {
+				parts = append(parts, expr+" as "+ident(name))
+			}
 		case it.star && allowed != nil:
 			for _, c := range allowed {
-				parts = append(parts, "_t."+ident(c))
+				parts = append(parts, q+"."+ident(c))
 			}
 		case it.star:
-			parts = append(parts, "_t.*")
+			parts = append(parts, q+".*")
 		default:
 			if e := b.checkColumn(it.field.name, allowed); e != nil {
-				return "", e
+				return "", nil, e
 			}
 			name := it.alias
 			if name == "" {
 				name = it.field.key()
 			}
-			parts = append(parts, b.fieldSQL("_t", it.field)+" as "+ident(name))
+			parts = append(parts, b.fieldSQL(q, it.field)+" as "+ident(name))
 		}
 	}
-	return strings.Join(parts, ", "), nil
+	if cond != nil {
+		for name := range cond.embedded {
+			if !used[name] {
+				return "", nil, apiErr(http.StatusBadRequest, "PGRST108", "'"+name+"' is not an embedded resource in this request").
+					withHint("Verify that '" + name + "' is included in the 'select' query parameter.")
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil, parseErr("the select parameter", "nothing selected")
+	}
+	return strings.Join(parts, ", "), inner, nil
 }
 
 // checkColumn refuses, on a declared table, a column outside its select
@@ -353,18 +441,18 @@ func (q *request) read(rel *relation, decl *Table) {
 		return
 	}
 	allowed := allowedColumns(decl)
-	b := &builder{rel: rel}
+	b := &builder{rel: rel, req: q, cond: cond}
 	if e := b.checkConditions(cond, allowed); e != nil {
 		writeError(q.w, e)
 		return
 	}
-	sel, e := b.selectSQL(items, allowed)
+	sel, inner, e := b.selectListSQL("_t", rel, items, allowed, cond)
 	if e != nil {
 		writeError(q.w, e)
 		return
 	}
 	from := pgx.Identifier{rel.schema, rel.name}.Sanitize() + " _t"
-	where := b.whereSQL(cond)
+	where := b.whereOn("_t", cond, inner)
 	countMode := q.prefer["count"]
 	total := "null::int8"
 	switch countMode {

@@ -58,6 +58,14 @@ type funcArg struct {
 type catalogue struct {
 	rels  map[string]*relation   // "schema.name"
 	funcs map[string][]*function // "schema.name", overloads
+	fks   []*foreignKey
+}
+
+// foreignKey is a foreign key between two exposed tables.
+type foreignKey struct {
+	name          string
+	from, to      *relation
+	cols, refCols []string
 }
 
 func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*catalogue, error) {
@@ -95,6 +103,33 @@ func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("dataapi: read tables: %w", err)
+	}
+	krows, err := pool.Query(ctx, `select c.conname, ns.nspname || '.' || cs.relname, nt.nspname || '.' || ct.relname,
+	  array(select a.attname::text from unnest(c.conkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n order by k.o),
+	  array(select a.attname::text from unnest(c.confkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.confrelid and a.attnum = k.n order by k.o)
+	from pg_constraint c
+	join pg_class cs on cs.oid = c.conrelid join pg_namespace ns on ns.oid = cs.relnamespace
+	join pg_class ct on ct.oid = c.confrelid join pg_namespace nt on nt.oid = ct.relnamespace
+	where c.contype = 'f' and ns.nspname = any($1) and nt.nspname = any($1)
+	order by c.conname`, schemas)
+	if err != nil {
+		return nil, fmt.Errorf("dataapi: read foreign keys: %w", err)
+	}
+	for krows.Next() {
+		var fk foreignKey
+		var from, to string
+		if err := krows.Scan(&fk.name, &from, &to, &fk.cols, &fk.refCols); err != nil {
+			krows.Close()
+			return nil, fmt.Errorf("dataapi: read foreign keys: %w", err)
+		}
+		fk.from, fk.to = c.rels[from], c.rels[to]
+		if fk.from != nil && fk.to != nil {
+			c.fks = append(c.fks, &fk)
+		}
+	}
+	krows.Close()
+	if err := krows.Err(); err != nil {
+		return nil, fmt.Errorf("dataapi: read foreign keys: %w", err)
 	}
 	frows, err := pool.Query(ctx, `select n.nspname, p.proname, p.proretset, format_type(p.prorettype, null), t.typtype::text,
 	  p.provolatile::text, p.pronargs, p.pronargdefaults,

@@ -338,7 +338,7 @@ func (q *request) insert(rel *relation, decl *Table) {
 		return
 	}
 	allowed := allowedColumns(decl)
-	p := &writePlan{rel: rel, decl: decl, b: &builder{rel: rel}, ret: q.returnMode(), status: http.StatusCreated, items: items}
+	p := &writePlan{rel: rel, decl: decl, b: &builder{rel: rel, req: q}, ret: q.returnMode(), status: http.StatusCreated, items: items}
 	missingDefault := q.prefer["missing"] == "default"
 	if missingDefault {
 		q.applied = append(q.applied, "missing=default")
@@ -375,7 +375,7 @@ func (q *request) insert(rel *relation, decl *Table) {
 		if e != nil {
 			return e
 		}
-		b := &builder{rel: rel}
+		b := &builder{rel: rel, req: q}
 		table := pgx.Identifier{rel.schema, rel.name}.Sanitize()
 		stmt := "insert into " + table + " as _t"
 		if len(cols) == 0 {
@@ -482,7 +482,7 @@ func (q *request) update(rel *relation, decl *Table) {
 		writeError(q.w, e)
 		return
 	}
-	b := &builder{rel: rel}
+	b := &builder{rel: rel, req: q, cond: cond}
 	if e := b.checkConditions(cond, allowed); e != nil {
 		writeError(q.w, e)
 		return
@@ -529,7 +529,7 @@ func (q *request) remove(rel *relation, decl *Table) {
 		writeError(q.w, e)
 		return
 	}
-	b := &builder{rel: rel}
+	b := &builder{rel: rel, req: q, cond: cond}
 	if e := b.checkConditions(cond, allowedColumns(decl)); e != nil {
 		writeError(q.w, e)
 		return

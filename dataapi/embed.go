@@ -1,0 +1,210 @@
+package dataapi
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/rest"
+)
+
+// Kinds of relationship.
+const (
+	manyToOne = iota // the parent holds the foreign key: one object
+	oneToMany        // the child holds it: an array (one object when its key is the child's primary key)
+	manyToMany       // through a junction table: an array
+)
+
+// relationship is how an embedded resource joins its parent.
+type relationship struct {
+	kind   int
+	target *relation
+	fk     *foreignKey // the direct key; for manyToMany the junction's key to the parent
+	fk2    *foreignKey // manyToMany: the junction's key to the target
+	toOne  bool
+}
+
+func (r relationship) names() []string {
+	out := []string{r.fk.name}
+	for _, c := range r.fk.cols {
+		out = append(out, c)
+	}
+	if r.fk2 != nil {
+		out = append(out, r.fk2.name, r.fk.from.name)
+	}
+	return out
+}
+
+func (r relationship) label() string {
+	if r.fk2 != nil {
+		return r.fk.from.name
+	}
+	return r.fk.name
+}
+
+// relationships finds the relationships of parent named rel (a table of
+// the parent's schema, or a foreign key's name or column on the parent),
+// narrowed by hint.
+func (c *catalogue) relationships(parent *relation, rel, hint string) []relationship {
+	var out []relationship
+	target := c.rels[parent.schema+"."+rel]
+	for _, fk := range c.fks {
+		switch {
+		case target != nil && fk.from == parent && fk.to == target:
+			out = append(out, relationship{kind: manyToOne, target: target, fk: fk, toOne: true})
+		case target == nil && fk.from == parent && (fk.name == rel || len(fk.cols) == 1 && fk.cols[0] == rel):
+			out = append(out, relationship{kind: manyToOne, target: fk.to, fk: fk, toOne: true})
+		}
+		if target != nil && fk.from == target && fk.to == parent {
+			out = append(out, relationship{kind: oneToMany, target: target, fk: fk, toOne: sameSet(fk.cols, target.pk)})
+		}
+	}
+	if target != nil {
+		for _, j := range c.fks {
+			if j.to != parent || j.from == parent || j.from == target {
+				continue
+			}
+			for _, k := range c.fks {
+				if k != j && k.from == j.from && k.to == target && subset(j.cols, j.from.pk) && subset(k.cols, k.from.pk) {
+					out = append(out, relationship{kind: manyToMany, target: target, fk: j, fk2: k})
+				}
+			}
+		}
+	}
+	if hint != "" {
+		var narrowed []relationship
+		for _, r := range out {
+			if slices.Contains(r.names(), hint) {
+				narrowed = append(narrowed, r)
+			}
+		}
+		out = narrowed
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	return len(a) == len(b) && subset(a, b)
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return len(a) > 0
+}
+
+// joinSQL is the condition tying child alias e to parent alias q.
+func (b *builder) joinSQL(q, e string, r relationship) string {
+	var parts []string
+	switch r.kind {
+	case manyToOne:
+		for i, c := range r.fk.cols {
+			parts = append(parts, e+"."+ident(r.fk.refCols[i])+" = "+q+"."+ident(c))
+		}
+	case oneToMany:
+		for i, c := range r.fk.cols {
+			parts = append(parts, e+"."+ident(c)+" = "+q+"."+ident(r.fk.refCols[i]))
+		}
+	case manyToMany:
+		b.n++
+		j := "_j" + strconv.Itoa(b.n)
+		var on []string
+		for i, c := range r.fk.cols {
+			on = append(on, j+"."+ident(c)+" = "+q+"."+ident(r.fk.refCols[i]))
+		}
+		for i, c := range r.fk2.cols {
+			on = append(on, j+"."+ident(c)+" = "+e+"."+ident(r.fk2.refCols[i]))
+		}
+		parts = append(parts, "exists (select 1 from "+pgx.Identifier{r.fk.from.schema, r.fk.from.name}.Sanitize()+" "+j+" where "+strings.Join(on, " and ")+")")
+	}
+	return strings.Join(parts, " and ")
+}
+
+// embedSQL renders an embedded resource of parent (alias q) as a
+// subquery read as the caller (its own row-level security applies), and
+// the condition !inner adds to the parent. An empty embed renders no
+// column.
+func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *conditions) (string, string, *Error) {
+	if b.req == nil || parent == nil {
+		return "", "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship for '"+e.rel+"' in the schema cache").
+			withDetails("Embedding is served on tables and views, not on function results.")
+	}
+	if e.spread {
+		return "", "", parseErr("the select parameter", "spread embeds (...rel) are not supported by tablegate's data API yet")
+	}
+	rels := b.req.api.cat.relationships(parent, e.rel, e.hint)
+	switch len(rels) {
+	case 0:
+		return "", "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship between '"+parent.name+"' and '"+e.rel+"' in the schema cache").
+			withHint("Verify that '" + parent.name + "' and '" + e.rel + "' exist in the schema '" + parent.schema + "' and that there is a foreign key relationship between them.")
+	case 1:
+	default:
+		var opts []string
+		for _, r := range rels {
+			opts = append(opts, "'"+e.rel+"!"+r.label()+"'")
+		}
+		return "", "", apiErr(http.StatusMultipleChoices, "PGRST201", "Could not embed because more than one relationship was found for '"+parent.name+"' and '"+e.rel+"'").
+			withHint("Try changing '" + e.rel + "' to one of the following: " + strings.Join(opts, ", ") + ".")
+	}
+	r := rels[0]
+	key := r.target.qualified()
+	var allowed []string
+	if decl := b.req.api.declared[key]; decl != nil {
+		if p := authctx.Admit(b.req.auth, decl.Allow...); p != nil {
+			return "", "", apiErr(http.StatusForbidden, "PGRST302", "'"+key+"' may not be embedded by this caller")
+		}
+		info, ok := declaredOp(decl, rest.OpList)
+		if !ok || info.Permission != "" || info.Hooked {
+			return "", "", apiErr(http.StatusBadRequest, "PGRST200", "'"+key+"' cannot be embedded").
+				withDetails("It is a declared table whose list is not served, has a permission or runs hooks.")
+		}
+		allowed = allowedColumns(decl)
+	}
+	if cond == nil {
+		cond = &conditions{limit: -1}
+	}
+	b.n++
+	alias := "_e" + strconv.Itoa(b.n)
+	from := pgx.Identifier{r.target.schema, r.target.name}.Sanitize() + " " + alias
+	if e := b.checkConditions(cond, allowed); e != nil {
+		return "", "", e
+	}
+	join := b.joinSQL(q, alias, r)
+	var childInner []string
+	sel := ""
+	if len(e.items) > 0 {
+		var perr *Error
+		if sel, childInner, perr = b.selectListSQL(alias, r.target, e.items, allowed, cond); perr != nil {
+			return "", "", perr
+		}
+	}
+	where := b.whereOn(alias, cond, append([]string{join}, childInner...))
+	var inner string
+	if e.inner {
+		inner = "exists (select 1 from " + from + " where " + where + ")"
+	}
+	if sel == "" {
+		return "", inner, nil
+	}
+	sub := "select " + sel + " from " + from + " where " + where
+	if len(cond.order) > 0 {
+		sub += " order by " + b.orderSQL(alias, cond.order)
+	}
+	if cond.limit >= 0 {
+		sub += " limit " + b.param(cond.limit)
+	}
+	if cond.offset > 0 {
+		sub += " offset " + b.param(cond.offset)
+	}
+	if r.toOne {
+		return "(select to_json(_s) from (" + sub + ") _s limit 1)", inner, nil
+	}
+	return "(select coalesce(json_agg(_s), '[]') from (" + sub + ") _s)", inner, nil
+}

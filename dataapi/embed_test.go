@@ -1,0 +1,129 @@
+package dataapi
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+const embedSQL = `
+create table authors (id int primary key, name text);
+create table books (id int primary key, title text, author_id int references authors(id), editor_id int references authors(id));
+create table labels (id int primary key, label text);
+create table book_labels (book_id int references books(id), label_id int references labels(id), primary key (book_id, label_id));
+create table profiles (author_id int primary key references authors(id), bio text);
+do $$ declare t text; begin
+  foreach t in array array['authors','books','labels','book_labels','profiles'] loop
+    execute format('alter table %I enable row level security; grant select on %I to anon, authenticated', t, t);
+    execute format('create policy read_all on %I for select using (true)', t);
+  end loop;
+end $$;
+-- books hide 'secret' from everybody: an embed reads as the caller too
+drop policy read_all on books;
+create policy books_read on books for select using (title <> 'secret');
+insert into authors values (1, 'Ann'), (2, 'Ben'), (3, 'Cy');
+insert into books values (1, 'b1', 1, 2), (2, 'b2', 1, null), (3, 'b3', 2, 1), (4, 'secret', 1, null);
+insert into labels values (1, 'red'), (2, 'blue');
+insert into book_labels values (1, 1), (1, 2), (3, 2), (4, 1);
+insert into profiles values (1, 'writes');
+`
+
+func embedBundle(t *testing.T) *bundle {
+	b := newBundle(t)
+	b.exec(embedSQL)
+	return b.serve(nil)
+}
+
+func TestEmbedding(t *testing.T) {
+	b := embedBundle(t)
+	cases := []struct{ path, want string }{
+		// to-one, disambiguated by the foreign key column
+		{"/books?select=title,author:authors!author_id(name)&order=id&id=lt.3",
+			`[{"title":"b1","author":{"name":"Ann"}}, ` + "\n" + ` {"title":"b2","author":{"name":"Ann"}}]`},
+		// by constraint name; a null key embeds null
+		{"/books?select=title,editor:authors!books_editor_id_fkey(name)&id=in.(1,2)&order=id",
+			`[{"title":"b1","editor":{"name":"Ben"}}, ` + "\n" + ` {"title":"b2","editor":null}]`},
+		// to-many, with the child's own RLS ('secret' hidden), order and limit
+		{"/authors?select=name,books!author_id(title)&id=eq.1&books.order=title.desc",
+			`[{"name":"Ann","books":[{"title":"b2"}, ` + "\n" + ` {"title":"b1"}]}]`},
+		{"/authors?select=name,books!author_id(title)&id=eq.1&books.order=title&books.limit=1",
+			`[{"name":"Ann","books":[{"title":"b1"}]}]`},
+		{"/authors?select=name,books!author_id(title)&id=eq.3", `[{"name":"Cy","books":[]}]`},
+		// embedded filter without !inner filters the children only
+		{"/authors?select=name,books!author_id(title)&books.title=eq.b3&order=id",
+			`[{"name":"Ann","books":[]}, ` + "\n" + ` {"name":"Ben","books":[{"title":"b3"}]}, ` + "\n" + ` {"name":"Cy","books":[]}]`},
+		// !inner filters the parents
+		{"/authors?select=name,books!author_id!inner(title)&books.title=eq.b3", `[{"name":"Ben","books":[{"title":"b3"}]}]`},
+		{"/authors?select=name,books!author_id!inner()&order=id", `[{"name":"Ann"}, ` + "\n" + ` {"name":"Ben"}]`},
+		// one-to-one: an object
+		{"/authors?select=name,profiles(bio)&order=id&id=lt.3", `[{"name":"Ann","profiles":{"bio":"writes"}}, ` + "\n" + ` {"name":"Ben","profiles":null}]`},
+		// many-to-many through the junction table
+		{"/books?select=title,labels(label)&id=eq.1&labels.order=label", `[{"title":"b1","labels":[{"label":"blue"}, ` + "\n" + ` {"label":"red"}]}]`},
+		{"/labels?select=label,books(title)&id=eq.1", `[{"label":"red","books":[{"title":"b1"}]}]`},
+		// nested, and or= inside an embedded resource
+		{"/authors?select=name,books!author_id(title,labels(label))&id=eq.2", `[{"name":"Ben","books":[{"title":"b3","labels":[{"label":"blue"}]}]}]`},
+		{"/authors?select=name,books!author_id(title)&id=eq.1&books.or=(title.eq.b2,title.eq.secret)", `[{"name":"Ann","books":[{"title":"b2"}]}]`},
+	}
+	for _, c := range cases {
+		r := b.do("GET", c.path, "", "")
+		if r.status != 200 || r.body != c.want {
+			t.Errorf("%s:\n got %d %s\nwant %s", c.path, r.status, r.body, c.want)
+		}
+	}
+	errs := []struct {
+		path   string
+		status int
+		code   string
+	}{
+		{"/books?select=title,authors(name)", 300, "PGRST201"},
+		{"/books?select=title,nope(name)", 400, "PGRST200"},
+		{"/authors?select=name&books.title=eq.b1", 400, "PGRST108"},
+		{"/books?select=title,...authors!author_id(name)", 400, "PGRST100"},
+	}
+	for _, c := range errs {
+		r := b.do("GET", c.path, "", "")
+		if m, _ := r.json(t).(map[string]any); r.status != c.status || m["code"] != c.code {
+			t.Errorf("%s: %d %s, want %d %s", c.path, r.status, r.body, c.status, c.code)
+		}
+	}
+}
+
+// TestReadRoundTrips: a read — filters, count and embeds included — is
+// one statement sent with the caller's settings in one round trip.
+func TestReadRoundTrips(t *testing.T) {
+	b := newBundle(t)
+	b.exec(embedSQL)
+	cfg, err := pgxpool.ParseConfig(b.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	tr := &pgtest.RoundTrips{}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b.db = db.New(pool, nil)
+	b.serve(nil)
+	for _, path := range []string{
+		"/books?select=id,title,author:authors!author_id(name),labels(label)&id=lt.3&order=id",
+		"/authors?select=name,books!author_id!inner(title)&books.title=eq.b3",
+	} {
+		for i := 0; i < 2; i++ { // the first run prepares the statement
+			tr.Reset()
+			r := b.do("GET", path, "", "", "Prefer: count=exact")
+			if r.status != 200 {
+				t.Fatalf("%s: %d %s", path, r.status, r.body)
+			}
+		}
+		if n := tr.Total(); n != 1 {
+			t.Errorf("%s: %d round trips, want 1", path, n)
+		}
+	}
+}
