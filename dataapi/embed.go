@@ -14,9 +14,9 @@ import (
 
 // Kinds of relationship.
 const (
-	manyToOne = iota // the parent holds the foreign key: one object
-	oneToMany        // the child holds it: an array (one object when its key is the child's primary key)
-	manyToMany       // through a junction table: an array
+	manyToOne  = iota // the parent holds the foreign key: one object
+	oneToMany         // the child holds it: an array (one object when its key is the child's primary key)
+	manyToMany        // through a junction table: an array
 )
 
 // relationship is how an embedded resource joins its parent.

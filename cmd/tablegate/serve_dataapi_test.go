@@ -37,6 +37,19 @@ alter table guarded enable row level security;
 grant select, insert on guarded to authenticated;
 create policy guarded_own on guarded for all to authenticated
   using (owner_id = (select auth.uid())) with check (owner_id = (select auth.uid()));
+create table authors (id int primary key, name text);
+create table books (id int primary key, title text, author_id int references authors(id));
+create table labels (id int primary key, label text);
+create table book_labels (book_id int references books(id), label_id int references labels(id), primary key (book_id, label_id));
+alter table authors enable row level security; alter table books enable row level security;
+alter table labels enable row level security; alter table book_labels enable row level security;
+grant select on authors, books, labels, book_labels to authenticated;
+create policy r on authors for select using (true); create policy r on books for select using (title <> 'secret');
+create policy r on labels for select using (true); create policy r on book_labels for select using (true);
+insert into authors values (1, 'Ann'), (2, 'Ben');
+insert into books values (1, 'b1', 1), (2, 'b2', 1), (3, 'secret', 2);
+insert into labels values (1, 'red'), (2, 'blue');
+insert into book_labels values (1, 1), (1, 2), (2, 2);
 create function add(a int, b int) returns int language sql stable as 'select a + b';
 create function my_notes(min_score int) returns setof notes language sql stable as 'select * from notes where score >= min_score';
 create function first_note() returns notes language sql stable as 'select * from notes order by id limit 1';
@@ -171,6 +184,10 @@ func TestServeDataAPISupabaseJS(t *testing.T) {
 	if s := got["rpc_void"]; s.Error != nil || s.Status != 204 {
 		t.Errorf("rpc_void: %+v", s)
 	}
+	data("embed_to_one", `[{"title":"b1","authors":{"name":"Ann"}},{"title":"b2","authors":{"name":"Ann"}}]`)
+	data("embed_to_many", `[{"name":"Ann","books":[{"title":"b1"},{"title":"b2"}]},{"name":"Ben","books":[]}]`)
+	data("embed_many_to_many", `[{"title":"b1","labels":[{"label":"blue"},{"label":"red"}]}]`)
+	data("embed_inner", `[{"name":"Ann","books":[{"title":"b2"}]}]`)
 	errCode("rpc_missing", "PGRST202", 404)
 	errCode("unique_violation", "23505", 409)
 	errCode("missing_table", "PGRST205", 404)

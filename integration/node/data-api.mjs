@@ -71,6 +71,10 @@ await step("rpc_setof", alice.rpc("my_notes", { min_score: 2 }).select("slug").o
 await step("rpc_composite", alice.rpc("first_note"));
 await step("rpc_void", alice.rpc("nothing"));
 await step("rpc_missing", alice.rpc("no_such_function"));
+await step("embed_to_one", alice.from("books").select("title, authors(name)").order("id"));
+await step("embed_to_many", alice.from("authors").select("name, books(title)").order("id").order("title", { referencedTable: "books" }));
+await step("embed_many_to_many", alice.from("books").select("title, labels(label)").eq("id", 1).order("label", { referencedTable: "labels" }));
+await step("embed_inner", alice.from("authors").select("name, books!inner(title)").eq("books.title", "b2"));
 await step("unique_violation", alice.from("notes").insert({ title: "dup", slug: "a1" }));
 await step("missing_table", alice.from("nope").select());
 await step("guarded_denied", alice.from("guarded").insert({ title: "x" }));
