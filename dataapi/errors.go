@@ -18,15 +18,19 @@ import (
 // Postgres error; Status is the HTTP status PostgREST answers it with.
 // It is what supabase-js and the other Supabase clients read.
 type Error struct {
-	Status  int
-	Code    string
+	// Status is the HTTP status.
+	Status int
+	// Code is a PGRST code or a SQLSTATE.
+	Code string
+	// Message is Postgres's or the API's message.
 	Message string
-	Details string // empty renders null
-	Hint    string // empty renders null
-	header  http.Header
-	cause   error
+	// Details and Hint explain further; empty renders null.
+	Details, Hint string
+	header        http.Header
+	cause         error
 }
 
+// Error returns the code and message, for logs.
 func (e *Error) Error() string { return "dataapi: " + e.Code + ": " + e.Message }
 
 // Unwrap returns the cause (a Postgres error, a db error), for logs and
