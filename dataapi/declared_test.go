@@ -110,3 +110,39 @@ func TestUnprotectedRefused(t *testing.T) {
 		t.Fatalf("missing schema: %v", err)
 	}
 }
+
+// TestDeclaredHooksNeverSkipped: operations whose hooks the data API does
+// not run are refused; AuthorizeFunc runs on reads.
+func TestDeclaredHooksNeverSkipped(t *testing.T) {
+	b := newBundle(t)
+	authorized := 0
+	res, err := rest.NewResource(context.Background(), b.db, "todos", &rest.Config{
+		Operations: rest.CRUD(), Caller: testCaller,
+		Hooks: rest.Hooks{
+			AuthorizeFunc: func(c *rest.Ctx, op rest.Operation, _ *rest.Target) error {
+				authorized++
+				if c.Caller.Claims["sub"] == bob {
+					return problem.New(problem.KindForbidden, "bob may not")
+				}
+				return nil
+			},
+			AfterCreateFunc: func(c *rest.Ctx, row rest.Row) (any, error) { return row, nil },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.serve(&Config{Tables: map[string]*Table{"todos": {Resource: res}}})
+	if r := b.do("GET", "/todos", alice, ""); r.status != 200 || authorized != 1 {
+		t.Errorf("read with AuthorizeFunc: %d %s (ran %d)", r.status, r.body, authorized)
+	}
+	if r := b.do("GET", "/todos", bob, ""); r.status != 403 || !strings.Contains(r.body, "bob may not") {
+		t.Errorf("AuthorizeFunc refusal on a read: %d %s", r.status, r.body)
+	}
+	if r := b.do("POST", "/todos", alice, `{"title":"x"}`); r.status != 405 || !strings.Contains(r.body, "After hook") {
+		t.Errorf("insert with an After hook: %d %s", r.status, r.body)
+	}
+	if r := b.do("DELETE", "/todos?id=eq.1", alice, ""); r.status != 405 {
+		t.Errorf("delete with AuthorizeFunc: %d %s", r.status, r.body)
+	}
+}

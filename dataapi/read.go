@@ -425,6 +425,11 @@ func (q *request) read(rel *relation, decl *Table) {
 		writeError(q.w, notServed(q.r.Method))
 		return
 	}
+	if decl != nil && decl.Resource.AfterHook(info.Operation) {
+		writeError(q.w, afterHookRefusal(rel, info.Operation))
+		return
+	}
+	hooked := decl != nil && decl.Resource.RowHooked(info.Operation)
 	items, e := parseSelect(q.query.Get("select"))
 	if e != nil {
 		writeError(q.w, e)
@@ -491,7 +496,7 @@ func (q *request) read(rel *relation, decl *Table) {
 		return nil
 	}
 	var err error
-	if decl != nil && info.Permission != "" {
+	if hooked {
 		err = q.api.d.Tx(q.r.Context(), q.auth.Caller(), run)
 	} else {
 		err = q.api.d.Read(q.r.Context(), q.auth.Caller(), run)

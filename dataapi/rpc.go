@@ -15,7 +15,7 @@ import (
 // checkPermission runs a declared table's permission (and
 // Hooks.AuthorizeFunc) for a read, in the request's transaction.
 func (a *API) checkPermission(q *request, dq db.Querier, decl *Table, info rest.OperationInfo, data rest.Row) error {
-	if decl == nil || info.Permission == "" {
+	if decl == nil || !decl.Resource.RowHooked(info.Operation) {
 		return nil
 	}
 	_, err := decl.Resource.CheckWrite(q.r.Context(), &rest.WriteCheck{Operation: info.Operation, Auth: q.auth, DB: dq, Request: q.r, Data: data})

@@ -323,6 +323,10 @@ func (q *request) insert(rel *relation, decl *Table) {
 		writeError(q.w, notServed(q.r.Method))
 		return
 	}
+	if decl != nil && decl.Resource.AfterHook(rest.OpCreate) {
+		writeError(q.w, afterHookRefusal(rel, rest.OpCreate))
+		return
+	}
 	items, e := parseSelect(q.query.Get("select"))
 	if e != nil {
 		writeError(q.w, e)
@@ -452,7 +456,7 @@ func (q *request) update(rel *relation, decl *Table) {
 		writeError(q.w, notServed(q.r.Method))
 		return
 	}
-	if decl != nil && decl.Resource.RowHooked(rest.OpUpdate) {
+	if decl != nil && (decl.Resource.RowHooked(rest.OpUpdate) || decl.Resource.AfterHook(rest.OpUpdate)) {
 		writeError(q.w, hookedRefusal(rel))
 		return
 	}
@@ -547,4 +551,12 @@ func hookedRefusal(rel *relation) *Error {
 	return apiErr(http.StatusMethodNotAllowed, "PGRST117", "This write is not served by the data API").
 		withDetails("'" + rel.qualified() + "' has a permission or Go hooks on this operation, which the data API does not run for filtered updates and deletes").
 		withHint("Use the table's native route, which runs them.")
+}
+
+// afterHookRefusal answers an operation of a declared table with an After
+// hook, which only the native route runs.
+func afterHookRefusal(rel *relation, op rest.Operation) *Error {
+	return apiErr(http.StatusMethodNotAllowed, "PGRST117", "This operation is not served by the data API").
+		withDetails("'" + rel.qualified() + "' has an After hook on " + string(op) + ", which only its native route runs").
+		withHint("Use the table's native route.")
 }

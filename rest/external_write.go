@@ -119,3 +119,22 @@ func (r *Resource) RowHooked(op Operation) bool {
 	}
 	return false
 }
+
+// AfterHook reports whether op has an After hook (AfterList, AfterGet,
+// AfterCreate or AfterUpdate), which only [Resource.Do] runs: a front
+// answering with its own statement refuses such an operation rather than
+// skip the hook.
+func (r *Resource) AfterHook(op Operation) bool {
+	h := &r.hooks
+	switch op {
+	case OpList:
+		return h.AfterListFunc != nil
+	case OpGet:
+		return h.AfterGetFunc != nil
+	case OpCreate:
+		return h.AfterCreateFunc != nil
+	case OpUpdate:
+		return h.AfterUpdateFunc != nil
+	}
+	return false
+}

@@ -95,6 +95,13 @@ flows.trusted_proxy_header (e.g. X-Forwarded-For) names the header a
 proxy in front sets to the client's address; unset, the connection's
 address counts. See docs/auth-flows.md.
 
+"data_api": {"path": "/rest/v1", "schemas": ["public"], "max_rows": 1000}
+(the defaults) also serves PostgREST's wire format for supabase-js and the
+other Supabase clients: every table, view and function of the schemas, as
+the caller (row-level security decides; tables without it stop the start
+unless "allow_without_rls": true), declared tables with their select,
+guard, permissions and BeforeCreate hooks. See docs/data-api.md.
+
 "cors": {"allowed_origins": ["https://app.example.com"]} (or ["*"]) lets
 pages of those origins call every route with the user's Bearer token or
 the publishable key (a secret key or service token from a page is
