@@ -373,9 +373,11 @@ func (q *request) serveTable() {
 		q.update(rel, decl)
 	case http.MethodDelete:
 		q.remove(rel, decl)
+	case http.MethodPut:
+		q.put(rel, decl)
 	default:
 		e := apiErr(http.StatusMethodNotAllowed, "PGRST117", "Unsupported HTTP method: "+q.r.Method)
-		e.header = http.Header{"Allow": {"GET, HEAD, POST, PATCH, DELETE"}}
+		e.header = http.Header{"Allow": {"GET, HEAD, POST, PUT, PATCH, DELETE"}}
 		writeError(q.w, e)
 	}
 }
@@ -415,6 +417,21 @@ const objectType = "application/vnd.pgrst.object+json"
 
 func (q *request) singular() bool {
 	return strings.Contains(q.r.Header.Get("Accept"), objectType)
+}
+
+// stripNulls reports Accept: application/vnd.pgrst.array+json;nulls=stripped
+// (or the object type with it): keys whose value is null are left out.
+func (q *request) stripNulls() bool {
+	a := strings.ReplaceAll(q.r.Header.Get("Accept"), " ", "")
+	return strings.Contains(a, "nulls=stripped") && (strings.Contains(a, objectType) || strings.Contains(a, "application/vnd.pgrst.array+json"))
+}
+
+// aggSQL is the JSON array of rows of alias a, nulls stripped when asked.
+func (q *request) aggSQL(a string) string {
+	if q.stripNulls() {
+		return "coalesce(json_strip_nulls(json_agg(" + a + ")), '[]')"
+	}
+	return "coalesce(json_agg(" + a + "), '[]')"
 }
 
 // read answers GET and HEAD on a table or view: one statement, sent with
@@ -474,7 +491,7 @@ func (q *request) read(rel *relation, decl *Table) {
 		sql += " order by " + b.orderSQL("_t", cond.order)
 	}
 	sql += " limit " + b.param(limit) + " offset " + b.param(offset) + ")" +
-		" select " + total + ", count(*), coalesce(json_agg(_pgrst_page), '[]')::text from _pgrst_page"
+		" select " + total + ", count(*), " + q.aggSQL("_pgrst_page") + "::text from _pgrst_page"
 	var totalN *int64
 	var pageN int64
 	var body string
@@ -563,6 +580,9 @@ func (q *request) respondRows(status, offset int, pageN int64, total *int64, bod
 		h.Set("Preference-Applied", strings.Join(q.applied, ", "))
 	}
 	ct := "application/json; charset=utf-8"
+	if q.stripNulls() && !q.singular() {
+		ct = "application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8"
+	}
 	if q.singular() {
 		if pageN != 1 {
 			writeError(q.w, apiErr(http.StatusNotAcceptable, "PGRST116", "Cannot coerce the result to a single JSON object").

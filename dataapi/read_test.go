@@ -124,7 +124,7 @@ func TestReadErrors(t *testing.T) {
 		{"GET", "/things?order=nope", "", 400, "42703"},
 		{"GET", "/things?select=id,rel(id)", "", 400, "PGRST200"},
 		{"GET", "/things", "invalid", 401, "PGRST301"},
-		{"PUT", "/things", "", 405, "PGRST117"},
+		{"OPTIONS", "/things", "", 405, "PGRST117"},
 		{"GET", "/a/b/c", "", 404, "PGRST125"},
 		{"POST", "/things", "", 401, "42501"}, // anon without INSERT: 401, as PostgREST
 		{"POST", "/things", alice, 403, "42501"},

@@ -209,7 +209,7 @@ func (q *request) runWrite(p *writePlan) {
 				return "", e
 			}
 		}
-		return "with _pgrst_src as (" + p.stmt + " returning _t.*) select count(*), coalesce(json_agg(_pgrst_page), '[]')::text from (select " + sel + " from _pgrst_src _t) _pgrst_page", nil
+		return "with _pgrst_src as (" + p.stmt + " returning _t.*) select count(*), " + q.aggSQL("_pgrst_page") + "::text from (select " + sel + " from _pgrst_src _t) _pgrst_page", nil
 	}
 	var sql string
 	if p.perRow == nil {
@@ -327,11 +327,6 @@ func (q *request) insert(rel *relation, decl *Table) {
 		writeError(q.w, afterHookRefusal(rel, rest.OpCreate))
 		return
 	}
-	items, e := parseSelect(q.query.Get("select"))
-	if e != nil {
-		writeError(q.w, e)
-		return
-	}
 	rows, e := q.bodyRows()
 	if e != nil {
 		writeError(q.w, e)
@@ -341,8 +336,22 @@ func (q *request) insert(rel *relation, decl *Table) {
 		writeError(q.w, apiErr(http.StatusBadRequest, "PGRST102", "Empty or invalid json"))
 		return
 	}
+	q.insertRows(rel, decl, rows, nil)
+}
+
+// insertRows inserts rows; put, when not nil, makes it PUT's upsert of one
+// row on the primary key.
+func (q *request) insertRows(rel *relation, decl *Table, rows []map[string]any, put []string) {
+	items, e := parseSelect(q.query.Get("select"))
+	if e != nil {
+		writeError(q.w, e)
+		return
+	}
 	allowed := allowedColumns(decl)
 	p := &writePlan{rel: rel, decl: decl, b: &builder{rel: rel, req: q}, ret: q.returnMode(), status: http.StatusCreated, items: items}
+	if put != nil {
+		p.status = http.StatusOK
+	}
 	missingDefault := q.prefer["missing"] == "default"
 	if missingDefault {
 		q.applied = append(q.applied, "missing=default")
@@ -355,7 +364,9 @@ func (q *request) insert(rel *relation, decl *Table) {
 		resolution = ""
 	}
 	var conflict []string
-	if resolution != "" {
+	if put != nil {
+		resolution, conflict = "merge-duplicates", put
+	} else if resolution != "" {
 		if oc := q.query.Get("on_conflict"); oc != "" {
 			for _, c := range strings.Split(oc, ",") {
 				c = unquote(strings.TrimSpace(c))
@@ -559,4 +570,58 @@ func afterHookRefusal(rel *relation, op rest.Operation) *Error {
 	return apiErr(http.StatusMethodNotAllowed, "PGRST117", "This operation is not served by the data API").
 		withDetails("'" + rel.qualified() + "' has an After hook on " + string(op) + ", which only its native route runs").
 		withHint("Use the table's native route.")
+}
+
+// put answers PUT /{table}?pk=eq.v: an upsert of the one row the primary
+// key filters name, whose body must hold the same key.
+func (q *request) put(rel *relation, decl *Table) {
+	if decl != nil {
+		for _, op := range []rest.Operation{rest.OpCreate, rest.OpUpdate} {
+			if _, ok := declaredOp(decl, op); !ok {
+				writeError(q.w, notServed(q.r.Method))
+				return
+			}
+			if decl.Resource.RowHooked(op) || decl.Resource.AfterHook(op) {
+				writeError(q.w, hookedRefusal(rel))
+				return
+			}
+		}
+	}
+	cond, e := parseConditions(q.query)
+	if e != nil {
+		writeError(q.w, e)
+		return
+	}
+	keyed := map[string]string{}
+	ok := len(rel.pk) > 0 && len(cond.logic) == 0 && len(cond.order) == 0 && cond.limit < 0 && cond.offset == 0 && len(cond.embedded) == 0
+	for _, f := range cond.filters {
+		if f.op != "eq" || f.negate || f.quant != "" || len(f.field.path) > 0 || !contains(rel.pk, f.field.name) {
+			ok = false
+		}
+		keyed[f.field.name] = f.value
+	}
+	if !ok || len(keyed) != len(rel.pk) {
+		writeError(q.w, apiErr(http.StatusMethodNotAllowed, "PGRST105", "Filters must include all and only primary key columns with 'eq' operators"))
+		return
+	}
+	v, e := q.readJSON()
+	if e != nil {
+		writeError(q.w, e)
+		return
+	}
+	obj, isObj := v.(map[string]any)
+	if list, isList := v.([]any); isList && len(list) == 1 {
+		obj, isObj = list[0].(map[string]any)
+	}
+	if !isObj {
+		writeError(q.w, apiErr(http.StatusBadRequest, "PGRST102", "PUT takes one JSON object"))
+		return
+	}
+	for c, want := range keyed {
+		if got, has := obj[c]; !has || jsonText(got) != want {
+			writeError(q.w, apiErr(http.StatusBadRequest, "PGRST115", "Payload values do not match URL in primary key column(s)"))
+			return
+		}
+	}
+	q.insertRows(rel, decl, []map[string]any{obj}, rel.pk)
 }

@@ -217,3 +217,43 @@ func TestRPCOverload(t *testing.T) {
 		t.Errorf("overload: %d %s", r.status, r.body)
 	}
 }
+
+func TestPutAndStrippedNulls(t *testing.T) {
+	b := setup(t, nil)
+	r := b.do("PUT", "/todos?id=eq.7&select=id,title,slug", alice, `{"id":7,"title":"seven"}`, "Prefer: return=representation")
+	if r.status != 200 || r.body != `[{"id":7,"title":"seven","slug":null}]` {
+		t.Errorf("put insert: %d %s", r.status, r.body)
+	}
+	r = b.do("PUT", "/todos?id=eq.7", alice, `{"id":7,"title":"SEVEN"}`)
+	if r.status != 204 || b.count("select count(*) from todos where id = 7 and title = 'SEVEN'") != 1 {
+		t.Errorf("put update: %d %s", r.status, r.body)
+	}
+	for _, c := range []struct {
+		path, body string
+		status     int
+		code       string
+	}{
+		{"/todos?id=eq.7", `{"id":8,"title":"x"}`, 400, "PGRST115"},
+		{"/todos?id=gt.7", `{"id":8,"title":"x"}`, 405, "PGRST105"},
+		{"/todos?title=eq.x", `{"title":"x"}`, 405, "PGRST105"},
+		{"/todos?id=eq.7", `[{"id":7},{"id":7}]`, 400, "PGRST102"},
+	} {
+		r = b.do("PUT", c.path, alice, c.body)
+		if m, _ := r.json(t).(map[string]any); r.status != c.status || m["code"] != c.code {
+			t.Errorf("PUT %s %s: %d %s", c.path, c.body, r.status, r.body)
+		}
+	}
+	// bob's PUT on alice's key: RLS refuses the update path.
+	r = b.do("PUT", "/todos?id=eq.7", bob, `{"id":7,"title":"mine now"}`)
+	if r.status != 403 || b.count("select count(*) from todos where title = 'mine now'") != 0 {
+		t.Errorf("cross-user put: %d %s", r.status, r.body)
+	}
+	r = b.do("GET", "/todos?select=id,slug", alice, "", "Accept: application/vnd.pgrst.array+json;nulls=stripped")
+	if r.status != 200 || r.body != `[{"id":7}]` || !strings.Contains(r.header.Get("Content-Type"), "nulls=stripped") {
+		t.Errorf("nulls=stripped: %d %s %s", r.status, r.body, r.header.Get("Content-Type"))
+	}
+	r = b.do("GET", "/todos?select=id,slug", alice, "", "Accept: application/vnd.pgrst.object+json;nulls=stripped")
+	if r.status != 200 || r.body != `{"id":7}` {
+		t.Errorf("object nulls=stripped: %d %s", r.status, r.body)
+	}
+}
