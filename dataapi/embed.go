@@ -198,10 +198,10 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 		sub += " order by " + b.orderSQL(alias, cond.order)
 	}
 	if cond.limit >= 0 {
-		sub += " limit " + b.param(cond.limit)
+		sub += " limit " + strconv.Itoa(cond.limit)
 	}
 	if cond.offset > 0 {
-		sub += " offset " + b.param(cond.offset)
+		sub += " offset " + strconv.Itoa(cond.offset)
 	}
 	if r.toOne {
 		return "(select to_json(_s) from (" + sub + ") _s limit 1)", inner, nil

@@ -490,7 +490,9 @@ func (q *request) read(rel *relation, decl *Table) {
 	if len(cond.order) > 0 {
 		sql += " order by " + b.orderSQL("_t", cond.order)
 	}
-	sql += " limit " + b.param(limit) + " offset " + b.param(offset) + ")" +
+	// limit and offset are integers the server computed: literals, so
+	// that the plan knows the page size.
+	sql += " limit " + strconv.Itoa(limit) + " offset " + strconv.Itoa(offset) + ")" +
 		" select " + total + ", count(*), " + q.aggSQL("_pgrst_page") + "::text from _pgrst_page"
 	var totalN *int64
 	var pageN int64
@@ -504,7 +506,7 @@ func (q *request) read(rel *relation, decl *Table) {
 			return err
 		}
 		if countMode == "planned" || (countMode == "estimated" && totalN != nil && *totalN > int64(q.api.maxRows)) {
-			n, err := plannedCount(q, dq, from, where, b.args)
+			n, err := plannedCount(q, dq, "select "+sel+" from "+from+" where "+where, b.args)
 			if err != nil {
 				return err
 			}
@@ -531,14 +533,12 @@ func (q *request) read(rel *relation, decl *Table) {
 	q.respondRows(http.StatusOK, offset, pageN, totalN, body, true)
 }
 
-// plannedCount is the planner's estimate of the rows the conditions match
-// (a second statement, as PostgREST sends).
-func plannedCount(q *request, dq db.Querier, from, where string, args []any) (int64, error) {
-	// The page's limit and offset parameters are the last two; the
-	// conditions use only those before them.
-	n := len(args) - 2
+// plannedCount is the planner's estimate of the rows the read without
+// its page matches (a second statement, as PostgREST sends). sql uses
+// every parameter of args.
+func plannedCount(q *request, dq db.Querier, sql string, args []any) (int64, error) {
 	var plan []byte
-	if err := dq.QueryRow(q.r.Context(), "explain (format json) select 1 from "+from+" where "+where, args[:n]...).Scan(&plan); err != nil {
+	if err := dq.QueryRow(q.r.Context(), "explain (format json) "+sql, args...).Scan(&plan); err != nil {
 		return 0, err
 	}
 	var out []struct {

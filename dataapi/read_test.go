@@ -2,6 +2,7 @@ package dataapi
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -148,5 +149,21 @@ func TestReadErrors(t *testing.T) {
 	r := b.do("GET", "/things", "", "", "Accept-Profile: private")
 	if r.status != 406 || r.json(t).(map[string]any)["code"] != "PGRST106" {
 		t.Errorf("unexposed schema: %d %s", r.status, r.body)
+	}
+}
+
+// TestPlannedCountWithPathsAndEmbeds: the planner's count runs with the
+// parameters of JSON paths and embeds in the select list.
+func TestPlannedCountWithPathsAndEmbeds(t *testing.T) {
+	b := newBundle(t)
+	b.exec(embedSQL)
+	b.serve(nil)
+	r := b.do("GET", "/books?select=title,a:authors!author_id(name)&limit=1", "", "", "Prefer: count=planned")
+	if r.status != 206 && r.status != 200 {
+		t.Errorf("planned with an embed: %d %s", r.status, r.body)
+	}
+	r = b.do("GET", "/things?select=id,data->>color&data->>color=eq.red&limit=1", "", "", "Prefer: count=planned")
+	if r.status/100 != 2 || !strings.Contains(r.header.Get("Content-Range"), "/") || strings.HasSuffix(r.header.Get("Content-Range"), "/*") {
+		t.Errorf("planned with JSON paths: %d %s %v", r.status, r.body, r.header)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -181,7 +182,7 @@ func (q *request) serveRPC(name string) {
 	if scalarSet {
 		agg = "json_agg(_pgrst_page.v)"
 	}
-	sql += " limit " + b.param(limit) + " offset " + b.param(offset) + ") select " + total + ", count(*), coalesce(" + agg + ", '[]')::text from _pgrst_page"
+	sql += " limit " + strconv.Itoa(limit) + " offset " + strconv.Itoa(offset) + ") select " + total + ", count(*), coalesce(" + agg + ", '[]')::text from _pgrst_page"
 	var totalN *int64
 	var pageN int64
 	var body string
