@@ -15,6 +15,34 @@ type builder struct {
 	req  *request    // for embedding: the catalogue, declared tables, caller
 	cond *conditions // the request's conditions (embedded resources' among them)
 	n    int         // aliases drawn for embedded resources
+	// aliases maps the aliases of embedded resources to their relations
+	// (_t is rel).
+	aliases map[string]*relation
+}
+
+// relOf returns the relation behind alias q, nil when unknown.
+func (b *builder) relOf(q string) *relation {
+	if r, ok := b.aliases[q]; ok {
+		return r
+	}
+	if q == "_t" {
+		return b.rel
+	}
+	return nil
+}
+
+// columnSQL renders column name of alias q: the column, or a computed
+// column — a function of the exposed schemas taking the relation's row —
+// called on the row.
+func (b *builder) columnSQL(q, name string) string {
+	if rel := b.relOf(q); rel != nil && b.req != nil {
+		if _, ok := rel.column(name); !ok {
+			if f := b.req.api.cat.computed(rel, name); f != nil {
+				return pgx.Identifier{f.schema, f.name}.Sanitize() + "(" + q + ")"
+			}
+		}
+	}
+	return q + "." + ident(name)
 }
 
 func (b *builder) param(v any) string {
@@ -51,7 +79,7 @@ func isInt(s string) bool {
 
 // fieldSQL renders a field of relation alias q.
 func (b *builder) fieldSQL(q string, f field) string {
-	s := q + "." + ident(f.name)
+	s := b.columnSQL(q, f.name)
 	if len(f.path) > 0 {
 		var sb strings.Builder
 		sb.WriteString("(" + s)

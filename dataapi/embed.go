@@ -131,18 +131,15 @@ func (b *builder) joinSQL(q, e string, r relationship) string {
 // subquery read as the caller (its own row-level security applies), and
 // the condition !inner adds to the parent. An empty embed renders no
 // column.
-func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *conditions) (string, string, *Error) {
+func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *conditions, name string) ([]string, string, *Error) {
 	if b.req == nil || parent == nil {
-		return "", "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship for '"+e.rel+"' in the schema cache").
+		return nil, "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship for '"+e.rel+"' in the schema cache").
 			withDetails("Embedding is served on tables and views, not on function results.")
-	}
-	if e.spread {
-		return "", "", parseErr("the select parameter", "spread embeds (...rel) are not supported by tablegate's data API yet")
 	}
 	rels := b.req.api.cat.relationships(parent, e.rel, e.hint)
 	switch len(rels) {
 	case 0:
-		return "", "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship between '"+parent.name+"' and '"+e.rel+"' in the schema cache").
+		return nil, "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship between '"+parent.name+"' and '"+e.rel+"' in the schema cache").
 			withHint("Verify that '" + parent.name + "' and '" + e.rel + "' exist in the schema '" + parent.schema + "' and that there is a foreign key relationship between them.")
 	case 1:
 	default:
@@ -150,7 +147,7 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 		for _, r := range rels {
 			opts = append(opts, "'"+e.rel+"!"+r.label()+"'")
 		}
-		return "", "", apiErr(http.StatusMultipleChoices, "PGRST201", "Could not embed because more than one relationship was found for '"+parent.name+"' and '"+e.rel+"'").
+		return nil, "", apiErr(http.StatusMultipleChoices, "PGRST201", "Could not embed because more than one relationship was found for '"+parent.name+"' and '"+e.rel+"'").
 			withHint("Try changing '" + e.rel + "' to one of the following: " + strings.Join(opts, ", ") + ".")
 	}
 	r := rels[0]
@@ -158,11 +155,11 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 	var allowed []string
 	if decl := b.req.api.declared[key]; decl != nil {
 		if p := authctx.Admit(b.req.auth, decl.Allow...); p != nil {
-			return "", "", apiErr(http.StatusForbidden, "PGRST302", "'"+key+"' may not be embedded by this caller")
+			return nil, "", apiErr(http.StatusForbidden, "PGRST302", "'"+key+"' may not be embedded by this caller")
 		}
 		info, ok := declaredOp(decl, rest.OpList)
 		if !ok || info.Permission != "" || info.Hooked {
-			return "", "", apiErr(http.StatusBadRequest, "PGRST200", "'"+key+"' cannot be embedded").
+			return nil, "", apiErr(http.StatusBadRequest, "PGRST200", "'"+key+"' cannot be embedded").
 				withDetails("It is a declared table whose list is not served, has a permission or runs hooks.")
 		}
 		allowed = allowedColumns(decl)
@@ -172,17 +169,24 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 	}
 	b.n++
 	alias := "_e" + strconv.Itoa(b.n)
+	if b.aliases == nil {
+		b.aliases = map[string]*relation{}
+	}
+	b.aliases[alias] = r.target
 	from := pgx.Identifier{r.target.schema, r.target.name}.Sanitize() + " " + alias
 	if e := b.checkConditions(cond, allowed); e != nil {
-		return "", "", e
+		return nil, "", e
 	}
 	join := b.joinSQL(q, alias, r)
+	if e.spread {
+		return b.spreadSQL(alias, from, join, r, e, cond, allowed)
+	}
 	var childInner []string
 	sel := ""
 	if len(e.items) > 0 {
 		var perr *Error
 		if sel, childInner, perr = b.selectListSQL(alias, r.target, e.items, allowed, cond); perr != nil {
-			return "", "", perr
+			return nil, "", perr
 		}
 	}
 	where := b.whereOn(alias, cond, append([]string{join}, childInner...))
@@ -191,7 +195,7 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 		inner = "exists (select 1 from " + from + " where " + where + ")"
 	}
 	if sel == "" {
-		return "", inner, nil
+		return nil, inner, nil
 	}
 	sub := "select " + sel + " from " + from + " where " + where
 	if len(cond.order) > 0 {
@@ -204,7 +208,64 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 		sub += " offset " + strconv.Itoa(cond.offset)
 	}
 	if r.toOne {
-		return "(select to_json(_s) from (" + sub + ") _s limit 1)", inner, nil
+		return []string{"(select to_json(_s) from (" + sub + ") _s limit 1) as " + ident(name)}, inner, nil
 	}
-	return "(select coalesce(json_agg(_s), '[]') from (" + sub + ") _s)", inner, nil
+	return []string{"(select coalesce(json_agg(_s), '[]') from (" + sub + ") _s) as " + ident(name)}, inner, nil
+}
+
+// spreadSQL renders a spread embed (...rel(cols)): each selected column
+// of the related row becomes a column of the parent; of a to-many
+// relationship, an array of its values.
+func (b *builder) spreadSQL(alias, from, join string, r relationship, e *embedSpec, cond *conditions, allowed []string) ([]string, string, *Error) {
+	type col struct {
+		key string
+		f   field
+	}
+	var cols []col
+	for _, it := range e.items {
+		switch {
+		case it.embed != nil:
+			return nil, "", parseErr("the select parameter", "an embed inside a spread embed is not supported by tablegate's data API yet")
+		case it.star:
+			names := allowed
+			if names == nil {
+				for _, c := range r.target.columns {
+					names = append(names, c.name)
+				}
+			}
+			for _, n := range names {
+				cols = append(cols, col{n, field{name: n}})
+			}
+		default:
+			if e := b.checkColumn(it.field.name, allowed); e != nil {
+				return nil, "", e
+			}
+			key := it.alias
+			if key == "" {
+				key = it.field.key()
+			}
+			cols = append(cols, col{key, it.field})
+		}
+	}
+	if e.inner {
+		return nil, "", parseErr("the select parameter", "!inner on a spread embed is not supported by tablegate's data API yet")
+	}
+	where := b.whereOn(alias, cond, []string{join})
+	var parts []string
+	for _, c := range cols {
+		expr := b.fieldSQL(alias, c.f)
+		if r.toOne {
+			parts = append(parts, "(select "+expr+" from "+from+" where "+where+" limit 1) as "+ident(c.key))
+			continue
+		}
+		sub := "select " + expr + " as v from " + from + " where " + where
+		if len(cond.order) > 0 {
+			sub += " order by " + b.orderSQL(alias, cond.order)
+		}
+		if cond.limit >= 0 {
+			sub += " limit " + strconv.Itoa(cond.limit)
+		}
+		parts = append(parts, "(select coalesce(json_agg(_s.v), '[]') from ("+sub+") _s) as "+ident(c.key))
+	}
+	return parts, "", nil
 }

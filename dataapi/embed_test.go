@@ -30,6 +30,7 @@ insert into books values (1, 'b1', 1, 2), (2, 'b2', 1, null), (3, 'b3', 2, 1), (
 insert into labels values (1, 'red'), (2, 'blue');
 insert into book_labels values (1, 1), (1, 2), (3, 2), (4, 1);
 insert into profiles values (1, 'writes');
+create function author_label(authors) returns text language sql stable as $$select upper($1.name)$$;
 `
 
 func embedBundle(t *testing.T) *bundle {
@@ -74,6 +75,22 @@ func TestEmbedding(t *testing.T) {
 			t.Errorf("%s:\n got %d %s\nwant %s", c.path, r.status, r.body, c.want)
 		}
 	}
+	more := []struct{ path, want string }{
+		// computed columns: functions of the row type, selected, filtered, ordered
+		{"/authors?select=id,author_label&id=eq.1", `[{"id":1,"author_label":"ANN"}]`},
+		{"/authors?select=id&author_label=eq.BEN", `[{"id":2}]`},
+		{"/authors?select=author_label&order=author_label.desc&limit=1", `[{"author_label":"CY"}]`},
+		{"/books?select=title,author:authors!author_id(author_label)&id=eq.3", `[{"title":"b3","author":{"author_label":"BEN"}}]`},
+		// spread: to-one columns join the parent; to-many become arrays
+		{"/books?select=title,...authors!author_id(author:name)&id=eq.1", `[{"title":"b1","author":"Ann"}]`},
+		{"/authors?select=name,...books!author_id(titles:title)&id=eq.1&books.order=title", `[{"name":"Ann","titles":["b1", "b2"]}]`},
+	}
+	for _, c := range more {
+		r := b.do("GET", c.path, "", "")
+		if r.status != 200 || r.body != c.want {
+			t.Errorf("%s:\n got %d %s\nwant %s", c.path, r.status, r.body, c.want)
+		}
+	}
 	errs := []struct {
 		path   string
 		status int
@@ -82,7 +99,7 @@ func TestEmbedding(t *testing.T) {
 		{"/books?select=title,authors(name)", 300, "PGRST201"},
 		{"/books?select=title,nope(name)", 400, "PGRST200"},
 		{"/authors?select=name&books.title=eq.b1", 400, "PGRST108"},
-		{"/books?select=title,...authors!author_id(name)", 400, "PGRST100"},
+		{"/books?select=title,...authors!author_id(books!author_id(title))", 400, "PGRST100"},
 	}
 	for _, c := range errs {
 		r := b.do("GET", c.path, "", "")

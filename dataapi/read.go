@@ -208,16 +208,14 @@ func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, all
 			if cond != nil && cond.embedded != nil {
 				sub = cond.embedded[name]
 			}
-			expr, where, e := b.embedSQL(q, rel, it.embed, sub)
+			exprs, where, e := b.embedSQL(q, rel, it.embed, sub, name)
 			if e != nil {
 				return "", nil, e
 			}
 			if where != "" {
 				inner = append(inner, where)
 			}
-			if expr != "" {
-				parts = append(parts, expr+" as "+ident(name))
-			}
+			parts = append(parts, exprs...)
 		case it.star && allowed != nil:
 			for _, c := range allowed {
 				parts = append(parts, q+"."+ident(c))

@@ -242,3 +242,19 @@ func distance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// computed returns the computed column name of rel: a function of rel's
+// schema named name whose one argument is rel's row type and that
+// returns one value; nil when none.
+func (c *catalogue) computed(rel *relation, name string) *function {
+	for _, f := range c.funcs[rel.schema+"."+name] {
+		if len(f.args) != 1 || f.retSet || f.retKind == 'v' {
+			continue
+		}
+		t := f.args[0].typ
+		if t == rel.name || t == rel.schema+"."+rel.name || t == ident(rel.name) || t == ident(rel.schema)+"."+ident(rel.name) {
+			return f
+		}
+	}
+	return nil
+}
