@@ -591,6 +591,21 @@ func (q *request) respondRows(status, offset int, pageN int64, total *int64, bod
 		body = body[1 : len(body)-1]
 		ct = objectType + "; charset=utf-8"
 	}
+	if q.wantsCSV() && !q.singular() && body != "" {
+		out, err := toCSV(body)
+		if err != nil {
+			q.fail(err)
+			return
+		}
+		body, ct = out, "text/csv; charset=utf-8"
+		if body == "" {
+			status = http.StatusOK
+			h.Set("Content-Type", ct)
+			h.Set("Content-Length", "0")
+			q.w.WriteHeader(status)
+			return
+		}
+	}
 	if body == "" || status == http.StatusNoContent {
 		q.w.WriteHeader(status)
 		return

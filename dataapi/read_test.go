@@ -167,3 +167,16 @@ func TestPlannedCountWithPathsAndEmbeds(t *testing.T) {
 		t.Errorf("planned with JSON paths: %d %s %v", r.status, r.body, r.header)
 	}
 }
+
+func TestCSV(t *testing.T) {
+	b := setup(t, nil)
+	r := b.do("GET", "/things?select=id,name,score,tags,data->>color&id=in.(3,4)&order=id", "", "", "Accept: text/csv")
+	want := "id,name,score,tags,color\n3,Cherry,,\"[\"\"red\"\"]\",red\n4,date,40,[],\n"
+	if r.status != 200 || r.body != want || !strings.HasPrefix(r.header.Get("Content-Type"), "text/csv") {
+		t.Errorf("csv: %d %q %s", r.status, r.body, r.header.Get("Content-Type"))
+	}
+	r = b.do("GET", "/things?id=eq.99", "", "", "Accept: text/csv")
+	if r.status != 200 || r.body != "" {
+		t.Errorf("empty csv: %d %q", r.status, r.body)
+	}
+}
