@@ -257,3 +257,18 @@ func TestPutAndStrippedNulls(t *testing.T) {
 		t.Errorf("object nulls=stripped: %d %s", r.status, r.body)
 	}
 }
+
+// TestWritesEmitTableEvents: a table opted in to events gets its events
+// from its trigger, so writes through the data API emit them as native
+// writes do.
+func TestWritesEmitTableEvents(t *testing.T) {
+	b := newBundle(t)
+	b.exec(`select tablegate.enable_events('public.todos')`)
+	b.serve(nil)
+	b.do("POST", "/todos", alice, `[{"title":"e1"},{"title":"e2"}]`)
+	b.do("PATCH", "/todos?title=eq.e1", alice, `{"done":true}`)
+	b.do("DELETE", "/todos?title=eq.e2", alice, "")
+	if n := b.count("select count(*) from tablegate.events"); n != 4 {
+		t.Errorf("events: %d, want 4 (two creates, an update, a delete)", n)
+	}
+}
