@@ -206,6 +206,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := &request{api: a, w: w, r: r, auth: auth, query: q, schema: schema, prefer: parsePrefer(r.Header.Values("Prefer"))}
 	switch {
+	case len(segs) == 0:
+		telemetry.SetRoute(r.Context(), r.URL.EscapedPath(), "/", "describe", schema)
+		req.serveDescription()
 	case len(segs) == 1:
 		req.relName = segs[0]
 		telemetry.SetRoute(r.Context(), r.URL.EscapedPath(), "/{table}", strings.ToLower(r.Method), schema+"."+segs[0])

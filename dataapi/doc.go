@@ -64,6 +64,11 @@
 // filters, order and paging apply to set results. Postgres checks
 // EXECUTE as the caller's role.
 //
+// # Description
+//
+// GET / answers an OpenAPI 3.1 outline of the tables, views and functions
+// the caller's role may reach.
+//
 // # Errors
 //
 // Errors have PostgREST's shape {code, message, details, hint} ([Error]):

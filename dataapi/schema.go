@@ -39,6 +39,7 @@ func (r *relation) qualified() string { return r.schema + "." + r.name }
 
 // function is a function of an exposed schema callable by /rpc.
 type function struct {
+	oid          uint32
 	schema, name string
 	args         []funcArg // input arguments in order
 	retSet       bool
@@ -131,7 +132,7 @@ func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*
 	if err := krows.Err(); err != nil {
 		return nil, fmt.Errorf("dataapi: read foreign keys: %w", err)
 	}
-	frows, err := pool.Query(ctx, `select n.nspname, p.proname, p.proretset, format_type(p.prorettype, null), t.typtype::text,
+	frows, err := pool.Query(ctx, `select p.oid, n.nspname, p.proname, p.proretset, format_type(p.prorettype, null), t.typtype::text,
 	  p.provolatile::text, p.pronargs, p.pronargdefaults,
 	  coalesce(p.proargnames, '{}'), coalesce(p.proargmodes::text[], '{}'),
 	  array(select format_type(x, null) from unnest(p.proargtypes) x),
@@ -148,7 +149,7 @@ func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*
 		var nargs, ndefaults int16
 		var names, modes, types []string
 		var arrays []bool
-		if err := frows.Scan(&f.schema, &f.name, &f.retSet, &f.retType, &retKind, &vol, &nargs, &ndefaults, &names, &modes, &types, &arrays); err != nil {
+		if err := frows.Scan(&f.oid, &f.schema, &f.name, &f.retSet, &f.retType, &retKind, &vol, &nargs, &ndefaults, &names, &modes, &types, &arrays); err != nil {
 			return nil, fmt.Errorf("dataapi: read functions: %w", err)
 		}
 		f.retKind, f.volatile = retKind[0], vol[0]
