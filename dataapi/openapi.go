@@ -40,7 +40,9 @@ func (q *request) serveDescription() {
 			}
 		}
 	}
-	sort.Slice(funcs, func(i, j int) bool { return funcs[i].name < funcs[j].name || funcs[i].name == funcs[j].name && funcs[i].oid < funcs[j].oid })
+	sort.Slice(funcs, func(i, j int) bool {
+		return funcs[i].name < funcs[j].name || funcs[i].name == funcs[j].name && funcs[i].oid < funcs[j].oid
+	})
 	names := make([]string, len(rels))
 	for i, r := range rels {
 		names[i] = pgx.Identifier{r.schema, r.name}.Sanitize()
