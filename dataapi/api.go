@@ -58,6 +58,11 @@ type Config struct {
 	CacheControl string
 	// Logger receives unexpected errors; nil uses slog.Default().
 	Logger *slog.Logger
+	// Aggregates allows count(), sum(), avg(), min() and max() in select
+	// (PostgREST's db-aggregates-enabled); off, they answer 400 PGRST123,
+	// since an aggregate over a large table is an expensive request any
+	// caller could send.
+	Aggregates bool
 }
 
 // Table is a declared table: a rest resource served through the data API
@@ -82,6 +87,7 @@ type API struct {
 	cat      *catalogue
 	declared map[string]*Table // by qualified name
 	caller   func(*http.Request) (authctx.Auth, error)
+	aggs     bool
 	cc       string
 	log      *slog.Logger
 }
@@ -96,7 +102,7 @@ func New(ctx context.Context, cfg *Config) (*API, error) {
 		return nil, errors.New("dataapi: Config.DB is required")
 	}
 	a := &API{d: cfg.DB, schemas: cfg.Schemas, maxRows: cfg.MaxRows, declared: map[string]*Table{},
-		caller: cfg.Caller, cc: cfg.CacheControl, log: cfg.Logger}
+		caller: cfg.Caller, aggs: cfg.Aggregates, cc: cfg.CacheControl, log: cfg.Logger}
 	if len(a.schemas) == 0 {
 		a.schemas = []string{"public"}
 	}

@@ -18,6 +18,11 @@ type builder struct {
 	// aliases maps the aliases of embedded resources to their relations
 	// (_t is rel).
 	aliases map[string]*relation
+	// aggregated is set when the top-level select holds an aggregate;
+	// groupBy are its plain columns then.
+	aggregated bool
+	groupBy    []string
+	keys       map[string]string // JSON key → its parameter
 }
 
 // relOf returns the relation behind alias q, nil when unknown.
@@ -48,6 +53,20 @@ func (b *builder) columnSQL(q, name string) string {
 func (b *builder) param(v any) string {
 	b.args = append(b.args, v)
 	return "$" + strconv.Itoa(len(b.args))
+}
+
+// keyParam is the text parameter of a JSON key, one per distinct key, so
+// that a path selected, grouped and ordered by is the same expression.
+func (b *builder) keyParam(k string) string {
+	if p, ok := b.keys[k]; ok {
+		return p
+	}
+	if b.keys == nil {
+		b.keys = map[string]string{}
+	}
+	p := b.param(k) + "::text"
+	b.keys[k] = p
+	return p
 }
 
 func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
@@ -92,7 +111,7 @@ func (b *builder) fieldSQL(q string, f field) string {
 			if isInt(st.key) {
 				sb.WriteString(st.key)
 			} else {
-				sb.WriteString(b.param(st.key) + "::text")
+				sb.WriteString(b.keyParam(st.key))
 			}
 		}
 		sb.WriteString(")")

@@ -34,7 +34,12 @@ type selectItem struct {
 	star  bool
 	field field
 	embed *embedSpec
+	// agg is an aggregate (count, sum, avg, min, max) of field, or of the
+	// rows for count() alone; aggCast casts its result.
+	agg, aggCast string
 }
+
+var aggregateItem = regexp.MustCompile(`^(?:(.+)\.)?(count|sum|avg|min|max)\(\)(?:::([A-Za-z_][A-Za-z0-9_]*))?$`)
 
 // embedSpec is an embedded resource of select=: alias:rel!hint!inner(...).
 type embedSpec struct {
@@ -186,6 +191,18 @@ func parseSelect(s string) ([]selectItem, *Error) {
 		}
 		if p == "*" {
 			it.star = true
+			out = append(out, it)
+			continue
+		}
+		if m := aggregateItem.FindStringSubmatch(p); m != nil && (m[1] != "" || m[2] == "count") {
+			it.agg, it.aggCast = m[2], m[3]
+			if m[1] != "" {
+				f, ok := parseField(m[1], true)
+				if !ok {
+					return nil, parseErr("the select parameter", "cannot read "+strconv.Quote(p))
+				}
+				it.field = f
+			}
 			out = append(out, it)
 			continue
 		}

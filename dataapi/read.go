@@ -216,6 +216,30 @@ func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, all
 				inner = append(inner, where)
 			}
 			parts = append(parts, exprs...)
+		case it.agg != "":
+			if b.req == nil || !b.req.api.aggs {
+				return "", nil, apiErr(http.StatusBadRequest, "PGRST123", "Use of aggregate functions is not allowed").
+					withHint("Turn them on with aggregates in the data API's configuration.")
+			}
+			expr := "*"
+			if it.field.name != "" {
+				if e := b.checkColumn(it.field.name, allowed); e != nil {
+					return "", nil, e
+				}
+				expr = b.fieldSQL(q, it.field)
+			} else if it.agg != "count" {
+				return "", nil, parseErr("the select parameter", it.agg+"() needs a column, as in amount."+it.agg+"()")
+			}
+			s := it.agg + "(" + expr + ")"
+			if it.aggCast != "" {
+				s = "(" + s + ")::" + castSQL(it.aggCast)
+			}
+			name := it.alias
+			if name == "" {
+				name = it.agg
+			}
+			parts = append(parts, s+" as "+ident(name))
+			b.aggregated = true
 		case it.star && allowed != nil:
 			for _, c := range allowed {
 				parts = append(parts, q+"."+ident(c))
@@ -230,7 +254,11 @@ func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, all
 			if name == "" {
 				name = it.field.key()
 			}
-			parts = append(parts, b.fieldSQL(q, it.field)+" as "+ident(name))
+			expr := b.fieldSQL(q, it.field)
+			parts = append(parts, expr+" as "+ident(name))
+			if q == "_t" {
+				b.groupBy = append(b.groupBy, expr)
+			}
 		}
 	}
 	if cond != nil {
@@ -485,6 +513,9 @@ func (q *request) read(rel *relation, decl *Table) {
 		countMode = ""
 	}
 	sql := "with _pgrst_page as (select " + sel + " from " + from + " where " + where
+	if b.aggregated && len(b.groupBy) > 0 {
+		sql += " group by " + strings.Join(b.groupBy, ", ")
+	}
 	if len(cond.order) > 0 {
 		sql += " order by " + b.orderSQL("_t", cond.order)
 	}

@@ -180,3 +180,28 @@ func TestCSV(t *testing.T) {
 		t.Errorf("empty csv: %d %q", r.status, r.body)
 	}
 }
+
+func TestAggregates(t *testing.T) {
+	b := setup(t, nil)
+	r := b.do("GET", "/things?select=count()", "", "")
+	if r.status != 400 || r.json(t).(map[string]any)["code"] != "PGRST123" {
+		t.Errorf("aggregates off: %d %s", r.status, r.body)
+	}
+	b = setup(t, &Config{Aggregates: true})
+	cases := []struct{ query, want string }{
+		{"select=count()", `[{"count":5}]`},
+		{"select=total:score.sum(),score.max(),score.avg()::int", `[{"total":120,"max":50,"avg":30}]`},
+		{"select=data->>color,count()&order=data->>color&data=not.is.null", `[{"color":"green","count":1}, ` + "\n" + ` {"color":"red","count":2}, ` + "\n" + ` {"color":"yellow","count":1}]`},
+		{"select=score.min()&id=gt.1", `[{"min":20}]`},
+	}
+	for _, c := range cases {
+		r := b.do("GET", "/things?"+c.query, "", "")
+		if r.status != 200 || r.body != c.want {
+			t.Errorf("%s: %d %s, want %s", c.query, r.status, r.body, c.want)
+		}
+	}
+	r = b.do("GET", "/things?select=sum()", "", "")
+	if r.status != 400 {
+		t.Errorf("sum without a column: %d %s", r.status, r.body)
+	}
+}

@@ -82,6 +82,9 @@ type dataAPIConfig struct {
 	// protect (grants alone decide); off, serve refuses to start while
 	// anon or authenticated may reach such a table.
 	AllowWithoutRLS bool `json:"allow_without_rls,omitempty"`
+	// Aggregates allows count(), sum(), avg(), min() and max() in select
+	// (off by default, as PostgREST's db-aggregates-enabled).
+	Aggregates bool `json:"aggregates,omitempty"`
 }
 
 func (d *dataAPIConfig) validate(base string, tables map[string]*tableConfig, mcp bool) error {

@@ -592,7 +592,7 @@ func buildDataAPI(ctx context.Context, cfg *serveConfig, d *db.DB, resources map
 		}
 	}
 	api, err := dataapi.New(ctx, &dataapi.Config{DB: d, Schemas: dc.Schemas, MaxRows: dc.MaxRows,
-		AllowWithoutRLS: dc.AllowWithoutRLS, Tables: tables, Caller: callerOf})
+		AllowWithoutRLS: dc.AllowWithoutRLS, Aggregates: dc.Aggregates, Tables: tables, Caller: callerOf})
 	if err != nil {
 		return nil, fmt.Errorf("data_api: %w", err)
 	}
