@@ -211,6 +211,15 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &request{api: a, w: w, r: r, auth: auth, query: q, schema: schema, prefer: parsePrefer(r.Header.Values("Prefer"))}
+	if req.prefer["handling"] == "strict" {
+		for k := range req.prefer {
+			if !knownPreferences[k] {
+				writeError(w, apiErr(http.StatusBadRequest, "PGRST122", "Invalid preferences given with handling=strict").
+					withDetails("Invalid preferences: "+k))
+				return
+			}
+		}
+	}
 	switch {
 	case len(segs) == 0:
 		telemetry.SetRoute(r.Context(), r.URL.EscapedPath(), "/", "describe", schema)
@@ -277,6 +286,10 @@ func (a *API) cacheHeaders(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", a.cc)
 	}
 }
+
+// knownPreferences are the Prefer keys the data API reads.
+var knownPreferences = map[string]bool{"return": true, "count": true, "resolution": true, "missing": true,
+	"tx": true, "handling": true, "max-affected": true}
 
 // parsePrefer reads Prefer headers into key → value ("return" →
 // "representation").

@@ -272,3 +272,15 @@ func TestWritesEmitTableEvents(t *testing.T) {
 		t.Errorf("events: %d, want 4 (two creates, an update, a delete)", n)
 	}
 }
+
+func TestStrictHandling(t *testing.T) {
+	b := setup(t, nil)
+	r := b.do("POST", "/todos", alice, `{"title":"x"}`, "Prefer: handling=strict, timezone=UTC")
+	if r.status != 400 || r.json(t).(map[string]any)["code"] != "PGRST122" || b.count("select count(*) from todos") != 0 {
+		t.Errorf("strict with an unknown preference: %d %s", r.status, r.body)
+	}
+	r = b.do("POST", "/todos", alice, `{"title":"x"}`, "Prefer: handling=lenient, timezone=UTC")
+	if r.status != 201 {
+		t.Errorf("lenient: %d %s", r.status, r.body)
+	}
+}
