@@ -394,7 +394,8 @@ func (q *request) insertRows(rel *relation, decl *Table, rows []map[string]any, 
 		table := pgx.Identifier{rel.schema, rel.name}.Sanitize()
 		stmt := "insert into " + table + " as _t"
 		if len(cols) == 0 {
-			stmt += " default values"
+			// Every object is empty: one row of defaults each.
+			stmt += " select from generate_series(1, " + strconv.Itoa(len(rows)) + ")"
 		} else if missingDefault {
 			stmt += " (" + identList(cols) + ") values "
 			for i, r := range rows {

@@ -284,3 +284,12 @@ func TestStrictHandling(t *testing.T) {
 		t.Errorf("lenient: %d %s", r.status, r.body)
 	}
 }
+
+func TestInsertEmptyObjects(t *testing.T) {
+	b := setup(t, nil)
+	b.exec(`alter table todos alter column title set default 'untitled'`)
+	r := b.do("POST", "/todos?select=title,priority", alice, `[{},{}]`, "Prefer: return=representation")
+	if r.status != 201 || r.body != `[{"title":"untitled","priority":3}, `+"\n"+` {"title":"untitled","priority":3}]` {
+		t.Errorf("empty objects: %d %s", r.status, r.body)
+	}
+}
