@@ -52,9 +52,11 @@
 // A declared table (Config.Tables) keeps its resource's select columns,
 // guard and served operations; an insert checks the create permission and
 // runs Hooks.AuthorizeFunc and Hooks.BeforeCreateFunc for every row
-// inside the insert's transaction. Filtered updates and deletes of a
-// declared table with a permission or hooks on that operation are refused
-// (405) rather than run without them; After hooks do not run here.
+// inside the insert's transaction; a filtered update or delete reads the
+// matched rows under RLS and runs the permission, AuthorizeFunc and the
+// Before hook for each before writing exactly those rows. An operation
+// with an After hook, which only the native route runs, is refused (405)
+// rather than run without it.
 //
 // # Functions
 //

@@ -468,8 +468,8 @@ func (q *request) update(rel *relation, decl *Table) {
 		writeError(q.w, notServed(q.r.Method))
 		return
 	}
-	if decl != nil && (decl.Resource.RowHooked(rest.OpUpdate) || decl.Resource.AfterHook(rest.OpUpdate)) {
-		writeError(q.w, hookedRefusal(rel))
+	if decl != nil && decl.Resource.AfterHook(rest.OpUpdate) {
+		writeError(q.w, afterHookRefusal(rel, rest.OpUpdate))
 		return
 	}
 	items, e := parseSelect(q.query.Get("select"))
@@ -522,7 +522,129 @@ func (q *request) update(rel *relation, decl *Table) {
 		set = ident(cols[0]) + " = (select " + ident(cols[0]) + " from json_populate_record(null::" + table + ", " + body + "::json))"
 	}
 	p.stmt = "update " + table + " as _t set " + set + " where " + b.whereSQL(cond)
+	if decl != nil && decl.Resource.RowHooked(rest.OpUpdate) {
+		p.perRow = func(dq db.Querier) error {
+			return q.hookedRows(dq, p, rel, decl, cond, rest.OpUpdate, obj)
+		}
+	}
 	q.runWrite(p)
+}
+
+// hookedRows runs a declared table's permission and hooks for every row a
+// filtered update or delete matches, in the write's transaction: it reads
+// the rows under RLS, runs [rest.Resource.CheckWrite] for each (the
+// current row, and for an update the values to set, which a Before hook
+// may change per row), then rewrites the plan into one statement writing
+// exactly those rows, each with its own values.
+func (q *request) hookedRows(dq db.Querier, p *writePlan, rel *relation, decl *Table, cond *conditions, op rest.Operation, data map[string]any) error {
+	ctx := q.r.Context()
+	res := decl.Resource
+	keyName := res.Describe().Key.Name
+	keyCol, ok := rel.column(keyName)
+	if !ok {
+		return apiErr(http.StatusInternalServerError, "PGRST000", "The table's key is not one of its columns.")
+	}
+	table := pgx.Identifier{rel.schema, rel.name}.Sanitize()
+	bm := &builder{rel: rel, req: q, cond: cond}
+	where := bm.whereSQL(cond)
+	rows, err := dq.Query(ctx, "select (_t."+ident(keyName)+")::text, to_json(_t)::text from "+table+" _t where "+where, bm.args...)
+	if err != nil {
+		return err
+	}
+	type matched struct {
+		key string
+		row rest.Row
+	}
+	var found []matched
+	allowed := allowedColumns(decl)
+	for rows.Next() {
+		var key, raw string
+		if err := rows.Scan(&key, &raw); err != nil {
+			rows.Close()
+			return err
+		}
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		var row rest.Row
+		if err := dec.Decode(&row); err != nil {
+			rows.Close()
+			return err
+		}
+		if allowed != nil {
+			for k := range row {
+				if !contains(allowed, k) {
+					delete(row, k)
+				}
+			}
+		}
+		found = append(found, matched{key, row})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	b := &builder{rel: rel, req: q, cond: cond}
+	keyType := keyCol.typ
+	if op == rest.OpDelete {
+		keys := make([]string, 0, len(found))
+		for _, m := range found {
+			id, err := res.ParseKey(m.key)
+			if err != nil {
+				return err
+			}
+			if _, err := res.CheckWrite(ctx, &rest.WriteCheck{Operation: op, Auth: q.auth, DB: dq, Request: q.r, Key: id, Row: m.row}); err != nil {
+				return err
+			}
+			keys = append(keys, m.key)
+		}
+		list, _ := json.Marshal(keys)
+		p.stmt = "delete from " + table + " as _t where _t." + ident(keyName) + " in (select (_k)::" + keyType +
+			" from json_array_elements_text(" + b.param(string(list)) + "::json) _k)"
+		p.b = b
+		return nil
+	}
+	type change struct {
+		K    string         `json:"k"`
+		Body map[string]any `json:"body"`
+	}
+	var changes []change
+	var values []map[string]any
+	for _, m := range found {
+		id, err := res.ParseKey(m.key)
+		if err != nil {
+			return err
+		}
+		in := rest.Row{}
+		for k, v := range data {
+			in[k] = v
+		}
+		v, err := res.CheckWrite(ctx, &rest.WriteCheck{Operation: op, Auth: q.auth, DB: dq, Request: q.r, Key: id, Row: m.row, Data: in})
+		if err != nil {
+			return err
+		}
+		changes = append(changes, change{m.key, v})
+		values = append(values, v)
+	}
+	if len(changes) == 0 {
+		p.stmt = "update " + table + " as _t set " + ident(keyName) + " = _t." + ident(keyName) + " where false"
+		p.b = b
+		return nil
+	}
+	cols, e := writeColumns(rel, values, "", nil)
+	if e != nil {
+		return e
+	}
+	raw, _ := json.Marshal(changes)
+	body := b.param(string(raw))
+	var sets []string
+	for _, c := range cols {
+		sets = append(sets, ident(c)+" = case when _v.body::jsonb ? "+b.keyParam(c)+
+			" then (json_populate_record(null::"+table+", _v.body))."+ident(c)+" else _t."+ident(c)+" end")
+	}
+	p.stmt = "update " + table + " as _t set " + strings.Join(sets, ", ") +
+		" from json_to_recordset(" + body + "::json) as _v(k text, body json) where _t." + ident(keyName) + " = (_v.k)::" + keyType
+	p.b = b
+	return nil
 }
 
 // remove answers DELETE: one DELETE of the rows the filters match.
@@ -531,10 +653,7 @@ func (q *request) remove(rel *relation, decl *Table) {
 		writeError(q.w, notServed(q.r.Method))
 		return
 	}
-	if decl != nil && decl.Resource.RowHooked(rest.OpDelete) {
-		writeError(q.w, hookedRefusal(rel))
-		return
-	}
+
 	items, e := parseSelect(q.query.Get("select"))
 	if e != nil {
 		writeError(q.w, e)
@@ -553,6 +672,11 @@ func (q *request) remove(rel *relation, decl *Table) {
 	table := pgx.Identifier{rel.schema, rel.name}.Sanitize()
 	p := &writePlan{rel: rel, decl: decl, b: b, ret: q.returnMode(), status: http.StatusOK, items: items}
 	p.stmt = "delete from " + table + " as _t where " + b.whereSQL(cond)
+	if decl != nil && decl.Resource.RowHooked(rest.OpDelete) {
+		p.perRow = func(dq db.Querier) error {
+			return q.hookedRows(dq, p, rel, decl, cond, rest.OpDelete, nil)
+		}
+	}
 	q.runWrite(p)
 }
 

@@ -138,3 +138,8 @@ func (r *Resource) AfterHook(op Operation) bool {
 	}
 	return false
 }
+
+// ParseKey parses the text of a key as the resource's routes do (int64
+// for integer keys, a checked UUID string, else the text), for
+// [WriteCheck.Key]. The error is a *problem.Problem.
+func (r *Resource) ParseKey(s string) (any, error) { return r.parseKey(s) }
