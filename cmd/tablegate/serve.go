@@ -100,7 +100,7 @@ address counts. See docs/auth-flows.md.
 other Supabase clients: every table, view and function of the schemas, as
 the caller (row-level security decides; tables without it stop the start
 unless "allow_without_rls": true), declared tables with their select,
-guard, permissions and BeforeCreate hooks. See docs/data-api.md.
+guard, operations and permissions. See docs/data-api.md.
 
 "cors": {"allowed_origins": ["https://app.example.com"]} (or ["*"]) lets
 pages of those origins call every route with the user's Bearer token or
