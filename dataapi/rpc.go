@@ -112,9 +112,22 @@ func (q *request) serveRPC(name string) {
 	call := pgx.Identifier{f.schema, f.name}.Sanitize() + "(" + strings.Join(argSQL, ", ") + ")"
 	ctx := q.r.Context()
 	caller := q.auth.Caller()
+	// A GET or HEAD runs the function in a read-only transaction, as
+	// PostgREST does: a function that writes answers 405 (25006) there.
+	run := func(fn func(dq db.Querier) error) error {
+		if q.r.Method == http.MethodPost {
+			return q.api.d.Read(ctx, caller, fn)
+		}
+		return q.api.d.Tx(ctx, caller, func(dq db.Querier) error {
+			if _, err := dq.Exec(ctx, "set transaction read only"); err != nil {
+				return err
+			}
+			return fn(dq)
+		})
+	}
 	switch {
 	case f.retKind == 'v':
-		err := q.api.d.Read(ctx, caller, func(dq db.Querier) error {
+		err := run(func(dq db.Querier) error {
 			_, err := dq.Exec(ctx, "select "+call, b.args...)
 			return err
 		})
@@ -126,7 +139,7 @@ func (q *request) serveRPC(name string) {
 		return
 	case !f.retSet && f.retKind != 'c' && f.retKind != 'p':
 		var body string
-		err := q.api.d.Read(ctx, caller, func(dq db.Querier) error {
+		err := run(func(dq db.Querier) error {
 			return dq.QueryRow(ctx, "select coalesce(to_json("+call+")::text, 'null')", b.args...).Scan(&body)
 		})
 		if err != nil {
@@ -186,7 +199,7 @@ func (q *request) serveRPC(name string) {
 	var totalN *int64
 	var pageN int64
 	var body string
-	err := q.api.d.Read(ctx, caller, func(dq db.Querier) error {
+	err := run(func(dq db.Querier) error {
 		return dq.QueryRow(ctx, sql, b.args...).Scan(&totalN, &pageN, &body)
 	})
 	if err != nil {

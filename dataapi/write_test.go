@@ -293,3 +293,27 @@ func TestInsertEmptyObjects(t *testing.T) {
 		t.Errorf("empty objects: %d %s", r.status, r.body)
 	}
 }
+
+func TestRPCGetIsReadOnly(t *testing.T) {
+	b := setup(t, nil)
+	b.exec(`create function bump(n int) returns int language sql as 'update things set score = score + n where id = 1 returning score';
+	        grant execute on function bump(int) to anon; grant update on things to anon;
+	        create policy things_bump on things for update to anon using (true)`)
+	api, err := New(context.Background(), &Config{DB: b.db, Caller: testCaller})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.srv.Config.Handler = http.StripPrefix("/rest/v1", api)
+	r := b.do("GET", "/rpc/bump?n=1", "", "")
+	if m, _ := r.json(t).(map[string]any); r.status != 405 || m["code"] != "25006" {
+		t.Errorf("GET of a writing function: %d %s", r.status, r.body)
+	}
+	r = b.do("POST", "/rpc/bump", "", `{"n":1}`)
+	if r.status != 200 || r.body != "11" {
+		t.Errorf("POST of a writing function: %d %s", r.status, r.body)
+	}
+	r = b.do("GET", "/rpc/add?a=1&b=2", "", "")
+	if r.status != 200 || r.body != "3" {
+		t.Errorf("GET of a stable function: %d %s", r.status, r.body)
+	}
+}
