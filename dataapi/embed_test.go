@@ -144,3 +144,16 @@ func TestReadRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedOnFunctionResults: rows of a function returning a table's type
+// embed along that table's foreign keys.
+func TestEmbedOnFunctionResults(t *testing.T) {
+	b := newBundle(t)
+	b.exec(embedSQL + `create function books_of(a int) returns setof books language sql stable as 'select * from books where author_id = a';`)
+	b.serve(nil)
+	r := b.do("POST", "/rpc/books_of?select=title,writer:authors!author_id(name),labels(label)&order=title&labels.order=label", "", `{"a":1}`)
+	want := `[{"title":"b1","writer":{"name":"Ann"},"labels":[{"label":"blue"}, ` + "\n" + ` {"label":"red"}]}, ` + "\n" + ` {"title":"b2","writer":{"name":"Ann"},"labels":[]}]`
+	if r.status != 200 || r.body != want {
+		t.Errorf("embed on rpc: %d %s\nwant %s", r.status, r.body, want)
+	}
+}

@@ -177,11 +177,18 @@ func (q *request) serveRPC(name string) {
 	if scalarSet {
 		from = call + " _t(v)"
 		sel = "_t.v"
-	} else if sel, e = b.selectSQL(items, nil); e != nil {
-		writeError(q.w, e)
-		return
 	}
-	where := b.whereSQL(cond)
+	var inner []string
+	if !scalarSet {
+		// A function returning rows of a table embeds along that table's
+		// foreign keys.
+		b.rel, b.req, b.cond = q.api.cat.relationOfType(f.retType, f.schema), q, cond
+		if sel, inner, e = b.selectListSQL("_t", b.rel, items, nil, cond); e != nil {
+			writeError(q.w, e)
+			return
+		}
+	}
+	where := b.whereOn("_t", cond, inner)
 	total := "null::int8"
 	if q.prefer["count"] == "exact" {
 		total = "(select count(*) from " + from + " where " + where + ")"

@@ -259,3 +259,17 @@ func (c *catalogue) computed(rel *relation, name string) *function {
 	}
 	return nil
 }
+
+// relationOfType returns the table or view whose row type typ names
+// (format_type's spelling, seen from a function of schema), nil when none.
+func (c *catalogue) relationOfType(typ, schema string) *relation {
+	if r := c.rels[typ]; r != nil && strings.Contains(typ, ".") {
+		return r
+	}
+	for _, r := range c.rels {
+		if typ == ident(r.schema)+"."+ident(r.name) || (r.schema == schema || r.schema == "public") && (typ == r.name || typ == ident(r.name)) {
+			return r
+		}
+	}
+	return nil
+}
