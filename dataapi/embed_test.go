@@ -157,3 +157,25 @@ func TestEmbedOnFunctionResults(t *testing.T) {
 		t.Errorf("embed on rpc: %d %s\nwant %s", r.status, r.body, want)
 	}
 }
+
+// TestEmbedThroughViews: a view over one table keeps the foreign keys of
+// the columns it keeps, both ways.
+func TestEmbedThroughViews(t *testing.T) {
+	b := newBundle(t)
+	b.exec(embedSQL + `
+	  create view book_titles with (security_invoker = true) as select id, title, author_id from books;
+	  create view writers with (security_invoker = true) as select id, name as display from authors;
+	  grant select on book_titles, writers to anon;`)
+	b.serve(nil)
+	cases := []struct{ path, want string }{
+		{"/book_titles?select=title,authors(name)&id=eq.1", `[{"title":"b1","authors":{"name":"Ann"}}]`},
+		{"/authors?select=name,book_titles(title)&id=eq.2", `[{"name":"Ben","book_titles":[{"title":"b3"}]}]`},
+		{"/book_titles?select=title,writers(display)&id=eq.3", `[{"title":"b3","writers":{"display":"Ben"}}]`},
+	}
+	for _, c := range cases {
+		r := b.do("GET", c.path, "", "")
+		if r.status != 200 || r.body != c.want {
+			t.Errorf("%s: %d %s, want %s", c.path, r.status, r.body, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package dataapi
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -131,6 +132,9 @@ func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*
 	krows.Close()
 	if err := krows.Err(); err != nil {
 		return nil, fmt.Errorf("dataapi: read foreign keys: %w", err)
+	}
+	if err := c.viewKeys(ctx, pool, schemas); err != nil {
+		return nil, err
 	}
 	frows, err := pool.Query(ctx, `select p.oid, n.nspname, p.proname, p.proretset, format_type(p.prorettype, null), t.typtype::text,
 	  p.provolatile::text, p.pronargs, p.pronargdefaults,
@@ -271,5 +275,84 @@ func (c *catalogue) relationOfType(typ, schema string) *relation {
 			return r
 		}
 	}
+	return nil
+}
+
+// viewKeys gives the views of the exposed schemas that select from one
+// table the foreign keys of that table whose columns they keep under the
+// same names, both ways, so that embedding works through them.
+func (c *catalogue) viewKeys(ctx context.Context, pool *pgxpool.Pool, schemas []string) error {
+	rows, err := pool.Query(ctx, `select vn.nspname || '.' || v.relname, tn.nspname || '.' || t.relname,
+	  array_agg(distinct a.attname::text)
+	from pg_class v join pg_namespace vn on vn.oid = v.relnamespace
+	join pg_rewrite r on r.ev_class = v.oid
+	join pg_depend d on d.objid = r.oid and d.classid = 'pg_rewrite'::regclass and d.refclassid = 'pg_class'::regclass and d.refobjsubid > 0
+	join pg_class t on t.oid = d.refobjid and t.oid <> v.oid and t.relkind in ('r', 'p')
+	join pg_namespace tn on tn.oid = t.relnamespace
+	join pg_attribute a on a.attrelid = t.oid and a.attnum = d.refobjsubid
+	where v.relkind in ('v', 'm') and vn.nspname = any($1)
+	group by 1, 2`, schemas)
+	if err != nil {
+		return fmt.Errorf("dataapi: read views: %w", err)
+	}
+	defer rows.Close()
+	type use struct {
+		base *relation
+		cols []string
+	}
+	uses := map[*relation][]use{}
+	for rows.Next() {
+		var view, base string
+		var cols []string
+		if err := rows.Scan(&view, &base, &cols); err != nil {
+			return fmt.Errorf("dataapi: read views: %w", err)
+		}
+		v, b := c.rels[view], c.rels[base]
+		if v != nil && b != nil {
+			uses[v] = append(uses[v], use{b, cols})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dataapi: read views: %w", err)
+	}
+	keeps := func(v *relation, used, cols []string) bool {
+		for _, col := range cols {
+			if _, ok := v.column(col); !ok || !slices.Contains(used, col) {
+				return false
+			}
+		}
+		return true
+	}
+	have := map[[3]string]bool{}
+	add := func(fk *foreignKey) {
+		k := [3]string{fk.name, fk.from.qualified(), fk.to.qualified()}
+		if !have[k] {
+			have[k] = true
+			c.fks = append(c.fks, fk)
+		}
+	}
+	for _, fk := range c.fks {
+		have[[3]string{fk.name, fk.from.qualified(), fk.to.qualified()}] = true
+	}
+	// Two passes: the second joins a view to a view (a key of a view over
+	// a table, to a view over the referenced table).
+	for range 2 {
+		base := slices.Clone(c.fks)
+		for v, us := range uses {
+			if len(us) != 1 { // a join: which table a column comes from is not known here
+				continue
+			}
+			u := us[0]
+			for _, fk := range base {
+				if fk.from == u.base && keeps(v, u.cols, fk.cols) {
+					add(&foreignKey{name: fk.name, from: v, to: fk.to, cols: fk.cols, refCols: fk.refCols})
+				}
+				if fk.to == u.base && keeps(v, u.cols, fk.refCols) {
+					add(&foreignKey{name: fk.name, from: fk.from, to: v, cols: fk.cols, refCols: fk.refCols})
+				}
+			}
+		}
+	}
+	sort.SliceStable(c.fks, func(i, j int) bool { return c.fks[i].name < c.fks[j].name })
 	return nil
 }
