@@ -14,9 +14,10 @@ import (
 
 // Kinds of relationship.
 const (
-	manyToOne  = iota // the parent holds the foreign key: one object
-	oneToMany         // the child holds it: an array (one object when its key is the child's primary key)
-	manyToMany        // through a junction table: an array
+	manyToOne   = iota // the parent holds the foreign key: one object
+	oneToMany          // the child holds it: an array (one object when its key is the child's primary key)
+	manyToMany         // through a junction table: an array
+	computedRel        // a function of the parent's row returning rows of a table
 )
 
 // relationship is how an embedded resource joins its parent.
@@ -25,10 +26,14 @@ type relationship struct {
 	target *relation
 	fk     *foreignKey // the direct key; for manyToMany the junction's key to the parent
 	fk2    *foreignKey // manyToMany: the junction's key to the target
+	fn     *function   // computedRel
 	toOne  bool
 }
 
 func (r relationship) names() []string {
+	if r.fn != nil {
+		return []string{r.fn.name}
+	}
 	out := []string{r.fk.name}
 	for _, c := range r.fk.cols {
 		out = append(out, c)
@@ -40,6 +45,9 @@ func (r relationship) names() []string {
 }
 
 func (r relationship) label() string {
+	if r.fn != nil {
+		return r.fn.name
+	}
 	if r.fk2 != nil {
 		return r.fk.from.name
 	}
@@ -73,6 +81,16 @@ func (c *catalogue) relationships(parent *relation, rel, hint string) []relation
 					out = append(out, relationship{kind: manyToMany, target: target, fk: j, fk2: k})
 				}
 			}
+		}
+	}
+	// A computed relationship: a function named rel taking the parent's
+	// row and returning rows (SETOF: to-many) or one row of a table.
+	for _, f := range c.funcs[parent.schema+"."+rel] {
+		if len(f.args) != 1 || c.relationOfType(f.args[0].typ, parent.schema) != parent {
+			continue
+		}
+		if t := c.relationOfType(f.retType, parent.schema); t != nil {
+			out = append(out, relationship{kind: computedRel, target: t, fn: f, toOne: !f.retSet || f.rows == 1})
 		}
 	}
 	if hint != "" {
@@ -112,6 +130,8 @@ func (b *builder) joinSQL(q, e string, r relationship) string {
 		for i, c := range r.fk.cols {
 			parts = append(parts, e+"."+ident(c)+" = "+q+"."+ident(r.fk.refCols[i]))
 		}
+	case computedRel:
+		return "true" // the function's argument is the parent's row
 	case manyToMany:
 		b.n++
 		j := "_j" + strconv.Itoa(b.n)
@@ -174,6 +194,9 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 	}
 	b.aliases[alias] = r.target
 	from := pgx.Identifier{r.target.schema, r.target.name}.Sanitize() + " " + alias
+	if r.fn != nil {
+		from = pgx.Identifier{r.fn.schema, r.fn.name}.Sanitize() + "(" + q + ") " + alias
+	}
 	if e := b.checkConditions(cond, allowed); e != nil {
 		return nil, "", e
 	}

@@ -47,6 +47,7 @@ type function struct {
 	retType      string // format_type of the return type
 	retKind      byte   // 'b' base, 'c' composite, 'v' void, 'p' pseudo (record), 'd' domain, 'e' enum, 'r' range
 	volatile     byte
+	rows         float32 // prorows: ROWS 1 marks a SETOF computed relationship to-one
 }
 
 type funcArg struct {
@@ -136,7 +137,7 @@ func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*
 	if err := c.viewKeys(ctx, pool, schemas); err != nil {
 		return nil, err
 	}
-	frows, err := pool.Query(ctx, `select p.oid, n.nspname, p.proname, p.proretset, format_type(p.prorettype, null), t.typtype::text,
+	frows, err := pool.Query(ctx, `select p.oid, p.prorows, n.nspname, p.proname, p.proretset, format_type(p.prorettype, null), t.typtype::text,
 	  p.provolatile::text, p.pronargs, p.pronargdefaults,
 	  coalesce(p.proargnames, '{}'), coalesce(p.proargmodes::text[], '{}'),
 	  array(select format_type(x, null) from unnest(p.proargtypes) x),
@@ -153,7 +154,7 @@ func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*
 		var nargs, ndefaults int16
 		var names, modes, types []string
 		var arrays []bool
-		if err := frows.Scan(&f.oid, &f.schema, &f.name, &f.retSet, &f.retType, &retKind, &vol, &nargs, &ndefaults, &names, &modes, &types, &arrays); err != nil {
+		if err := frows.Scan(&f.oid, &f.rows, &f.schema, &f.name, &f.retSet, &f.retType, &retKind, &vol, &nargs, &ndefaults, &names, &modes, &types, &arrays); err != nil {
 			return nil, fmt.Errorf("dataapi: read functions: %w", err)
 		}
 		f.retKind, f.volatile = retKind[0], vol[0]
