@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
@@ -186,5 +187,22 @@ func TestDeclaredHooksNeverSkipped(t *testing.T) {
 	b.do("DELETE", "/todos", alice, "")
 	if r := b.do("PATCH", "/todos", bob, `{"done":true}`); r.status != 204 {
 		t.Errorf("update matching no row runs no AuthorizeFunc: %d %s", r.status, r.body)
+	}
+}
+
+// TestDeclaredStatementTimeout: a declared table's statement timeout
+// bounds its statements through the data API too.
+func TestDeclaredStatementTimeout(t *testing.T) {
+	b := newBundle(t)
+	b.exec(`alter table todos alter column title set default (pg_sleep(0.3)::text || 'slow')`)
+	res, err := rest.NewResource(context.Background(), b.db, "todos", &rest.Config{Caller: testCaller,
+		Operations: rest.CRUD(), StatementTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.serve(&Config{Tables: map[string]*Table{"todos": {Resource: res}}})
+	r := b.do("POST", "/todos", alice, `{}`)
+	if m, _ := r.json(t).(map[string]any); r.status != 503 || m["code"] != "57014" || r.header.Get("Retry-After") == "" {
+		t.Errorf("over the table's budget: %d %s %v", r.status, r.body, r.header)
 	}
 }

@@ -544,10 +544,11 @@ func (q *request) read(rel *relation, decl *Table) {
 		return nil
 	}
 	var err error
+	scope := declScope(decl, info.Operation)
 	if hooked {
-		err = q.api.d.Tx(q.r.Context(), q.auth.Caller(), run)
+		err = q.api.d.TxWith(q.r.Context(), q.auth.Caller(), scope, run)
 	} else {
-		err = q.api.d.Read(q.r.Context(), q.auth.Caller(), run)
+		err = q.api.d.ReadWith(q.r.Context(), q.auth.Caller(), scope, run)
 	}
 	if err != nil {
 		q.fail(err)
@@ -647,4 +648,13 @@ func (q *request) respondRows(status, offset int, pageN int64, total *int64, bod
 	if q.r.Method != http.MethodHead {
 		_, _ = q.w.Write([]byte(body))
 	}
+}
+
+// declScope is the database options (the statement timeout) a declared
+// table's resource gives op; nil for other tables.
+func declScope(decl *Table, op rest.Operation) *db.ScopeOpts {
+	if decl == nil {
+		return nil
+	}
+	return decl.Resource.Scope(op)
 }

@@ -156,6 +156,7 @@ func (q *request) returnMode() string {
 type writePlan struct {
 	rel    *relation
 	decl   *Table
+	op     rest.Operation
 	stmt   string // INSERT/UPDATE/DELETE with "returning _t.*" appended when rows are needed
 	b      *builder
 	ret    string
@@ -262,10 +263,11 @@ func (q *request) runWrite(p *writePlan) {
 		return nil
 	}
 	var err error
+	scope := declScope(p.decl, p.op)
 	if p.perRow != nil || rollback || maxAffected >= 0 || q.singular() {
-		err = q.api.d.Tx(ctx, q.auth.Caller(), run)
+		err = q.api.d.TxWith(ctx, q.auth.Caller(), scope, run)
 	} else {
-		err = q.api.d.Read(ctx, q.auth.Caller(), run)
+		err = q.api.d.ReadWith(ctx, q.auth.Caller(), scope, run)
 	}
 	if refusal != nil {
 		writeError(q.w, refusal)
@@ -348,7 +350,7 @@ func (q *request) insertRows(rel *relation, decl *Table, rows []map[string]any, 
 		return
 	}
 	allowed := allowedColumns(decl)
-	p := &writePlan{rel: rel, decl: decl, b: &builder{rel: rel, req: q}, ret: q.returnMode(), status: http.StatusCreated, items: items}
+	p := &writePlan{rel: rel, decl: decl, op: rest.OpCreate, b: &builder{rel: rel, req: q}, ret: q.returnMode(), status: http.StatusCreated, items: items}
 	if put != nil {
 		p.status = http.StatusOK
 	}
@@ -504,7 +506,7 @@ func (q *request) update(rel *relation, decl *Table) {
 		return
 	}
 	table := pgx.Identifier{rel.schema, rel.name}.Sanitize()
-	p := &writePlan{rel: rel, decl: decl, b: b, ret: q.returnMode(), status: http.StatusOK, items: items}
+	p := &writePlan{rel: rel, decl: decl, op: rest.OpUpdate, b: b, ret: q.returnMode(), status: http.StatusOK, items: items}
 	if len(cols) == 0 {
 		// Nothing to set: PostgREST answers without touching a row.
 		p.stmt = "select _t.* from " + table + " _t where false"
@@ -670,7 +672,7 @@ func (q *request) remove(rel *relation, decl *Table) {
 		return
 	}
 	table := pgx.Identifier{rel.schema, rel.name}.Sanitize()
-	p := &writePlan{rel: rel, decl: decl, b: b, ret: q.returnMode(), status: http.StatusOK, items: items}
+	p := &writePlan{rel: rel, decl: decl, op: rest.OpDelete, b: b, ret: q.returnMode(), status: http.StatusOK, items: items}
 	p.stmt = "delete from " + table + " as _t where " + b.whereSQL(cond)
 	if decl != nil && decl.Resource.RowHooked(rest.OpDelete) {
 		p.perRow = func(dq db.Querier) error {

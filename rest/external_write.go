@@ -143,3 +143,8 @@ func (r *Resource) AfterHook(op Operation) bool {
 // for integer keys, a checked UUID string, else the text), for
 // [WriteCheck.Key]. The error is a *problem.Problem.
 func (r *Resource) ParseKey(s string) (any, error) { return r.parseKey(s) }
+
+// Scope returns the database options of op (its statement timeout from
+// Config.StatementTimeout or Config.StatementTimeouts), for a front that
+// runs op's statements itself; nil uses the DB's.
+func (r *Resource) Scope(op Operation) *db.ScopeOpts { return r.scope(op) }
