@@ -18,11 +18,19 @@ type builder struct {
 	// aliases maps the aliases of embedded resources to their relations
 	// (_t is rel).
 	aliases map[string]*relation
-	// aggregated is set when the top-level select holds an aggregate;
-	// groupBy are its plain columns then.
-	aggregated bool
-	groupBy    []string
+	// aggregated marks the aliases whose select holds an aggregate;
+	// groupBy are each alias's plain columns.
+	aggregated map[string]bool
+	groupBy    map[string][]string
 	keys       map[string]string // JSON key → its parameter
+}
+
+// groupSQL is the GROUP BY clause of alias q ("" without aggregates).
+func (b *builder) groupSQL(q string) string {
+	if !b.aggregated[q] || len(b.groupBy[q]) == 0 {
+		return ""
+	}
+	return " group by " + strings.Join(b.groupBy[q], ", ")
 }
 
 // relOf returns the relation behind alias q, nil when unknown.

@@ -220,7 +220,7 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 	if sel == "" {
 		return nil, inner, nil
 	}
-	sub := "select " + sel + " from " + from + " where " + where
+	sub := "select " + sel + " from " + from + " where " + where + b.groupSQL(alias)
 	if len(cond.order) > 0 {
 		sub += " order by " + b.orderSQL(alias, cond.order)
 	}

@@ -179,3 +179,21 @@ func TestEmbedThroughViews(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregatesInEmbeds: aggregates of embedded resources are grouped
+// per parent row.
+func TestAggregatesInEmbeds(t *testing.T) {
+	b := newBundle(t)
+	b.exec(embedSQL)
+	b.serve(&Config{Aggregates: true})
+	r := b.do("GET", "/authors?select=name,books!author_id(count())&order=id", "", "")
+	want := `[{"name":"Ann","books":[{"count":2}]}, ` + "\n" + ` {"name":"Ben","books":[{"count":1}]}, ` + "\n" + ` {"name":"Cy","books":[{"count":0}]}]`
+	if r.status != 200 || r.body != want {
+		t.Errorf("count per author: %d %s\nwant %s", r.status, r.body, want)
+	}
+	r = b.do("GET", "/labels?select=label,books(title,n:id.count())&id=eq.2&books.order=title", "", "")
+	want = `[{"label":"blue","books":[{"title":"b1","n":1}, ` + "\n" + ` {"title":"b3","n":1}]}]`
+	if r.status != 200 || r.body != want {
+		t.Errorf("grouped in an embed: %d %s\nwant %s", r.status, r.body, want)
+	}
+}

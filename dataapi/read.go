@@ -239,7 +239,10 @@ func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, all
 				name = it.agg
 			}
 			parts = append(parts, s+" as "+ident(name))
-			b.aggregated = true
+			if b.aggregated == nil {
+				b.aggregated = map[string]bool{}
+			}
+			b.aggregated[q] = true
 		case it.star && allowed != nil:
 			for _, c := range allowed {
 				parts = append(parts, q+"."+ident(c))
@@ -256,9 +259,10 @@ func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, all
 			}
 			expr := b.fieldSQL(q, it.field)
 			parts = append(parts, expr+" as "+ident(name))
-			if q == "_t" {
-				b.groupBy = append(b.groupBy, expr)
+			if b.groupBy == nil {
+				b.groupBy = map[string][]string{}
 			}
+			b.groupBy[q] = append(b.groupBy[q], expr)
 		}
 	}
 	if cond != nil {
@@ -513,9 +517,7 @@ func (q *request) read(rel *relation, decl *Table) {
 		countMode = ""
 	}
 	sql := "with _pgrst_page as (select " + sel + " from " + from + " where " + where
-	if b.aggregated && len(b.groupBy) > 0 {
-		sql += " group by " + strings.Join(b.groupBy, ", ")
-	}
+	sql += b.groupSQL("_t")
 	if len(cond.order) > 0 {
 		sql += " order by " + b.orderSQL("_t", cond.order)
 	}
