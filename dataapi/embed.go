@@ -249,6 +249,8 @@ func (b *builder) spreadSQL(alias, from, join string, r relationship, e *embedSp
 		switch {
 		case it.embed != nil:
 			return nil, "", parseErr("the select parameter", "an embed inside a spread embed is not supported by tablegate's data API yet")
+		case it.agg != "":
+			return nil, "", parseErr("the select parameter", "an aggregate inside a spread embed is not supported by tablegate's data API yet")
 		case it.star:
 			names := allowed
 			if names == nil {

@@ -100,6 +100,7 @@ func TestEmbedding(t *testing.T) {
 		{"/books?select=title,nope(name)", 400, "PGRST200"},
 		{"/authors?select=name&books.title=eq.b1", 400, "PGRST108"},
 		{"/books?select=title,...authors!author_id(books!author_id(title))", 400, "PGRST100"},
+		{"/books?select=title,...authors!author_id(count())", 400, "PGRST100"},
 	}
 	for _, c := range errs {
 		r := b.do("GET", c.path, "", "")
