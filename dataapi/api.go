@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
@@ -84,7 +85,8 @@ type API struct {
 	d        *db.DB
 	schemas  []string
 	maxRows  int
-	cat      *catalogue
+	cat      atomic.Pointer[catalogue]
+	allowRLS bool
 	declared map[string]*Table // by qualified name
 	caller   func(*http.Request) (authctx.Auth, error)
 	aggs     bool
@@ -148,9 +150,12 @@ func New(ctx context.Context, cfg *Config) (*API, error) {
 				ErrUnprotected, strings.Join(bad, ", "))
 		}
 	}
-	if a.cat, err = loadCatalogue(ctx, pool, a.schemas); err != nil {
+	cat, err := loadCatalogue(ctx, pool, a.schemas)
+	if err != nil {
 		return nil, err
 	}
+	a.cat.Store(cat)
+	a.allowRLS = cfg.AllowWithoutRLS
 	for name, t := range cfg.Tables {
 		if t == nil || t.Resource == nil {
 			return nil, fmt.Errorf("dataapi: Tables[%q] has no Resource", name)
@@ -159,12 +164,42 @@ func New(ctx context.Context, cfg *Config) (*API, error) {
 		if !strings.Contains(q, ".") {
 			q = a.schemas[0] + "." + q
 		}
-		if a.cat.rels[q] == nil {
+		if cat.rels[q] == nil {
 			return nil, fmt.Errorf("dataapi: declared table %q is not a table of the exposed schemas %s", name, strings.Join(a.schemas, ", "))
 		}
 		a.declared[q] = t
 	}
 	return a, nil
+}
+
+// Reload reads the exposed schemas' tables, views, foreign keys and
+// functions again (after a migration), with the checks of [New]: a
+// declared table that is gone, or (unless AllowWithoutRLS) a table without
+// row-level security, keeps the previous catalogue and returns the error.
+// Requests already running finish with the catalogue they began with.
+// Safe for concurrent use with serving.
+func (a *API) Reload(ctx context.Context) error {
+	pool := a.d.Pool()
+	if !a.allowRLS {
+		bad, err := unprotected(ctx, pool, a.schemas)
+		if err != nil {
+			return err
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%w: %s", ErrUnprotected, strings.Join(bad, ", "))
+		}
+	}
+	cat, err := loadCatalogue(ctx, pool, a.schemas)
+	if err != nil {
+		return err
+	}
+	for q := range a.declared {
+		if cat.rels[q] == nil {
+			return fmt.Errorf("dataapi: declared table %q is gone", q)
+		}
+	}
+	a.cat.Store(cat)
+	return nil
 }
 
 // ServeHTTP serves /{table} (GET, HEAD, POST, PATCH, DELETE) and
@@ -210,7 +245,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, parseErr("the query string", "a malformed escape or separator"))
 		return
 	}
-	req := &request{api: a, w: w, r: r, auth: auth, query: q, schema: schema, prefer: parsePrefer(r.Header.Values("Prefer"))}
+	req := &request{api: a, cat: a.cat.Load(), w: w, r: r, auth: auth, query: q, schema: schema, prefer: parsePrefer(r.Header.Values("Prefer"))}
 	if req.prefer["handling"] == "strict" {
 		for k := range req.prefer {
 			if !knownPreferences[k] {

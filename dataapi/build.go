@@ -50,7 +50,7 @@ func (b *builder) relOf(q string) *relation {
 func (b *builder) columnSQL(q, name string) string {
 	if rel := b.relOf(q); rel != nil && b.req != nil {
 		if _, ok := rel.column(name); !ok {
-			if f := b.req.api.cat.computed(rel, name); f != nil {
+			if f := b.req.cat.computed(rel, name); f != nil {
 				return pgx.Identifier{f.schema, f.name}.Sanitize() + "(" + q + ")"
 			}
 		}

@@ -156,7 +156,7 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 		return nil, "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship for '"+e.rel+"' in the schema cache").
 			withDetails("Embedding is served on tables and views, not on function results.")
 	}
-	rels := b.req.api.cat.relationships(parent, e.rel, e.hint)
+	rels := b.req.cat.relationships(parent, e.rel, e.hint)
 	switch len(rels) {
 	case 0:
 		return nil, "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship between '"+parent.name+"' and '"+e.rel+"' in the schema cache").

@@ -24,7 +24,7 @@ func (q *request) serveDescription() {
 		writeError(q.w, e)
 		return
 	}
-	cat := q.api.cat
+	cat := q.cat
 	var rels []*relation
 	for _, r := range cat.rels {
 		if r.schema == q.schema {

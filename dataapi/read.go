@@ -19,6 +19,7 @@ import (
 // request is one data API request being served.
 type request struct {
 	api     *API
+	cat     *catalogue // the catalogue when the request began
 	w       http.ResponseWriter
 	r       *http.Request
 	auth    authctx.Auth
@@ -360,11 +361,11 @@ func (q *request) page(c *conditions) (offset, limit int, e *Error) {
 // relation finds the addressed table or view (PGRST205 when none).
 func (q *request) relation() (*relation, *Table, *Error) {
 	key := q.schema + "." + q.relName
-	rel := q.api.cat.rels[key]
+	rel := q.cat.rels[key]
 	if rel == nil {
 		e := apiErr(http.StatusNotFound, "PGRST205", "Could not find the table '"+key+"' in the schema cache")
 		var names []string
-		for k := range q.api.cat.rels {
+		for k := range q.cat.rels {
 			if strings.HasPrefix(k, q.schema+".") {
 				names = append(names, k)
 			}

@@ -1,6 +1,8 @@
 package dataapi
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +205,27 @@ func TestAggregates(t *testing.T) {
 	r = b.do("GET", "/things?select=sum()", "", "")
 	if r.status != 400 {
 		t.Errorf("sum without a column: %d %s", r.status, r.body)
+	}
+}
+
+func TestReload(t *testing.T) {
+	b := setup(t, nil)
+	b.exec(`create table later (id int primary key); alter table later enable row level security;
+	        grant select on later to anon; create policy r on later for select using (true); insert into later values (1)`)
+	if r := b.do("GET", "/later", "", ""); r.status != 404 {
+		t.Fatalf("before reload: %d %s", r.status, r.body)
+	}
+	if err := b.api.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.do("GET", "/later", "", ""); r.status != 200 || r.body != `[{"id":1}]` {
+		t.Fatalf("after reload: %d %s", r.status, r.body)
+	}
+	b.exec(`create table open_one (id int); grant select on open_one to anon`)
+	if err := b.api.Reload(context.Background()); !errors.Is(err, ErrUnprotected) {
+		t.Fatalf("reload with an unprotected table: %v", err)
+	}
+	if r := b.do("GET", "/open_one", "", ""); r.status != 404 {
+		t.Errorf("the refused reload kept the old catalogue: %d %s", r.status, r.body)
 	}
 }

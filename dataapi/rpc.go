@@ -33,7 +33,7 @@ func (q *request) serveRPC(name string) {
 		return
 	}
 	key := q.schema + "." + name
-	overloads := q.api.cat.funcs[key]
+	overloads := q.cat.funcs[key]
 	args := map[string]any{}
 	var rawBody []byte
 	filterQuery := map[string][]string{}
@@ -182,7 +182,7 @@ func (q *request) serveRPC(name string) {
 	if !scalarSet {
 		// A function returning rows of a table embeds along that table's
 		// foreign keys.
-		b.rel, b.req, b.cond = q.api.cat.relationOfType(f.retType, f.schema), q, cond
+		b.rel, b.req, b.cond = q.cat.relationOfType(f.retType, f.schema), q, cond
 		if sel, inner, e = b.selectListSQL("_t", b.rel, items, nil, cond); e != nil {
 			writeError(q.w, e)
 			return
