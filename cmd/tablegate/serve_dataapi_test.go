@@ -50,6 +50,13 @@ insert into authors values (1, 'Ann'), (2, 'Ben');
 insert into books values (1, 'b1', 1), (2, 'b2', 1), (3, 'secret', 2);
 insert into labels values (1, 'red'), (2, 'blue');
 insert into book_labels values (1, 1), (1, 2), (2, 2);
+create schema extra;
+grant usage on schema extra to authenticated;
+create table extra.things (id int primary key, label text);
+alter table extra.things enable row level security;
+grant select on extra.things to authenticated;
+create policy r on extra.things for select using (true);
+insert into extra.things values (1, 'from extra');
 create function add(a int, b int) returns int language sql stable as 'select a + b';
 create function my_notes(min_score int) returns setof notes language sql stable as 'select * from notes where score >= min_score';
 create function first_note() returns notes language sql stable as 'select * from notes order by id limit 1';
@@ -83,7 +90,7 @@ func TestServeDataAPISupabaseJS(t *testing.T) {
 	}
 	tables := map[string]any{"guarded": map[string]any{"table": "public.guarded", "operations": []string{"list", "create"},
 		"permissions": map[string]string{"create": "guarded.create"}, "guard": []string{"user"}}}
-	cfgPath, ks := serveFixtureKeys(t, map[string]any{"tables": tables, "data_api": map[string]any{},
+	cfgPath, ks := serveFixtureKeys(t, map[string]any{"tables": tables, "data_api": map[string]any{"schemas": []string{"public", "extra"}},
 		"permissions": map[string][]string{"guarded.create": {"admin"}}})
 	mint := func(sub string, roles ...string) string {
 		tok, err := mintToken(ks, tokenSpec{Sub: sub, Roles: roles, TTL: time.Hour}, time.Now())
@@ -188,6 +195,8 @@ func TestServeDataAPISupabaseJS(t *testing.T) {
 	data("embed_to_many", `[{"name":"Ann","books":[{"title":"b1"},{"title":"b2"}]},{"name":"Ben","books":[]}]`)
 	data("embed_many_to_many", `[{"title":"b1","labels":[{"label":"blue"},{"label":"red"}]}]`)
 	data("embed_inner", `[{"name":"Ann","books":[{"title":"b2"}]}]`)
+	data("csv", `"id,name\n1,Ann\n2,Ben\n"`)
+	data("other_schema", `[{"label":"from extra"}]`)
 	errCode("rpc_missing", "PGRST202", 404)
 	errCode("unique_violation", "23505", 409)
 	errCode("missing_table", "PGRST205", 404)

@@ -75,6 +75,8 @@ await step("embed_to_one", alice.from("books").select("title, authors(name)").or
 await step("embed_to_many", alice.from("authors").select("name, books(title)").order("id").order("title", { referencedTable: "books" }));
 await step("embed_many_to_many", alice.from("books").select("title, labels(label)").eq("id", 1).order("label", { referencedTable: "labels" }));
 await step("embed_inner", alice.from("authors").select("name, books!inner(title)").eq("books.title", "b2"));
+await step("csv", alice.from("authors").select("id,name").order("id").csv());
+await step("other_schema", alice.schema("extra").from("things").select("label"));
 await step("unique_violation", alice.from("notes").insert({ title: "dup", slug: "a1" }));
 await step("missing_table", alice.from("nope").select());
 await step("guarded_denied", alice.from("guarded").insert({ title: "x" }));
