@@ -102,6 +102,16 @@ func (c *catalogue) relationships(parent *relation, rel, hint string) []relation
 		}
 		out = narrowed
 	}
+	// A self-referencing key matches one hint both ways; PostgREST then
+	// embeds the rows referencing the parent (one-to-many), as clients
+	// expect of replies:posts!parent_id(*).
+	if len(out) == 2 && out[0].fk == out[1].fk && out[0].fk.from == out[0].fk.to {
+		for _, r := range out {
+			if r.kind == oneToMany {
+				return []relationship{r}
+			}
+		}
+	}
 	return out
 }
 
