@@ -220,7 +220,7 @@ func TestServeDataAPIConfig(t *testing.T) {
 		"on livez":      {`{"tables":{"t":{}},"data_api":{"path":"/livez"}}`, "meets the route /livez"},
 		"empty schema":  {`{"tables":{"t":{}},"data_api":{"schemas":[""]}}`, "data_api.schemas holds an empty name"},
 		"max rows":      {`{"tables":{"t":{}},"data_api":{"max_rows":-1}}`, "data_api.max_rows must be positive"},
-		"unknown field": {`{"tables":{"t":{}},"data_api":{"schema":["public"]}}`, `unknown field "schema"`},
+		"unknown field": {`{"tables":{"t":{}},"data_api":{"schema":["public"]}}`, `"schema"`},
 	}
 	for name, c := range cases {
 		_, err := parseServeConfig([]byte(c.body), name)
