@@ -51,6 +51,9 @@ type serveConfig struct {
 	// MCP serves the same operations as MCP tools at /mcp (Streamable
 	// HTTP), each table's tools behind that table's guard.
 	MCP bool `json:"mcp,omitempty"`
+	// DataAPI serves PostgREST's wire format (supabase-js and the other
+	// Supabase clients) over the exposed schemas. Off without it.
+	DataAPI *dataAPIConfig `json:"data_api,omitempty"`
 	// AdminAddr serves /livez, /readyz and /metrics on a separate
 	// listener (flag --admin-addr overrides).
 	AdminAddr string `json:"admin_addr,omitempty"`
@@ -334,6 +337,11 @@ func (c *serveConfig) validate() error {
 	}
 	if len(c.Tables) == 0 {
 		return errors.New(`no tables: add "tables": {"todos": {"table": "public.todos"}}`)
+	}
+	if c.DataAPI != nil {
+		if err := c.DataAPI.validate(c.base(), c.Tables, c.MCP); err != nil {
+			return err
+		}
 	}
 	if err := c.Database.validate(); err != nil {
 		return err

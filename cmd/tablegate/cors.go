@@ -106,14 +106,16 @@ func corsHandler(c *corsConfig, h http.Handler) http.Handler {
 	return cors.New(cors.Options{
 		AllowedOrigins: c.AllowedOrigins,
 		AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
-		// What supabase-js, fetch-based clients, event streams, MCP
-		// clients and trace propagation send.
+		// What supabase-js (the data API's Prefer, Range and profiles
+		// too), fetch-based clients, event streams, MCP clients and trace
+		// propagation send.
 		AllowedHeaders: []string{"Authorization", "Apikey", "Content-Type", "Accept", "X-Client-Info", "X-Request-Id",
 			"If-None-Match", "Last-Event-Id", "Mcp-Session-Id", "Mcp-Protocol-Version", "Traceparent", "Tracestate", "Baggage",
-			"Tablegate-Position"},
-		// What a client reads besides the simple response headers.
+			"Prefer", "Range", "Range-Unit", "Accept-Profile", "Content-Profile", "Tablegate-Position"},
+		// What a client reads besides the simple response headers
+		// (supabase-js reads counts from Content-Range).
 		ExposedHeaders: []string{"Location", "Retry-After", "Allow", "ETag", "X-Request-Id", "WWW-Authenticate",
-			"Mcp-Session-Id", "Content-Disposition", "Tablegate-Position"},
+			"Mcp-Session-Id", "Content-Disposition", "Content-Range", "Preference-Applied", "Tablegate-Position"},
 		MaxAge:           int(maxAge / time.Second),
 		AllowCredentials: false,
 	}).Handler(h)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/authflow"
+	"github.com/tablegate/tablegate/dataapi"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/mcptools"
@@ -104,6 +105,13 @@ turns a limit off): past a limit, 429 with Retry-After.
 flows.trusted_proxy_header (e.g. X-Forwarded-For) names the header a
 proxy in front sets to the client's address; unset, the connection's
 address counts. See docs/auth-flows.md.
+
+"data_api": {"path": "/rest/v1", "schemas": ["public"], "max_rows": 1000}
+(the defaults) also serves PostgREST's wire format for supabase-js and the
+other Supabase clients: every table, view and function of the schemas, as
+the caller (row-level security decides; tables without it stop the start
+unless "allow_without_rls": true), declared tables with their select,
+guard, operations and permissions. See docs/data-api.md.
 
 "cors": {"allowed_origins": ["https://app.example.com"]} (or ["*"]) lets
 pages of those origins call every route with the user's Bearer token or
@@ -266,6 +274,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	if n := len(replicaPools); n > 0 {
 		fmt.Fprintf(out, "  reads (get, list, read-only actions) → %d read replica(s) in rotation, else the primary; writes answer Tablegate-Position for read-your-writes\n", n)
+	}
+	if dc := cfg.DataAPI; dc != nil {
+		fmt.Fprintf(out, "  %s%s/{table}, %s%s/rpc/{function} → PostgREST-compatible data API over %s\n", base, dc.Path, base, dc.Path, strings.Join(dc.Schemas, ", "))
 	}
 	if cfg.Auth.Flows != nil {
 		fmt.Fprintf(out, "  %s/auth/{sign-in,otp,verify,oauth,callback,sign-out} → sessions of %s (cookie %s)\n", base, acfg.ProjectURL, rv.CookieName())
@@ -602,8 +613,21 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *auth
 	if hub != nil {
 		closeHub = hub.Close
 	}
-	if !cfg.MCP {
+	var data http.Handler
+	if cfg.DataAPI != nil {
+		if data, err = buildDataAPI(ctx, cfg, d, resources); err != nil {
+			closeHub()
+			return nil, nil, err
+		}
+	}
+	if !cfg.MCP && data == nil {
 		return api.Handler(), closeHub, nil
+	}
+	if !cfg.MCP {
+		mux := http.NewServeMux()
+		mux.Handle(cfg.DataAPI.Path+"/", data)
+		mux.Handle("/", api.Handler())
+		return reportPatterns(mux), closeHub, nil
 	}
 	metadataURL, metadata := mcpDiscovery(public, authServer)
 	h, err := mcpHandler(cfg, resources, rv, metadataURL)
@@ -614,8 +638,31 @@ func buildServeHandler(ctx context.Context, cfg *serveConfig, d *db.DB, rv *auth
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle(mcpMetadataPath, metadata)
+	if data != nil {
+		mux.Handle(cfg.DataAPI.Path+"/", data)
+	}
 	mux.Handle("/", api.Handler())
 	return reportPatterns(mux), closeHub, nil
+}
+
+// buildDataAPI builds the PostgREST-compatible data API of "data_api",
+// mounted under its path: the declared tables keep their select, guard,
+// permissions and hooks.
+func buildDataAPI(ctx context.Context, cfg *serveConfig, d *db.DB, resources map[string]*rest.Resource) (http.Handler, error) {
+	dc := cfg.DataAPI
+	tables := map[string]*dataapi.Table{}
+	for _, name := range cfg.tableNames() {
+		t := cfg.Tables[name]
+		if _, dup := tables[t.Table]; !dup {
+			tables[t.Table] = &dataapi.Table{Resource: resources[name], Allow: allowOf(t.Guard)}
+		}
+	}
+	api, err := dataapi.New(ctx, &dataapi.Config{DB: d, Schemas: dc.Schemas, MaxRows: dc.MaxRows,
+		AllowWithoutRLS: dc.AllowWithoutRLS, Aggregates: dc.Aggregates, Tables: tables, Caller: callerOf})
+	if err != nil {
+		return nil, fmt.Errorf("data_api: %w", err)
+	}
+	return http.StripPrefix(dc.Path, api), nil
 }
 
 // mcpTools builds the MCP tools of the resources, each table's tools behind

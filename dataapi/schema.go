@@ -1,0 +1,359 @@
+package dataapi
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// relation is a table or view of an exposed schema, as read from the
+// catalogue when the data API is built.
+type relation struct {
+	schema, name string
+	kind         byte // r, p, v, m, f
+	rls          bool
+	columns      []column
+	colIndex     map[string]int
+	pk           []string
+}
+
+type column struct {
+	name     string
+	typ      string // format_type
+	tsvector bool
+	array    bool
+}
+
+func (r *relation) column(name string) (column, bool) {
+	i, ok := r.colIndex[name]
+	if !ok {
+		return column{}, false
+	}
+	return r.columns[i], true
+}
+
+func (r *relation) qualified() string { return r.schema + "." + r.name }
+
+// function is a function of an exposed schema callable by /rpc.
+type function struct {
+	oid          uint32
+	schema, name string
+	args         []funcArg // input arguments in order
+	retSet       bool
+	retType      string // format_type of the return type
+	retKind      byte   // 'b' base, 'c' composite, 'v' void, 'p' pseudo (record), 'd' domain, 'e' enum, 'r' range
+	volatile     byte
+	rows         float32 // prorows: ROWS 1 marks a SETOF computed relationship to-one
+}
+
+type funcArg struct {
+	name       string
+	typ        string
+	array      bool
+	hasDefault bool
+}
+
+// catalogue holds the exposed relations and functions.
+type catalogue struct {
+	rels  map[string]*relation   // "schema.name"
+	funcs map[string][]*function // "schema.name", overloads
+	fks   []*foreignKey
+}
+
+// foreignKey is a foreign key between two exposed tables.
+type foreignKey struct {
+	name          string
+	from, to      *relation
+	cols, refCols []string
+}
+
+func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*catalogue, error) {
+	c := &catalogue{rels: map[string]*relation{}, funcs: map[string][]*function{}}
+	rows, err := pool.Query(ctx, `select n.nspname, c.relname, c.relkind::text, c.relrowsecurity,
+	  a.attname, format_type(a.atttypid, a.atttypmod), a.atttypid = 'tsvector'::regtype, t.typcategory = 'A',
+	  coalesce((select array_agg(pa.attname order by k.ord) from pg_constraint pc
+	    cross join unnest(pc.conkey) with ordinality k(attnum, ord)
+	    join pg_attribute pa on pa.attrelid = pc.conrelid and pa.attnum = k.attnum
+	    where pc.conrelid = c.oid and pc.contype = 'p'), '{}')
+	from pg_class c join pg_namespace n on n.oid = c.relnamespace
+	join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+	join pg_type t on t.oid = a.atttypid
+	where n.nspname = any($1) and c.relkind in ('r','p','v','m','f')
+	order by n.nspname, c.relname, a.attnum`, schemas)
+	if err != nil {
+		return nil, fmt.Errorf("dataapi: read tables: %w", err)
+	}
+	for rows.Next() {
+		var schema, name, kind, col, typ string
+		var rls, tsv, arr bool
+		var pk []string
+		if err := rows.Scan(&schema, &name, &kind, &rls, &col, &typ, &tsv, &arr, &pk); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("dataapi: read tables: %w", err)
+		}
+		key := schema + "." + name
+		r := c.rels[key]
+		if r == nil {
+			r = &relation{schema: schema, name: name, kind: kind[0], rls: rls, colIndex: map[string]int{}, pk: pk}
+			c.rels[key] = r
+		}
+		r.colIndex[col] = len(r.columns)
+		r.columns = append(r.columns, column{name: col, typ: typ, tsvector: tsv, array: arr})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dataapi: read tables: %w", err)
+	}
+	krows, err := pool.Query(ctx, `select c.conname, ns.nspname || '.' || cs.relname, nt.nspname || '.' || ct.relname,
+	  array(select a.attname::text from unnest(c.conkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n order by k.o),
+	  array(select a.attname::text from unnest(c.confkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.confrelid and a.attnum = k.n order by k.o)
+	from pg_constraint c
+	join pg_class cs on cs.oid = c.conrelid join pg_namespace ns on ns.oid = cs.relnamespace
+	join pg_class ct on ct.oid = c.confrelid join pg_namespace nt on nt.oid = ct.relnamespace
+	where c.contype = 'f' and ns.nspname = any($1) and nt.nspname = any($1)
+	order by c.conname`, schemas)
+	if err != nil {
+		return nil, fmt.Errorf("dataapi: read foreign keys: %w", err)
+	}
+	for krows.Next() {
+		var fk foreignKey
+		var from, to string
+		if err := krows.Scan(&fk.name, &from, &to, &fk.cols, &fk.refCols); err != nil {
+			krows.Close()
+			return nil, fmt.Errorf("dataapi: read foreign keys: %w", err)
+		}
+		fk.from, fk.to = c.rels[from], c.rels[to]
+		if fk.from != nil && fk.to != nil {
+			c.fks = append(c.fks, &fk)
+		}
+	}
+	krows.Close()
+	if err := krows.Err(); err != nil {
+		return nil, fmt.Errorf("dataapi: read foreign keys: %w", err)
+	}
+	if err := c.viewKeys(ctx, pool, schemas); err != nil {
+		return nil, err
+	}
+	frows, err := pool.Query(ctx, `select p.oid, p.prorows, n.nspname, p.proname, p.proretset, format_type(p.prorettype, null), t.typtype::text,
+	  p.provolatile::text, p.pronargs, p.pronargdefaults,
+	  coalesce(p.proargnames, '{}'), coalesce(p.proargmodes::text[], '{}'),
+	  array(select format_type(x, null) from unnest(p.proargtypes) x),
+	  array(select coalesce(tt.typcategory = 'A', false) from unnest(p.proargtypes) with ordinality u(x, o) join pg_type tt on tt.oid = u.x order by u.o)
+	from pg_proc p join pg_namespace n on n.oid = p.pronamespace join pg_type t on t.oid = p.prorettype
+	where n.nspname = any($1) and p.prokind = 'f'`, schemas)
+	if err != nil {
+		return nil, fmt.Errorf("dataapi: read functions: %w", err)
+	}
+	defer frows.Close()
+	for frows.Next() {
+		var f function
+		var retKind, vol string
+		var nargs, ndefaults int16
+		var names, modes, types []string
+		var arrays []bool
+		if err := frows.Scan(&f.oid, &f.rows, &f.schema, &f.name, &f.retSet, &f.retType, &retKind, &vol, &nargs, &ndefaults, &names, &modes, &types, &arrays); err != nil {
+			return nil, fmt.Errorf("dataapi: read functions: %w", err)
+		}
+		f.retKind, f.volatile = retKind[0], vol[0]
+		if f.retType == "void" {
+			f.retKind = 'v'
+		}
+		// proargnames covers every argument (out ones too) when proargmodes
+		// is set; input arguments are i, b and v.
+		in := 0
+		for i := 0; i < len(names) || i < len(modes); i++ {
+			mode := "i"
+			if i < len(modes) {
+				mode = modes[i]
+			}
+			if mode != "i" && mode != "b" && mode != "v" {
+				continue
+			}
+			if in >= len(types) {
+				break
+			}
+			name := ""
+			if i < len(names) {
+				name = names[i]
+			}
+			f.args = append(f.args, funcArg{name: name, typ: types[in], array: arrays[in], hasDefault: in >= int(nargs-ndefaults)})
+			in++
+		}
+		for ; in < len(types); in++ { // unnamed arguments
+			f.args = append(f.args, funcArg{typ: types[in], array: arrays[in], hasDefault: in >= int(nargs-ndefaults)})
+		}
+		key := f.schema + "." + f.name
+		fc := f
+		c.funcs[key] = append(c.funcs[key], &fc)
+	}
+	return c, frows.Err()
+}
+
+// unprotected lists the tables of the catalogue that anon or authenticated
+// may read or write and that row-level security does not protect.
+func unprotected(ctx context.Context, pool *pgxpool.Pool, schemas []string) ([]string, error) {
+	rows, err := pool.Query(ctx, `select format('%I.%I', n.nspname, c.relname)
+	from pg_class c join pg_namespace n on n.oid = c.relnamespace
+	where n.nspname = any($1) and c.relkind in ('r','p') and not c.relrowsecurity
+	  and exists (select 1 from pg_roles r where r.rolname in ('anon','authenticated')
+	    and has_table_privilege(r.oid, c.oid, 'select,insert,update,delete'))
+	order by 1`, schemas)
+	if err != nil {
+		return nil, fmt.Errorf("dataapi: check row-level security: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// suggest returns the name in names closest to want ("" when none is
+// close), for PostgREST's "Perhaps you meant" hints.
+func suggest(want string, names []string) string {
+	best, bestD := "", len(want)/2+2
+	sort.Strings(names)
+	for _, n := range names {
+		if d := distance(strings.ToLower(want), strings.ToLower(n)); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// computed returns the computed column name of rel: a function of rel's
+// schema named name whose one argument is rel's row type and that
+// returns one value; nil when none.
+func (c *catalogue) computed(rel *relation, name string) *function {
+	for _, f := range c.funcs[rel.schema+"."+name] {
+		if len(f.args) != 1 || f.retSet || f.retKind == 'v' {
+			continue
+		}
+		t := f.args[0].typ
+		if t == rel.name || t == rel.schema+"."+rel.name || t == ident(rel.name) || t == ident(rel.schema)+"."+ident(rel.name) {
+			return f
+		}
+	}
+	return nil
+}
+
+// relationOfType returns the table or view whose row type typ names
+// (format_type's spelling, seen from a function of schema), nil when none.
+func (c *catalogue) relationOfType(typ, schema string) *relation {
+	if r := c.rels[typ]; r != nil && strings.Contains(typ, ".") {
+		return r
+	}
+	for _, r := range c.rels {
+		if typ == ident(r.schema)+"."+ident(r.name) || (r.schema == schema || r.schema == "public") && (typ == r.name || typ == ident(r.name)) {
+			return r
+		}
+	}
+	return nil
+}
+
+// viewKeys gives the views of the exposed schemas that select from one
+// table the foreign keys of that table whose columns they keep under the
+// same names, both ways, so that embedding works through them.
+func (c *catalogue) viewKeys(ctx context.Context, pool *pgxpool.Pool, schemas []string) error {
+	rows, err := pool.Query(ctx, `select vn.nspname || '.' || v.relname, tn.nspname || '.' || t.relname,
+	  array_agg(distinct a.attname::text)
+	from pg_class v join pg_namespace vn on vn.oid = v.relnamespace
+	join pg_rewrite r on r.ev_class = v.oid
+	join pg_depend d on d.objid = r.oid and d.classid = 'pg_rewrite'::regclass and d.refclassid = 'pg_class'::regclass and d.refobjsubid > 0
+	join pg_class t on t.oid = d.refobjid and t.oid <> v.oid and t.relkind in ('r', 'p')
+	join pg_namespace tn on tn.oid = t.relnamespace
+	join pg_attribute a on a.attrelid = t.oid and a.attnum = d.refobjsubid
+	where v.relkind in ('v', 'm') and vn.nspname = any($1)
+	group by 1, 2`, schemas)
+	if err != nil {
+		return fmt.Errorf("dataapi: read views: %w", err)
+	}
+	defer rows.Close()
+	type use struct {
+		base *relation
+		cols []string
+	}
+	uses := map[*relation][]use{}
+	for rows.Next() {
+		var view, base string
+		var cols []string
+		if err := rows.Scan(&view, &base, &cols); err != nil {
+			return fmt.Errorf("dataapi: read views: %w", err)
+		}
+		v, b := c.rels[view], c.rels[base]
+		if v != nil && b != nil {
+			uses[v] = append(uses[v], use{b, cols})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dataapi: read views: %w", err)
+	}
+	keeps := func(v *relation, used, cols []string) bool {
+		for _, col := range cols {
+			if _, ok := v.column(col); !ok || !slices.Contains(used, col) {
+				return false
+			}
+		}
+		return true
+	}
+	have := map[[3]string]bool{}
+	add := func(fk *foreignKey) {
+		k := [3]string{fk.name, fk.from.qualified(), fk.to.qualified()}
+		if !have[k] {
+			have[k] = true
+			c.fks = append(c.fks, fk)
+		}
+	}
+	for _, fk := range c.fks {
+		have[[3]string{fk.name, fk.from.qualified(), fk.to.qualified()}] = true
+	}
+	// Two passes: the second joins a view to a view (a key of a view over
+	// a table, to a view over the referenced table).
+	for range 2 {
+		base := slices.Clone(c.fks)
+		for v, us := range uses {
+			if len(us) != 1 { // a join: which table a column comes from is not known here
+				continue
+			}
+			u := us[0]
+			for _, fk := range base {
+				if fk.from == u.base && keeps(v, u.cols, fk.cols) {
+					add(&foreignKey{name: fk.name, from: v, to: fk.to, cols: fk.cols, refCols: fk.refCols})
+				}
+				if fk.to == u.base && keeps(v, u.cols, fk.refCols) {
+					add(&foreignKey{name: fk.name, from: fk.from, to: v, cols: fk.cols, refCols: fk.refCols})
+				}
+			}
+		}
+	}
+	sort.SliceStable(c.fks, func(i, j int) bool { return c.fks[i].name < c.fks[j].name })
+	return nil
+}

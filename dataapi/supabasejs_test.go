@@ -1,0 +1,112 @@
+package dataapi
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/internal/nodetest"
+	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
+)
+
+// TestGoAPISupabaseJSHooks mounts the data API from Go beside a resolver
+// verifying tokens against a real JWKS server, and checks with the real
+// supabase-js that .insert() into a declared table runs its BeforeCreate
+// hook per row and its permission, in the write's transaction.
+func TestGoAPISupabaseJSHooks(t *testing.T) {
+	nodetest.Require(t)
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := func(b []byte) string {
+		out := make([]byte, 32)
+		copy(out[32-len(b):], b)
+		return base64.RawURLEncoding.EncodeToString(out)
+	}
+	set := fmt.Sprintf(`{"keys":[{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"k1","x":%q,"y":%q}]}`,
+		pad(priv.PublicKey.X.Bytes()), pad(priv.PublicKey.Y.Bytes()))
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, set) }))
+	defer jwks.Close()
+	rv, err := authctx.New(context.Background(), &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKSURL: jwks.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rv.Close()
+	claims := jwt.MapClaims{"sub": alice, "role": "authenticated", "aud": "authenticated",
+		"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()}
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
+	tok.Header["kid"] = "k1"
+	token, err := tok.SignedString(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := newBundle(t)
+	hookRuns := 0
+	res, err := rest.NewResource(context.Background(), b.db, "todos", &rest.Config{
+		Select:      []string{"id", "title", "done"},
+		Operations:  []rest.Operation{rest.OpList, rest.OpCreate},
+		Permissions: map[rest.Operation]string{rest.OpCreate: "todos.create"},
+		Authorizer: rest.AuthorizerFunc(func(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
+			if req.Data["title"] == "forbidden" {
+				return rest.Denied(), nil
+			}
+			return rest.Allowed(), nil
+		}),
+		Hooks: rest.Hooks{BeforeCreateFunc: func(c *rest.Ctx, data rest.Row) (rest.Row, error) {
+			hookRuns++
+			if data["title"] == "bad" {
+				return nil, problem.New(problem.KindUnprocessable, "titles may not be bad")
+			}
+			data["title"] = strings.ToUpper(data["title"].(string)) + " (hooked)"
+			return data, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := New(context.Background(), &Config{DB: b.db, Tables: map[string]*Table{"todos": {Resource: res}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/rest/v1/", http.StripPrefix("/rest/v1", rv.Middleware(api)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	var got map[string]struct {
+		Data  json.RawMessage `json:"data"`
+		Error *struct{ Code, Message string }
+	}
+	nodetest.Run(t, 60*time.Second, "data-api-hooks.mjs", map[string]any{"url": srv.URL, "key": "sb_publishable_x", "token": token}, &got)
+	if s := got["hooked"]; s.Error != nil || string(s.Data) != `[{"title":"ONE (hooked)"},{"title":"TWO (hooked)"}]` {
+		t.Errorf("hooked insert: %s %+v", s.Data, s.Error)
+	}
+	if s := got["hook_refuses"]; s.Error == nil || s.Error.Message != "titles may not be bad" {
+		t.Errorf("hook refusal: %+v", s.Error)
+	}
+	if s := got["permission_denied"]; s.Error == nil || s.Error.Code != "PERMISSION_DENIED" {
+		t.Errorf("permission: %+v", s.Error)
+	}
+	if s := got["read_back"]; string(s.Data) != `[{"title":"ONE (hooked)"},{"title":"TWO (hooked)"}]` {
+		t.Errorf("read back: %s %+v", s.Data, s.Error)
+	}
+	if hookRuns != 3 {
+		t.Errorf("BeforeCreate ran %d times, want 3 (two rows, then the refused one; the denied row stops at the permission)", hookRuns)
+	}
+}

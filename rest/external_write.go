@@ -1,0 +1,150 @@
+package rest
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/db"
+)
+
+// WriteCheck is one row of a write that another front (the PostgREST-style
+// data API) runs on this resource's table inside its own caller-bound
+// transaction: see [Resource.CheckWrite].
+type WriteCheck struct {
+	// Operation is OpCreate, OpUpdate or OpDelete; OpList or OpGet for a
+	// read (only the permission and Hooks.AuthorizeFunc run).
+	Operation Operation
+	// Auth is the caller.
+	Auth authctx.Auth
+	// DB is the request's transaction, bound to the caller.
+	DB db.Querier
+	// Request is the HTTP request, if any.
+	Request *http.Request
+	// Key is the key of the row (update, delete); nil for create.
+	Key any
+	// Row is the current row (update, delete), read under RLS; nil for
+	// create.
+	Row Row
+	// Data is the row to insert or the values to set; nil for delete.
+	Data Row
+}
+
+// CheckWrite runs, for one row, what [Resource.Do] runs before a write's
+// statement: the operation's permission check by the authorizer, then
+// Hooks.AuthorizeFunc, then the operation's Before hook. It returns the
+// values to write (the Before hook's answer, else Data). The error is
+// always a *problem.Problem. After hooks do not run: a front that writes
+// with its own statement renders the rows itself.
+//
+// It returns an error when the operation is not served by the resource
+// or when its permission needs an approval decided outside the
+// transaction (Decision.Then), which only Do can wait for.
+func (r *Resource) CheckWrite(ctx context.Context, w *WriteCheck) (Row, error) {
+	call := &Call{Operation: w.Operation, Auth: w.Auth, Request: w.Request}
+	values, err := r.checkWrite(ctx, call, w)
+	if err != nil {
+		return nil, r.toProblem(call, err)
+	}
+	return values, nil
+}
+
+func (r *Resource) checkWrite(ctx context.Context, call *Call, w *WriteCheck) (Row, error) {
+	op := w.Operation
+	if !op.IsCRUD() {
+		return nil, routeNotFound()
+	}
+	if !r.ops[op] {
+		return nil, methodNotAllowed(r.allowed(op.Item()))
+	}
+	c := r.newCtx(ctx, call, w.Auth.Caller(), w.DB)
+	t := &Target{ID: w.Key, Row: w.Row, Data: w.Data}
+	if err := r.check(c, r.perms[op], t); err != nil {
+		if _, deferred := err.(*deferredDecision); deferred {
+			return nil, decisionProblem(r.perms[op], Decision{Effect: Deny, Reason: "needs an approval decided outside the transaction"})
+		}
+		return nil, err
+	}
+	h := &r.hooks
+	if h.AuthorizeFunc != nil {
+		if err := h.AuthorizeFunc(c, op, t); err != nil {
+			return nil, hookErr(err)
+		}
+	}
+	values := w.Data
+	var err error
+	switch op {
+	case OpCreate:
+		if h.BeforeCreateFunc != nil {
+			if values, err = h.BeforeCreateFunc(c, values); err != nil {
+				return nil, hookErr(err)
+			}
+			if err := r.checkHookValues(values); err != nil {
+				return nil, err
+			}
+		}
+	case OpUpdate:
+		if h.BeforeUpdateFunc != nil {
+			if values, err = h.BeforeUpdateFunc(c, values, t); err != nil {
+				return nil, hookErr(err)
+			}
+			if err := r.checkHookValues(values); err != nil {
+				return nil, err
+			}
+		}
+	case OpDelete:
+		if h.BeforeDeleteFunc != nil {
+			if err := h.BeforeDeleteFunc(c, t); err != nil {
+				return nil, hookErr(err)
+			}
+		}
+	}
+	return values, nil
+}
+
+// RowHooked reports whether a write of op runs code per row (the
+// authorizer's permission, Hooks.AuthorizeFunc or op's Before hook), so
+// that a front writing many rows must call [Resource.CheckWrite] for each.
+func (r *Resource) RowHooked(op Operation) bool {
+	h := &r.hooks
+	switch {
+	case r.perms[op] != "" || h.AuthorizeFunc != nil:
+		return true
+	case op == OpCreate:
+		return h.BeforeCreateFunc != nil
+	case op == OpUpdate:
+		return h.BeforeUpdateFunc != nil
+	case op == OpDelete:
+		return h.BeforeDeleteFunc != nil
+	}
+	return false
+}
+
+// AfterHook reports whether op has an After hook (AfterList, AfterGet,
+// AfterCreate or AfterUpdate), which only [Resource.Do] runs: a front
+// answering with its own statement refuses such an operation rather than
+// skip the hook.
+func (r *Resource) AfterHook(op Operation) bool {
+	h := &r.hooks
+	switch op {
+	case OpList:
+		return h.AfterListFunc != nil
+	case OpGet:
+		return h.AfterGetFunc != nil
+	case OpCreate:
+		return h.AfterCreateFunc != nil
+	case OpUpdate:
+		return h.AfterUpdateFunc != nil
+	}
+	return false
+}
+
+// ParseKey parses the text of a key as the resource's routes do (int64
+// for integer keys, a checked UUID string, else the text), for
+// [WriteCheck.Key]. The error is a *problem.Problem.
+func (r *Resource) ParseKey(s string) (any, error) { return r.parseKey(s) }
+
+// Scope returns the database options of op (its statement timeout from
+// Config.StatementTimeout or Config.StatementTimeouts), for a front that
+// runs op's statements itself; nil uses the DB's.
+func (r *Resource) Scope(op Operation) *db.ScopeOpts { return r.scope(op) }
