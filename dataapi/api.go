@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg *Config) (*API, error) {
 			return nil, err
 		}
 		if len(bad) > 0 {
-			return nil, fmt.Errorf("%w: %s (enable row-level security on them with ALTER TABLE … ENABLE ROW LEVEL SECURITY and write policies, revoke anon's and authenticated's privileges, or set allow_without_rls to rely on grants alone)",
+			return nil, fmt.Errorf("%w: %s (protect each as its fix says and write policies, or revoke anon's and authenticated's privileges, or set allow_without_rls to rely on grants alone)",
 				ErrUnprotected, strings.Join(bad, ", "))
 		}
 	}

@@ -145,6 +145,18 @@ func TestUnprotectedRefused(t *testing.T) {
 	if _, err := New(context.Background(), &Config{DB: b.db}); err != nil {
 		t.Fatal(err)
 	}
+	// A view runs as its owner unless security_invoker: refused with the
+	// fix, as the native resources refuse it.
+	b.exec(`create table guarded (id int); alter table guarded enable row level security;
+	create view guarded_view as select id from guarded; grant select on guarded_view to authenticated`)
+	_, err = New(context.Background(), &Config{DB: b.db})
+	if !errors.Is(err, ErrUnprotected) || !strings.Contains(err.Error(), "public.guarded_view") || !strings.Contains(err.Error(), "security_invoker") {
+		t.Fatalf("view without security_invoker: %v", err)
+	}
+	b.exec(`alter view guarded_view set (security_invoker = true)`)
+	if _, err := New(context.Background(), &Config{DB: b.db}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := New(context.Background(), &Config{DB: b.db, Schemas: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Fatalf("missing schema: %v", err)
 	}

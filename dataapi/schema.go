@@ -2,12 +2,17 @@ package dataapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tablegate/tablegate/db"
+	suggestpkg "github.com/tablegate/tablegate/internal/suggest"
 )
 
 // relation is a table or view of an exposed schema, as read from the
@@ -192,61 +197,53 @@ func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*
 	return c, frows.Err()
 }
 
-// unprotected lists the tables of the catalogue that anon or authenticated
-// may read or write and that row-level security does not protect.
+// unprotected lists the tables and views of the exposed schemas that anon
+// or authenticated may read or write and that row-level security does not
+// protect, each with its reason and fix: the check [db.CheckRLS] makes for
+// the native resources (RLS disabled, a view without security_invoker or
+// reading such a table, a table a request role owns without FORCE).
 func unprotected(ctx context.Context, pool *pgxpool.Pool, schemas []string) ([]string, error) {
 	rows, err := pool.Query(ctx, `select format('%I.%I', n.nspname, c.relname)
 	from pg_class c join pg_namespace n on n.oid = c.relnamespace
-	where n.nspname = any($1) and c.relkind in ('r','p') and not c.relrowsecurity
+	where n.nspname = any($1) and c.relkind in ('r','p','v','m','f')
 	  and exists (select 1 from pg_roles r where r.rolname in ('anon','authenticated')
 	    and has_table_privilege(r.oid, c.oid, 'select,insert,update,delete'))
 	order by 1`, schemas)
 	if err != nil {
 		return nil, fmt.Errorf("dataapi: check row-level security: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("dataapi: check row-level security: %w", err)
 	}
-	return out, rows.Err()
+	var out []string
+	for _, name := range names {
+		_, err := db.CheckRLS(ctx, pool, name)
+		var rlsErr *db.RLSError
+		switch {
+		case errors.As(err, &rlsErr):
+			out = append(out, fmt.Sprintf("%s (%s; fix: %s)", name, rlsErr.Reason, rlsErr.Fix))
+		case errors.Is(err, db.ErrNoRelation):
+			// Dropped since the list was read.
+		case err != nil:
+			return nil, fmt.Errorf("dataapi: check row-level security: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // suggest returns the name in names closest to want ("" when none is
-// close), for PostgREST's "Perhaps you meant" hints.
+// close), for PostgREST's "Perhaps you meant" hints: looser than a typo
+// check, as PostgREST's hint is.
 func suggest(want string, names []string) string {
 	best, bestD := "", len(want)/2+2
 	sort.Strings(names)
 	for _, n := range names {
-		if d := distance(strings.ToLower(want), strings.ToLower(n)); d < bestD {
+		if d := suggestpkg.Distance(strings.ToLower(want), strings.ToLower(n)); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // computed returns the computed column name of rel: a function of rel's
