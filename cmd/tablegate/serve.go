@@ -173,6 +173,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Configuration mistakes first, before the database is touched.
+	acfg, err := authConfigFor(cfg, e.getenv)
+	if err != nil {
+		return err
+	}
 	out := e.stderr
 	of.fromConfig(fs, cfg)
 	obs, err := setupObservability(ctx, e.getenv, of.observeOpts(e))
@@ -186,10 +191,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	defer pool.Close()
 	if err := checkMigrated(ctx, out, pool); err != nil {
-		return err
-	}
-	acfg, err := authConfigFor(cfg, e.getenv)
-	if err != nil {
 		return err
 	}
 	acfg.Telemetry = obs.tel

@@ -87,7 +87,7 @@ func TestEventsConfig(t *testing.T) {
 		`{"events": {"retention": "-1h"}, "tables": {"todos": {"events": true}}}`:  "must not be negative",
 		`{"events": {"max_replay": -1}, "tables": {"todos": {"events": true}}}`:    "events.max_replay: -1 is negative",
 		`{"events": {"retention": "2h"}, "tables": {"todos": {}}}`:                 `add "events": true to a table`,
-		`{"events": {"retension": "2h"}, "tables": {"todos": {"events": true}}}`:   `unknown field "retension"`,
+		`{"events": {"retension": "2h"}, "tables": {"todos": {"events": true}}}`:   `unknown key "retension" in events (did you mean "retention"?)`,
 	} {
 		if _, err := parseServeConfig([]byte(cfg), "tablegate.json"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error containing %q", cfg, err, want)
