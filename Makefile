@@ -40,11 +40,14 @@ lint: ## gofmt and go vet on every module
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-# The demo is built, then exec'd (not "go run", which exits 1 on Ctrl-C):
-# it is make's own child, and Ctrl-C ends it quietly with its status 0.
+# The demo is built, then run (not with "go run", which exits 1 on Ctrl-C).
+# In a terminal, bash's job control (set -m) gives the demo the terminal's
+# foreground process group, so Ctrl-C reaches the demo alone: it shuts down
+# and exits 0, and so does make (an interrupted make would exit 130).
 # DEMO_FLAGS passes flags: make demo DEMO_FLAGS="--addr 127.0.0.1:0".
 demo: ## run the demo: throwaway Postgres, migrations, keys, API on 127.0.0.1:8080
-	$(GO) build -o bin/tablegate ./cmd/tablegate && exec ./bin/tablegate demo $(DEMO_FLAGS)
+	$(GO) build -o bin/tablegate ./cmd/tablegate
+	@bash -c '[ -t 0 ] && set -m; ./bin/tablegate demo $(DEMO_FLAGS); exit $$?'
 
 bench: bench-deps ## run the benchmarks in bench/ (ratios to the raw pgx floor)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./bench/
