@@ -68,14 +68,19 @@ type Config struct {
 	// negative waits as long as the request's context allows.
 	AcquireTimeout time.Duration
 
-	// MaxConnsPerCaller bounds the pooled connections one caller holds at
-	// once: a user (by user id), and every caller without a token
-	// together. Service callers (the secret key, the server's own work)
-	// are not bounded. A request over it waits, within AcquireTimeout, for
-	// one of its caller's own connections to come back, then fails with
-	// [ErrCallerBusy] (answered 429 with Retry-After): so one caller's
-	// slow or many requests leave connections for everybody else. Zero
-	// means half the pool's MaxConns (at least one); negative sets no
+	// MaxConnsPerCaller bounds the pooled connections one caller holds
+	// while others wait: a user (by user id), and every caller without a
+	// token together. Service callers (the secret key, the server's own
+	// work) are not bounded. The bound is work-conserving: a caller over
+	// it still takes a connection nobody else wants (one is idle and no
+	// request is queued for one), so one caller alone can use the whole
+	// pool. Once the pool is full, a request over the bound waits, within
+	// AcquireTimeout, for one of its caller's own connections to come
+	// back, then fails with [ErrCallerBusy] (answered 429 with
+	// Retry-After), while the connections coming back go to the other
+	// callers queued for them: so one caller's slow or many requests never
+	// keep everybody else waiting for more than one of its statements.
+	// Zero means half the pool's MaxConns (at least one); negative sets no
 	// bound.
 	MaxConnsPerCaller int
 }
