@@ -125,6 +125,7 @@ func runDemo(ctx context.Context, e *env, args []string) error {
 	if o.tokenTTL <= 0 {
 		return usagef("--token-ttl must be positive")
 	}
+	tuneGC(e.getenv)
 	o.publishableKey = e.getenv("SUPABASE_PUBLISHABLE_KEY")
 	if o.publishableKey == "" {
 		o.publishableKey = e.getenv("SUPABASE_ANON_KEY")
