@@ -84,11 +84,18 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 func (d *DB) acquire(ctx context.Context, key callerKey) (lease, error) {
 	actx := ctx
 	if d.acquireTimeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, d.acquireTimeout)
-		defer cancel()
+		if err := ctx.Err(); err != nil {
+			return lease{}, acquireErr(ctx, err)
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.acquireTimeout {
+			// The request's own deadline comes first: it bounds the wait.
+		} else {
+			ac := newAcquireCtx(ctx, d.acquireTimeout)
+			defer ac.release()
+			actx = ac
+		}
 	}
-	pl, err := d.shares.enter(actx, key)
+	pl, err := d.shares.enter(actx, ctx.Done(), key)
 	if err != nil {
 		if ctx.Err() == nil {
 			return lease{}, ErrCallerBusy

@@ -76,10 +76,11 @@ func shareKey(c authctx.Caller) callerKey {
 	}
 }
 
-// enter takes one of key's places, waiting until ctx is done; over the
-// share it takes a connection nobody else wants without waiting. It
-// returns the zero place (and takes nothing) for an unbounded key or DB.
-func (s *shares) enter(ctx context.Context, key callerKey) (place, error) {
+// enter takes one of key's places, waiting until ctx is done or stop
+// closes (the request's end); over the share it takes a connection nobody
+// else wants without waiting. It returns the zero place (and takes
+// nothing) for an unbounded key or DB.
+func (s *shares) enter(ctx context.Context, stop <-chan struct{}, key callerKey) (place, error) {
 	if s == nil || key.kind == "" {
 		return place{}, nil
 	}
@@ -108,6 +109,9 @@ func (s *shares) enter(ctx context.Context, key callerKey) (place, error) {
 	case <-ctx.Done():
 		s.drop(key, sh)
 		return place{}, ctx.Err()
+	case <-stop:
+		s.drop(key, sh)
+		return place{}, context.Canceled
 	}
 }
 
