@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GET /api/todos/{id} of `tablegate demo` (default flags) against demofloor, the hand-written floor
+# GET /api/todos/{id} and a 50-row list (GET /api/todos?limit=50) of `tablegate demo` (default flags) against demofloor, the hand-written floor
 # over the demo's own table and policy (bench/demofloor), side by side in one run and the same
 # Postgres (the demo's). wrk -t2 -c64, a 2 s warm-up, rounds interleaved, medians; the last line reads
 #   perf (demo floor): GET /api/todos/{id} N req/s = R x demo floor (M req/s), non-2xx K
@@ -52,6 +52,9 @@ id=$(head -1 "$tmp/ids")
 a=$(curl -s -H "Authorization: Bearer $USER_TOKEN" "$BASE_URL/api/todos/$id" | jq -cS '{id, tenant_id, owner_id, title, done}')
 b=$(curl -s -H "Authorization: Bearer $USER_TOKEN" "$FLOOR/api/todos/$id" | jq -cS '{id, tenant_id, owner_id, title, done}')
 [ -n "$a" ] && [ "$a" = "$b" ] || die "the demo and demofloor disagree on todo $id: $a vs $b"
+a=$(curl -s -H "Authorization: Bearer $USER_TOKEN" "$BASE_URL/api/todos?limit=50" | jq -c '[.items[].id]')
+b=$(curl -s -H "Authorization: Bearer $USER_TOKEN" "$FLOOR/api/todos?limit=50" | jq -c '[.items[].id]')
+[ -n "$a" ] && [ "$a" = "$b" ] || die "the demo and demofloor list different rows: $a vs $b"
 
 cat >"$tmp/ids.lua" <<'LUA'
 local paths = {}
@@ -62,16 +65,25 @@ function done(summary, latency, requests)
   io.write(string.format('{"rps":%.0f,"non2xx":%d}\n', summary.requests / (summary.duration / 1e6), summary.errors.status))
 end
 LUA
-load() { # $1 origin: prints "rps non2xx"
-  IDS_FILE=$tmp/ids wrk -t2 -c64 -d2s -s "$tmp/ids.lua" -H "Authorization: Bearer $USER_TOKEN" "$1" >/dev/null 2>&1
-  IDS_FILE=$tmp/ids wrk -t2 -c64 -d"$DUR" -s "$tmp/ids.lua" -H "Authorization: Bearer $USER_TOKEN" "$1" 2>/dev/null | grep '^{' | jq -r '"\(.rps) \(.non2xx)"'
+cat >"$tmp/list.lua" <<'LUA'
+function request() return wrk.format("GET", "/api/todos?limit=50") end
+function done(summary, latency, requests)
+  io.write(string.format('{"rps":%.0f,"non2xx":%d}\n', summary.requests / (summary.duration / 1e6), summary.errors.status))
+end
+LUA
+load() { # $1 origin, $2 script: prints "rps non2xx"
+  IDS_FILE=$tmp/ids wrk -t2 -c64 -d2s -s "$tmp/$2.lua" -H "Authorization: Bearer $USER_TOKEN" "$1" >/dev/null 2>&1
+  IDS_FILE=$tmp/ids wrk -t2 -c64 -d"$DUR" -s "$tmp/$2.lua" -H "Authorization: Bearer $USER_TOKEN" "$1" 2>/dev/null | grep '^{' | jq -r '"\(.rps) \(.non2xx)"'
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-P=(); F=(); bad=0
+P=(); F=(); LP=(); LF=(); bad=0
 for r in $(seq 1 "$ROUNDS"); do
-  read -r p pb < <(load "$BASE_URL"); read -r f fb < <(load "$FLOOR")
-  echo "round $r: project $p req/s, demo floor $f req/s"
-  P+=("$p"); F+=("$f"); bad=$((bad + pb + fb))
+  read -r p pb < <(load "$BASE_URL" ids); read -r f fb < <(load "$FLOOR" ids)
+  read -r lp lpb < <(load "$BASE_URL" list); read -r lf lfb < <(load "$FLOOR" list)
+  echo "round $r: get project $p req/s, demo floor $f req/s; list 50 project $lp req/s, demo floor $lf req/s"
+  P+=("$p"); F+=("$f"); LP+=("$lp"); LF+=("$lf"); bad=$((bad + pb + fb + lpb + lfb))
 done
-Pm=$(median "${P[@]}"); Fm=$(median "${F[@]}")
-echo "perf (demo floor): GET /api/todos/{id} $Pm req/s = $(awk -v p="$Pm" -v f="$Fm" 'BEGIN { printf "%.2f", p / f }')x demo floor ($Fm req/s), non-2xx $bad"
+ratio() { awk -v p="$1" -v f="$2" 'BEGIN { printf "%.2f", p / f }'; }
+Pm=$(median "${P[@]}"); Fm=$(median "${F[@]}"); LPm=$(median "${LP[@]}"); LFm=$(median "${LF[@]}")
+echo "perf (demo floor): list 50 $LPm req/s = $(ratio "$LPm" "$LFm")x demo floor ($LFm req/s)"
+echo "perf (demo floor): GET /api/todos/{id} $Pm req/s = $(ratio "$Pm" "$Fm")x demo floor ($Fm req/s), non-2xx $bad"

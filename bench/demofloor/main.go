@@ -42,7 +42,15 @@ import (
 const (
 	settingsSQL = `select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)`
 	getSQL      = `select id, tenant_id, owner_id, title, done, created_at from public.todos where id = $1`
+	listSQL     = `select id, tenant_id, owner_id, title, done, created_at from public.todos order by id limit $1`
 )
+
+// page is a list answer: the rows and, when there are more, a cursor
+// (the last id).
+type page struct {
+	Items      []todo `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
 
 type todo struct {
 	ID        int64     `json:"id"`
@@ -91,6 +99,7 @@ func main() {
 		parser: jwt.NewParser(jwt.WithValidMethods([]string{"ES256"}), jwt.WithExpirationRequired())}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/todos/{id}", s.get)
+	mux.HandleFunc("GET /api/todos", s.list)
 	log.Printf("demofloor on %s (pool %d)", *addr, *conns)
 	log.Fatal(http.ListenAndServe(*addr, mux))
 }
@@ -194,6 +203,58 @@ func (s *server) get(w http.ResponseWriter, r *http.Request) {
 	}
 	t.TenantID, t.OwnerID = uuidString(tenant), uuidString(owner)
 	out, err := json.Marshal(&t)
+	if err != nil {
+		http.Error(w, `{"message":"internal"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	_, _ = w.Write(out)
+}
+
+// list answers GET /api/todos?limit=N (default 50, at most 1000) with
+// the first N rows by id, read as the demo's list reads them: one
+// pipeline, the page plus one row to know whether there are more.
+func (s *server) list(w http.ResponseWriter, r *http.Request) {
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			http.Error(w, `{"message":"bad limit"}`, http.StatusBadRequest)
+			return
+		}
+		limit = n
+	}
+	claims, err := s.claims(r)
+	if err != nil {
+		http.Error(w, `{"message":"unauthorized"}`, http.StatusUnauthorized)
+		return
+	}
+	p := page{Items: make([]todo, 0, limit+1)}
+	b := &pgx.Batch{}
+	b.Queue(settingsSQL, claims)
+	b.Queue(listSQL, limit+1).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var t todo
+			var tenant, owner [16]byte
+			if err := rows.Scan(&t.ID, &tenant, &owner, &t.Title, &t.Done, &t.CreatedAt); err != nil {
+				return err
+			}
+			t.TenantID, t.OwnerID = uuidString(tenant), uuidString(owner)
+			p.Items = append(p.Items, t)
+		}
+		return rows.Err()
+	})
+	if err := s.pool.SendBatch(r.Context(), b).Close(); err != nil {
+		log.Printf("error: %v", err)
+		http.Error(w, `{"message":"internal"}`, http.StatusInternalServerError)
+		return
+	}
+	if len(p.Items) > limit {
+		p.Items = p.Items[:limit]
+		p.NextCursor = strconv.FormatInt(p.Items[limit-1].ID, 10)
+	}
+	out, err := json.Marshal(&p)
 	if err != nil {
 		http.Error(w, `{"message":"internal"}`, http.StatusInternalServerError)
 		return
