@@ -70,7 +70,7 @@ func TestShareWaitStopsWithTheRequest(t *testing.T) {
 	s := &shares{max: 1, poolMax: 1, slots: map[callerKey]*share{}}
 	key := callerKey{kind: "user", id: "u"}
 	s.inflight.Add(1) // the pool is full
-	held, err := s.enter(context.Background(), nil, key)
+	held, err := s.enter(context.Background(), context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestShareWaitStopsWithTheRequest(t *testing.T) {
 	defer ac.release()
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 	start := time.Now()
-	_, err = s.enter(ac, ctx.Done(), key)
+	_, err = s.enter(ac, ctx, key)
 	if !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
 		t.Fatalf("enter after the request ended: %v after %v", err, time.Since(start))
 	}

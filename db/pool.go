@@ -95,7 +95,7 @@ func (d *DB) acquire(ctx context.Context, key callerKey) (lease, error) {
 			actx = ac
 		}
 	}
-	pl, err := d.shares.enter(actx, ctx.Done(), key)
+	pl, err := d.shares.enter(actx, ctx, key)
 	if err != nil {
 		if ctx.Err() == nil {
 			return lease{}, ErrCallerBusy

@@ -76,11 +76,11 @@ func shareKey(c authctx.Caller) callerKey {
 	}
 }
 
-// enter takes one of key's places, waiting until ctx is done or stop
-// closes (the request's end); over the share it takes a connection nobody
-// else wants without waiting. It returns the zero place (and takes
-// nothing) for an unbounded key or DB.
-func (s *shares) enter(ctx context.Context, stop <-chan struct{}, key callerKey) (place, error) {
+// enter takes one of key's places, waiting until ctx (the acquire
+// timeout) or req (the request) is done; over the share it takes a
+// connection nobody else wants without waiting. It returns the zero place
+// (and takes nothing) for an unbounded key or DB.
+func (s *shares) enter(ctx, req context.Context, key callerKey) (place, error) {
 	if s == nil || key.kind == "" {
 		return place{}, nil
 	}
@@ -109,9 +109,9 @@ func (s *shares) enter(ctx context.Context, stop <-chan struct{}, key callerKey)
 	case <-ctx.Done():
 		s.drop(key, sh)
 		return place{}, ctx.Err()
-	case <-stop:
+	case <-req.Done(): // asked for here only: Done makes the request's channel
 		s.drop(key, sh)
-		return place{}, context.Canceled
+		return place{}, req.Err()
 	}
 }
 
