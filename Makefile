@@ -11,7 +11,7 @@ OAS_DIR   := integration/oas
 # OpenTelemetry SDK and exporters stay out of the library's go.mod.
 MODULES   := . cmd/tablegate bench $(shell test -f integration/go.mod && echo integration)
 
-.PHONY: help test test-go node-deps generate verify schema lint demo bench bench-deps fuzz tidy docs-asset
+.PHONY: help test test-go node-deps generate verify schema lint demo bench bench-deps bench-floor fuzz tidy docs-asset
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,14 @@ demo: ## run the demo: throwaway Postgres, migrations, keys, API on 127.0.0.1:80
 
 bench: bench-deps ## run the benchmarks in bench/ (ratios to the raw pgx floor)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./bench/
+
+# The shared, independently written floor (compare.sh, rlsget, its schema): beside the checkout.
+BENCH_FLOOR ?= $(firstword $(wildcard ../shared/bench-floor ../../shared/bench-floor /work/shared/bench-floor))
+
+bench-floor: bench-deps ## the outside comparison: the demo's GET against the shared floor and naive servers, then against demofloor (the same hand-written server over the demo's own table and policy)
+	-@if [ -n "$(BENCH_FLOOR)" ] && [ -x "$(BENCH_FLOOR)/compare.sh" ]; then "$(BENCH_FLOOR)/compare.sh"; \
+	  else echo "no shared floor (set BENCH_FLOOR=DIR holding compare.sh); only the demo floor runs"; fi
+	bench/demofloor/compare.sh
 
 bench-deps: # wrk drives BenchmarkHTTPWrk from its own process
 	@command -v wrk >/dev/null || { apt-get install -y -qq wrk || { echo "install wrk (Debian: apt-get install wrk)"; exit 1; }; }

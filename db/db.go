@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -68,14 +69,19 @@ type Config struct {
 	// negative waits as long as the request's context allows.
 	AcquireTimeout time.Duration
 
-	// MaxConnsPerCaller bounds the pooled connections one caller holds at
-	// once: a user (by user id), and every caller without a token
-	// together. Service callers (the secret key, the server's own work)
-	// are not bounded. A request over it waits, within AcquireTimeout, for
-	// one of its caller's own connections to come back, then fails with
-	// [ErrCallerBusy] (answered 429 with Retry-After): so one caller's
-	// slow or many requests leave connections for everybody else. Zero
-	// means half the pool's MaxConns (at least one); negative sets no
+	// MaxConnsPerCaller bounds the pooled connections one caller holds
+	// while others wait: a user (by user id), and every caller without a
+	// token together. Service callers (the secret key, the server's own
+	// work) are not bounded. The bound is work-conserving: a caller over
+	// it still takes a connection nobody else wants (one is idle and no
+	// request is queued for one), so one caller alone can use the whole
+	// pool. Once the pool is full, a request over the bound waits, within
+	// AcquireTimeout, for one of its caller's own connections to come
+	// back, then fails with [ErrCallerBusy] (answered 429 with
+	// Retry-After), while the connections coming back go to the other
+	// callers queued for them: so one caller's slow or many requests never
+	// keep everybody else waiting for more than one of its statements.
+	// Zero means half the pool's MaxConns (at least one); negative sets no
 	// bound.
 	MaxConnsPerCaller int
 
@@ -390,43 +396,95 @@ func (q *readQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx
 	return &prefixedRow{rows: rows, err: err}
 }
 
-// prefixBatch queues [begin,] settings and the statement.
-func prefixBatch(begin bool, s settings, sql string, args []any) *pgx.Batch {
-	b := &pgx.Batch{}
-	if begin {
-		b.Queue("begin")
+// batchBuf is the batch of one prefixed call: reused (sync.Pool) once its
+// results are closed, so that a call allocates no batch, no queued
+// queries and no argument list for the settings.
+type batchBuf struct {
+	b    pgx.Batch
+	q    [3]pgx.QueuedQuery
+	p    [3]*pgx.QueuedQuery
+	args [3]any
+}
+
+var batchBufs = sync.Pool{New: func() any { return new(batchBuf) }}
+
+// free clears bb (no reference outlives the call) and keeps it for another.
+func (bb *batchBuf) free() {
+	*bb = batchBuf{}
+	batchBufs.Put(bb)
+}
+
+// Boxed once: the roles every caller without a role claim of its own
+// runs as (boxing a role per call would allocate).
+var (
+	argAuthenticated any = RoleAuthenticated
+	argAnon          any = RoleAnon
+	argServiceRole   any = RoleServiceRole
+)
+
+func roleArg(role string) any {
+	switch role {
+	case RoleAuthenticated:
+		return argAuthenticated
+	case RoleAnon:
+		return argAnon
+	case RoleServiceRole:
+		return argServiceRole
 	}
+	return role
+}
+
+// prefixBatch queues [begin,] settings and the statement. Each queued
+// query is written whole (a composite literal), which also clears what
+// pgx noted on it in an earlier use.
+func prefixBatch(begin bool, s settings, sql string, args []any) *batchBuf {
+	bb := batchBufs.Get().(*batchBuf)
+	n := 0
+	if begin {
+		bb.q[n] = pgx.QueuedQuery{SQL: "begin"}
+		n++
+	}
+	bb.args = [3]any{roleArg(s.role), s.claims, s.timeout}
 	switch {
 	case s.timeout != nil && begin:
-		b.Queue(settingsTxTimeoutSQL, s.role, s.claims, s.timeout)
+		bb.q[n] = pgx.QueuedQuery{SQL: settingsTxTimeoutSQL, Arguments: bb.args[:3]}
 	case s.timeout != nil:
-		b.Queue(settingsTimeoutSQL, s.role, s.claims, s.timeout)
+		bb.q[n] = pgx.QueuedQuery{SQL: settingsTimeoutSQL, Arguments: bb.args[:3]}
 	default:
-		b.Queue(settingsSQL, s.role, s.claims)
+		bb.q[n] = pgx.QueuedQuery{SQL: settingsSQL, Arguments: bb.args[:2]}
 	}
-	b.Queue(sql, args...)
-	return b
+	n++
+	bb.q[n] = pgx.QueuedQuery{SQL: sql, Arguments: args}
+	n++
+	for k := range n {
+		bb.p[k] = &bb.q[k]
+	}
+	bb.b.QueuedQueries = bb.p[:n]
+	return bb
 }
 
 // sendPrefixed sends the prefixed batch on conn and consumes the prefix
-// results.
-func sendPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgx.BatchResults, error) {
-	br := conn.SendBatch(ctx, prefixBatch(begin, s, sql, args))
+// results. Give back the returned batchBuf after closing the results.
+func sendPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgx.BatchResults, *batchBuf, error) {
+	bb := prefixBatch(begin, s, sql, args)
+	br := conn.SendBatch(ctx, &bb.b)
 	if begin {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return nil, err
+			bb.free()
+			return nil, nil, err
 		}
 	}
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return nil, err
+		bb.free()
+		return nil, nil, err
 	}
-	return br, nil
+	return br, bb, nil
 }
 
 func execPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgconn.CommandTag, error) {
-	br, err := sendPrefixed(ctx, conn, begin, s, sql, args)
+	br, bb, err := sendPrefixed(ctx, conn, begin, s, sql, args)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -434,20 +492,22 @@ func execPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s setting
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	bb.free()
 	return tag, err
 }
 
 func queryPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s settings, sql string, args []any) (pgx.Rows, error) {
-	br, err := sendPrefixed(ctx, conn, begin, s, sql, args)
+	br, bb, err := sendPrefixed(ctx, conn, begin, s, sql, args)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := br.Query()
 	if err != nil {
 		_ = br.Close()
+		bb.free()
 		return nil, err
 	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return &batchRows{Rows: rows, br: br, bb: bb}, nil
 }
 
 // batchRows closes the batch when the rows are closed, and releases the
@@ -455,6 +515,7 @@ func queryPrefixed(ctx context.Context, conn *pgxpool.Conn, begin bool, s settin
 type batchRows struct {
 	pgx.Rows
 	br     pgx.BatchResults
+	bb     *batchBuf // the batch, given back once br is closed
 	lease  lease
 	closed bool
 	err    error
@@ -468,6 +529,10 @@ func (r *batchRows) Close() {
 	r.Rows.Close()
 	if err := r.br.Close(); err != nil && r.Rows.Err() == nil {
 		r.err = err
+	}
+	if r.bb != nil {
+		r.bb.free()
+		r.bb = nil
 	}
 	if r.lease.conn != nil {
 		r.lease.release()

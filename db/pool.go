@@ -22,9 +22,9 @@ import (
 var ErrPoolBusy = errors.New("db: no pooled connection became free in time")
 
 // ErrCallerBusy is returned by [DB.Read], [DB.Tx] and their variants when
-// the caller already held its share of the pool (Config.MaxConnsPerCaller)
-// for the whole acquire timeout: its own requests are keeping those
-// connections busy. [Problem] answers it 429 with Retry-After.
+// the pool was full and the caller already held its share of it
+// (Config.MaxConnsPerCaller) for the whole acquire timeout: its own
+// requests are keeping those connections busy while others wait. [Problem] answers it 429 with Retry-After.
 var ErrCallerBusy = errors.New("db: the caller's share of pooled connections stayed busy")
 
 // ErrPoolClosed is returned when the pool was closed (the server is
@@ -84,23 +84,32 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 func (d *DB) acquire(ctx context.Context, key callerKey) (lease, error) {
 	actx := ctx
 	if d.acquireTimeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, d.acquireTimeout)
-		defer cancel()
+		if err := ctx.Err(); err != nil {
+			return lease{}, acquireErr(ctx, err)
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.acquireTimeout {
+			// The request's own deadline comes first: it bounds the wait.
+		} else {
+			ac := newAcquireCtx(ctx, d.acquireTimeout)
+			defer ac.release()
+			actx = ac
+		}
 	}
-	sh, err := d.shares.enter(actx, key)
+	pl, err := d.shares.enter(actx, ctx, key, true)
 	if err != nil {
 		if ctx.Err() == nil {
 			return lease{}, ErrCallerBusy
 		}
 		return lease{}, acquireErr(ctx, err)
 	}
+	d.shares.acquiring()
 	conn, err := d.pool.Acquire(actx)
 	if err != nil {
-		d.shares.leave(key, sh)
+		d.shares.done()
+		d.shares.leave(key, pl)
 		return lease{}, acquireErr(ctx, err)
 	}
-	return lease{conn: conn, d: d, key: key, share: sh}, nil
+	return lease{conn: conn, d: d, key: key, place: pl}, nil
 }
 
 // acquireErr names why no connection was acquired.

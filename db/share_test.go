@@ -13,11 +13,14 @@ import (
 	"github.com/tablegate/tablegate/problem"
 )
 
-// TestCallerShareLeavesConnectionsForOthers: one caller holding its share
-// of the pool (half of it by default) waits for its own connections and
-// then gets 429, while other users, callers without a token and service
-// callers still get connections at once; the share comes back when the
-// caller's requests end.
+// TestCallerShareLeavesConnectionsForOthers: the per-caller bound is
+// work-conserving. One caller alone takes every idle connection, beyond
+// its share (half the pool by default); once the pool is full and
+// another caller queues, the connection that comes back goes to that
+// caller, and the greedy caller's requests over its share wait for its
+// own connections and then get 429. Service callers and unshared reads
+// are not held to the share; the share comes back when the caller's
+// requests end.
 func TestCallerShareLeavesConnectionsForOthers(t *testing.T) {
 	t.Parallel()
 	pool := budgetPool(t, pgtest.URL(t), 4, nil)
@@ -35,47 +38,74 @@ func TestCallerShareLeavesConnectionsForOthers(t *testing.T) {
 		})
 	}
 
-	// The greedy caller takes its two places and keeps them.
-	hold := make(chan struct{})
-	held := make(chan error, 2)
+	// hold runs a transaction of c that keeps its connection until its
+	// channel closes; it returns once the transaction ran its statement.
 	var wg sync.WaitGroup
-	for range 2 {
+	hold := func(c authctx.Caller) chan struct{} {
+		release := make(chan struct{})
+		held := make(chan error, 1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = d.Tx(ctx, greedy, func(q db.Querier) error {
+			_ = d.Tx(ctx, c, func(q db.Querier) error {
 				_, err := q.Exec(ctx, "select 1")
 				held <- err
-				<-hold
+				<-release
 				return err
 			})
 		}()
-	}
-	for range 2 {
 		if err := <-held; err != nil {
 			t.Fatal(err)
 		}
+		return release
 	}
 
-	for _, tx := range []bool{false, true} {
+	// The greedy caller takes its two places, then, alone on the pool,
+	// the two idle connections beyond its share, each at once.
+	var holds []chan struct{}
+	for i := range 4 {
 		start := time.Now()
-		err := sel(greedy, tx)
-		if !errors.Is(err, db.ErrCallerBusy) {
-			t.Fatalf("a third request of the same caller (tx %v): %v, want ErrCallerBusy", tx, err)
-		}
-		if el := time.Since(start); el < 200*time.Millisecond || el > 10*time.Second {
-			t.Errorf("it waited %v, want about the acquire timeout (300ms)", el)
-		}
-		p, _ := problem.As(db.Problem(err))
-		if p == nil || p.Status != 429 || p.Header.Get("Retry-After") == "" {
-			t.Errorf("problem %+v, want 429 with Retry-After", p)
+		holds = append(holds, hold(greedy))
+		if el := time.Since(start); el > 250*time.Millisecond {
+			t.Errorf("connection %d of a caller alone on the pool took %v", i+1, el)
 		}
 	}
-	// Everybody else is served at once.
+
+	// The pool is full. Another user queues for a connection; the greedy
+	// caller's next request, over its share while another waits, waits
+	// for its own connections and gets 429.
+	other := make(chan error, 1)
+	otherStart := time.Now()
+	go func() { other <- sel(user(map[string]any{"sub": bob}), true) }()
+	time.Sleep(50 * time.Millisecond)
+	greedyErr := make(chan error, 1)
+	greedyStart := time.Now()
+	go func() { greedyErr <- sel(greedy, false) }()
+	time.Sleep(50 * time.Millisecond)
+	close(holds[3]) // one of the connections beyond its share comes back: it goes to bob
+	if err := <-other; err != nil {
+		t.Errorf("another user, queued while the pool was full: %v", err)
+	}
+	if el := time.Since(otherStart); el > 250*time.Millisecond {
+		t.Errorf("another user waited %v, want about until one connection came back (~100ms)", el)
+	}
+	err := <-greedyErr
+	if !errors.Is(err, db.ErrCallerBusy) {
+		t.Fatalf("the greedy caller's request while another waited: %v, want ErrCallerBusy", err)
+	}
+	if el := time.Since(greedyStart); el < 200*time.Millisecond || el > 10*time.Second {
+		t.Errorf("it waited %v, want about the acquire timeout (300ms)", el)
+	}
+	p, _ := problem.As(db.Problem(err))
+	if p == nil || p.Status != 429 || p.Header.Get("Retry-After") == "" {
+		t.Errorf("problem %+v, want 429 with Retry-After", p)
+	}
+
+	// With three connections held by the greedy caller, callers without a
+	// token and service callers are served at once from the fourth.
 	for name, c := range map[string]authctx.Caller{
-		"another user": user(map[string]any{"sub": bob}),
-		"no token":     anonCaller,
-		"service":      serviceCaller,
+		"no token": anonCaller,
+		"service":  serviceCaller,
 	} {
 		start := time.Now()
 		if err := sel(c, true); err != nil {
@@ -86,7 +116,8 @@ func TestCallerShareLeavesConnectionsForOthers(t *testing.T) {
 		}
 	}
 
-	// The server's own work on the greedy caller's behalf is not held up.
+	// The server's own work on the greedy caller's behalf is not held to
+	// its share.
 	if err := d.ReadWith(ctx, greedy, &db.ScopeOpts{Unshared: true}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, "select 1")
 		return err
@@ -94,13 +125,23 @@ func TestCallerShareLeavesConnectionsForOthers(t *testing.T) {
 		t.Errorf("an unshared read for the caller: %v", err)
 	}
 
-	close(hold)
+	for _, h := range holds[:3] {
+		close(h)
+	}
 	wg.Wait()
 	for range 3 { // the share came back, and stays whole
 		if err := sel(greedy, false); err != nil {
 			t.Fatalf("after its requests ended: %v", err)
 		}
 	}
+	// Four at once again: nobody else waits.
+	for range 4 {
+		holds = append(holds, hold(greedy))
+	}
+	for _, h := range holds[4:] {
+		close(h)
+	}
+	wg.Wait()
 }
 
 // TestCallerShareOff: MaxConnsPerCaller < 0 lets one caller take the whole

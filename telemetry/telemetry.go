@@ -57,7 +57,8 @@ type Config struct {
 	Propagator propagation.TextMapPropagator
 	// AccessLog receives one line per request served by [Telemetry.Handler]
 	// (method, route, status, duration, request id, caller kind, trace
-	// id); nil writes none.
+	// id), at level Info, in records without a source position (a
+	// handler's AddSource finds none); nil writes none.
 	AccessLog *slog.Logger
 	// LogSubject adds the caller's subject (the user id) to the access
 	// log line. It never reaches spans or metrics.

@@ -25,8 +25,8 @@ type databaseConfig struct {
 	StatementTimeout string `json:"statement_timeout,omitempty"`
 	// AcquireTimeout bounds the wait for a free pooled connection ("2s").
 	AcquireTimeout string `json:"acquire_timeout,omitempty"`
-	// MaxConnsPerCaller bounds the connections one caller holds at once
-	// (default half the pool; negative: no bound).
+	// MaxConnsPerCaller bounds the connections one caller holds while
+	// others wait (default half the pool; negative: no bound).
 	MaxConnsPerCaller int `json:"max_conns_per_caller,omitempty"`
 }
 
@@ -72,7 +72,7 @@ const defaultShutdownTimeout = 10 * time.Second
 
 func (b *budgetFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.maxConns, "db-max-conns", 0, "database pool size `N` (default 4 per CPU, 8..64; or the URL's pool_max_conns)")
-	fs.IntVar(&b.perCaller, "db-max-conns-per-caller", 0, "pooled connections one caller (a user, or every caller without a token together) may hold at once; beyond it the caller waits, then gets 429 (default half the pool; negative: no bound)")
+	fs.IntVar(&b.perCaller, "db-max-conns-per-caller", 0, "pooled connections one caller (a user, or every caller without a token together) may hold while others wait (a caller alone may use every idle connection); beyond it, on a full pool, the caller waits, then gets 429 (default half the pool; negative: no bound)")
 	fs.DurationVar(&b.statementTimeout, "statement-timeout", 0, "time budget of each statement of a request, and of each pause a hook or action takes between them (default 5s; negative: none)")
 	fs.DurationVar(&b.acquireTimeout, "acquire-timeout", 0, "longest wait for a free pooled connection before answering 503 (default 2s)")
 	fs.DurationVar(&b.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGINT/SIGTERM, let running requests finish for this long, then cancel them")

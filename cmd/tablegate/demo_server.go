@@ -100,7 +100,15 @@ func problemFallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
-			mux.ServeHTTP(w, r)
+			if r.RequestURI == "*" || strings.Contains(pattern, "{") {
+				mux.ServeHTTP(w, r) // it answers "*", and sets the path values
+			} else {
+				// What mux.ServeHTTP does, without routing the request a
+				// second time: a pattern without wildcards has no path
+				// values to set.
+				r.Pattern = pattern
+				h.ServeHTTP(w, r)
+			}
 			reportPattern(r.Context(), pattern)
 			return
 		}

@@ -48,13 +48,19 @@ func installDefaultLogger(w io.Writer) (restore func()) {
 // queue of at most n lines. A reader of stderr that stalls (a full pipe, a
 // stuck log shipper) then costs lines, counted in dropped, instead of
 // every request waiting on its log line's write. Each Write is one whole
-// line (slog's handlers write a record at once).
+// line (slog's handlers write a record at once). The lines queued while
+// the goroutine writes are written together, in one write: under load a
+// write carries many lines, not one each.
 type lineWriter struct {
 	what      string // names the lines in the count of dropped ones
 	w         io.Writer
-	mu        sync.RWMutex // held for writing only by close
+	max       int // lines queued or being written, at most
+	mu        sync.Mutex
+	buf       []byte // the queued lines
+	queued    int    // lines in buf
+	pending   int    // lines in buf and in the write under way
 	closed    bool
-	lines     chan []byte
+	kick      chan struct{} // buf went from empty to not; closed by close
 	done      chan struct{} // the queue is written out
 	wrote     chan struct{} // and the count of dropped lines after it
 	closeOnce sync.Once
@@ -62,32 +68,57 @@ type lineWriter struct {
 }
 
 func newLineWriter(what string, w io.Writer, n int) *lineWriter {
-	l := &lineWriter{what: what, w: w, lines: make(chan []byte, n), done: make(chan struct{}), wrote: make(chan struct{})}
+	l := &lineWriter{what: what, w: w, max: n, kick: make(chan struct{}, 1), done: make(chan struct{}), wrote: make(chan struct{})}
 	go l.run()
 	return l
 }
 
 func (l *lineWriter) run() {
 	defer close(l.done)
-	for b := range l.lines {
+	var spare []byte
+	flush := func() {
+		l.mu.Lock()
+		b, n := l.buf, l.queued
+		l.buf, l.queued = spare[:0], 0
+		l.mu.Unlock()
+		if n == 0 {
+			spare = b
+			return
+		}
 		_, _ = l.w.Write(b)
+		if cap(b) > 1<<20 { // a burst's buffer is not kept for ever
+			b = nil
+		}
+		spare = b
+		l.mu.Lock()
+		l.pending -= n
+		l.mu.Unlock()
 	}
+	for range l.kick {
+		flush()
+	}
+	flush()
 }
 
 // Write queues a copy of p, or drops it when the queue is full or the
 // writer closed. It never blocks and never fails.
 func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
+	l.mu.Lock()
+	if l.closed || l.pending >= l.max {
+		l.mu.Unlock()
 		l.dropped.Add(1)
 		return len(p), nil
 	}
-	select {
-	case l.lines <- append([]byte(nil), p...):
-	default:
-		l.dropped.Add(1)
+	l.buf = append(l.buf, p...)
+	l.queued++
+	l.pending++
+	if l.queued == 1 {
+		select {
+		case l.kick <- struct{}{}:
+		default: // the writer is already due to run
+		}
 	}
+	l.mu.Unlock()
 	return len(p), nil
 }
 
@@ -98,7 +129,7 @@ func (l *lineWriter) close(ctx context.Context) error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true
-		close(l.lines)
+		close(l.kick)
 		l.mu.Unlock()
 		go func() {
 			defer close(l.wrote)

@@ -218,3 +218,61 @@ func TestServeAnswersWithStalledStderr(t *testing.T) {
 		t.Errorf("no count of dropped lines in stderr:\n%.2000s", drained.String())
 	}
 }
+
+// countingWriter records each Write; the first one waits for release.
+type countingWriter struct {
+	release chan struct{}
+	mu      sync.Mutex
+	writes  []string
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	first := len(c.writes) == 0
+	c.writes = append(c.writes, string(p))
+	c.mu.Unlock()
+	if first {
+		<-c.release
+	}
+	return len(p), nil
+}
+
+// Lines queued while a write is under way go out together, in order, in
+// one write.
+func TestLineWriterBatchesQueuedLines(t *testing.T) {
+	t.Parallel()
+	cw := &countingWriter{release: make(chan struct{})}
+	lw := newLineWriter("test", cw, 100)
+	fmt.Fprintf(lw, "line 0\n")
+	for i := 0; ; i++ { // the first line is in its (stalled) write
+		cw.mu.Lock()
+		n := len(cw.writes)
+		cw.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if i > 500 {
+			t.Fatal("the first line was never written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(lw, "line %d\n", i)
+	}
+	close(cw.release)
+	if err := lw.close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	var want strings.Builder
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	if len(cw.writes) != 2 || cw.writes[0] != "line 0\n" || cw.writes[1] != want.String() {
+		t.Fatalf("%d writes %q, want line 0, then lines 1-20 in one write", len(cw.writes), cw.writes)
+	}
+	if n := lw.dropped.Load(); n != 0 {
+		t.Fatalf("dropped %d", n)
+	}
+}

@@ -139,7 +139,7 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 	if o.accessLog != nil {
 		lw = newLineWriter("access log", o.accessLog, accessLogQueue)
 		obs.accessLog = lw
-		tcfg.AccessLog = slog.New(slog.NewJSONHandler(lw, nil))
+		tcfg.AccessLog = slog.New(newJSONLineHandler(lw))
 		tcfg.LogSubject = o.logSubject
 	}
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {

@@ -139,6 +139,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
+	tuneGC(e.getenv)
 	if *configPath == "" {
 		return usagef("--config is required (a JSON file declaring the tables; see docs/cli.md)")
 	}
