@@ -293,11 +293,20 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// tenant are not for it.
 	ctx, cancel := context.WithTimeout(r.Context(), st.h.cfg.CheckTimeout)
 	var zone string
-	err = st.h.d.Read(ctx, s.auth, func(q db.Querier) error {
-		return q.QueryRow(ctx, `select case when t is null or t = tablegate.member_tenant_id() then t::text else '' end,
+	// Opening a stream counts strictly against the caller's share of the
+	// pool, as its replay does: one caller reconnecting many streams at
+	// once never borrows the idle connections a request may borrow.
+	release, err := st.h.d.Hold(ctx, s.auth)
+	if err == nil {
+		err = st.h.d.ReadWith(ctx, s.auth, unshared, func(q db.Querier) error {
+			return q.QueryRow(ctx, `select case when t is null or t = tablegate.member_tenant_id() then t::text else '' end,
   current_setting('TimeZone')
 from tablegate.current_tenant_id() as t`).Scan(&s.tenant, &zone)
-	})
+		})
+		release()
+	} else if r.Context().Err() == nil {
+		err = db.ErrCallerBusy
+	}
 	cancel()
 	if err != nil {
 		st.problems.Write(w, problem.From(db.Problem(err)))
