@@ -280,7 +280,7 @@ func TestClosedPoolAnswers503(t *testing.T) {
 }
 
 func TestDefaultMaxConns(t *testing.T) {
-	if n := db.DefaultMaxConns(); n < 8 || n > 64 {
-		t.Fatalf("DefaultMaxConns %d outside 8..64", n)
+	if n := db.DefaultMaxConns(); n < 16 || n > 64 {
+		t.Fatalf("DefaultMaxConns %d outside 16..64", n)
 	}
 }

@@ -32,15 +32,17 @@ var ErrCallerBusy = errors.New("db: the caller's share of pooled connections sta
 var ErrPoolClosed = errors.New("db: the connection pool is closed")
 
 // DefaultMaxConns returns the pool size tablegate uses when none is
-// configured: four connections per CPU this process may use
-// (GOMAXPROCS), at least 8 and at most 64. A request holds its connection
+// configured: eight connections per CPU this process may use
+// (GOMAXPROCS), at least 16 and at most 64. A request holds its connection
 // only while its statements run, so a few connections per core keep the
-// CPUs busy while others wait on the network; more only queue inside
-// Postgres. Size the sum over every instance below the server's
+// CPUs busy while others wait on the network. Fewer make requests queue
+// twice under load (for the pool in Go, then for a CPU): measured from
+// outside on 2 CPUs (bench/BENCHMARKS.md), 16 connections served the
+// demo's GET about 15% faster than 8. Size the sum over every instance below the server's
 // max_connections (docs/operations.md).
 func DefaultMaxConns() int32 {
-	n := 4 * runtime.GOMAXPROCS(0)
-	return int32(min(max(n, 8), 64))
+	n := 8 * runtime.GOMAXPROCS(0)
+	return int32(min(max(n, 16), 64))
 }
 
 // ConfigurePool applies tablegate's pool defaults to cfg:

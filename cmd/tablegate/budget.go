@@ -17,8 +17,8 @@ import (
 // databaseConfig tunes the pool and the per-request database time budget
 // (the "database" object of the serve config; flags override it).
 type databaseConfig struct {
-	// MaxConns is the pool size (default db.DefaultMaxConns(): 4 per CPU,
-	// 8..64).
+	// MaxConns is the pool size (default db.DefaultMaxConns(): 8 per CPU,
+	// 16..64).
 	MaxConns int32 `json:"max_conns,omitempty"`
 	// StatementTimeout bounds each statement of a request ("5s"; "-1s"
 	// sets none and leaves the role's or server's value).
@@ -71,7 +71,7 @@ type budgetFlags struct {
 const defaultShutdownTimeout = 10 * time.Second
 
 func (b *budgetFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&b.maxConns, "db-max-conns", 0, "database pool size `N` (default 4 per CPU, 8..64; or the URL's pool_max_conns)")
+	fs.IntVar(&b.maxConns, "db-max-conns", 0, "database pool size `N` (default 8 per CPU, 16..64; or the URL's pool_max_conns)")
 	fs.IntVar(&b.perCaller, "db-max-conns-per-caller", 0, "pooled connections one caller (a user, or every caller without a token together) may hold while others wait (a caller alone may use every idle connection); beyond it, on a full pool, the caller waits, then gets 429 (default half the pool; negative: no bound)")
 	fs.DurationVar(&b.statementTimeout, "statement-timeout", 0, "time budget of each statement of a request, and of each pause a hook or action takes between them (default 5s; negative: none)")
 	fs.DurationVar(&b.acquireTimeout, "acquire-timeout", 0, "longest wait for a free pooled connection before answering 503 (default 2s)")

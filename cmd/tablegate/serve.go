@@ -64,7 +64,7 @@ them (they answer 503) and exit 0.
 Database time budget: each statement of a request runs under
 --statement-timeout (5 s), set in its transaction; waiting for a pooled
 connection is bounded by --acquire-timeout (2 s); both answer 503 with
-Retry-After. The pool holds --db-max-conns connections (4 per CPU, 8..64).
+Retry-After. The pool holds --db-max-conns connections (8 per CPU, 16..64).
 The config's "database" object sets the same ({"max_conns": 16,
 "statement_timeout": "5s", "acquire_timeout": "2s"}); a table's
 "statement_timeout" overrides it for that table, and "filter_columns"
