@@ -47,7 +47,7 @@ func BenchmarkDemoHotPath(b *testing.B) {
 		if data, err := os.ReadFile(envFile); err == nil {
 			vars = map[string]string{}
 			for _, line := range strings.Split(string(data), "\n") {
-				if k, v, ok := strings.Cut(line, "="); ok {
+				if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
 					vars[k] = v // BASE_URL and USER_TOKEN are bare (shell-safe)
 				}
 			}
