@@ -78,6 +78,40 @@ type orderTerm struct {
 
 var castName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[\])?$`)
 
+// Bounds on what one query string may ask for: each level of nesting is
+// parsed again (quadratic work) and Postgres answers a too deep or too
+// wide statement with a 500-class error (54001, 54011), so both are
+// refused before any SQL is built.
+const (
+	maxNesting     = 32   // parentheses in select= and or=/and=
+	maxPathSteps   = 64   // JSON path steps of one field
+	maxSelectItems = 1000 // items of one select list level
+)
+
+// tooDeep reports whether s nests parentheses (outside double quotes)
+// deeper than maxNesting.
+func tooDeep(s string) bool {
+	depth, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && quoted && i+1 < len(s):
+			i++
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+			if depth > maxNesting {
+				return true
+			}
+		case c == ')':
+			depth--
+		}
+	}
+	return false
+}
+
 // splitTop splits s at sep outside parentheses and double quotes.
 func splitTop(s string, sep byte) ([]string, bool) {
 	var out []string
@@ -165,6 +199,9 @@ func parseField(s string, allowCast bool) (field, bool) {
 			return f, false
 		}
 		f.path = append(f.path, st)
+		if len(f.path) > maxPathSteps {
+			return f, false
+		}
 	}
 	return f, true
 }
@@ -174,9 +211,15 @@ func parseSelect(s string) ([]selectItem, *Error) {
 	if strings.TrimSpace(s) == "" {
 		return []selectItem{{star: true}}, nil
 	}
+	if tooDeep(s) {
+		return nil, parseErr("the select parameter", "select nests deeper than "+strconv.Itoa(maxNesting)+" levels")
+	}
 	parts, ok := splitTop(s, ',')
 	if !ok {
 		return nil, parseErr("the select parameter", "unbalanced parentheses or quotes in select="+s)
+	}
+	if len(parts) > maxSelectItems {
+		return nil, parseErr("the select parameter", "more than "+strconv.Itoa(maxSelectItems)+" items in one select list")
 	}
 	var out []selectItem
 	for _, p := range parts {
@@ -340,6 +383,9 @@ func parseFilterValue(f field, v string) (filter, *Error) {
 func parseLogic(or, negate bool, v string) (*logic, *Error) {
 	if !strings.HasPrefix(v, "(") || !strings.HasSuffix(v, ")") {
 		return nil, parseErr("the logic tree", "expected a list in parentheses, as in or=(a.eq.1,b.eq.2)")
+	}
+	if tooDeep(v) {
+		return nil, parseErr("the logic tree", "or/and nest deeper than "+strconv.Itoa(maxNesting)+" levels")
 	}
 	items, ok := splitTop(v[1:len(v)-1], ',')
 	if !ok {
