@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"strings"
@@ -33,13 +33,13 @@ func TestConfigErrorsHavePosition(t *testing.T) {
 		"near-miss guard": {`{"tables": {"t": {"guard": ["users"]}}}`,
 			`tables.t.guard: unknown caller kind "users" (did you mean "user"?)`},
 	} {
-		_, err := parseServeConfig([]byte(c.body), "tablegate.json")
+		_, err := ParseConfig([]byte(c.body), "tablegate.json")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s:\n got %v\nwant %s", name, err, c.want)
 		}
 	}
 	// Keys match as encoding/json matches them: case-insensitively.
-	if _, err := parseServeConfig([]byte(`{"Tables": {"t": {"Operations": ["list"]}}}`), "x"); err != nil {
+	if _, err := ParseConfig([]byte(`{"Tables": {"t": {"Operations": ["list"]}}}`), "x"); err != nil {
 		t.Errorf("case-insensitive keys: %v", err)
 	}
 }

@@ -1,46 +1,45 @@
-package main
+package server
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"time"
 )
 
-// httpTimeouts are the http.Server timeouts of serve and demo. Without
+// Timeouts are the http.Server timeouts of serve and demo. Without
 // them one client can pin a connection forever: an idle keep-alive
 // connection, or a body sent at one byte a second.
-type httpTimeouts struct {
+type Timeouts struct {
 	// ReadHeader bounds reading a request's headers.
-	ReadHeader duration `json:"read_header,omitempty"`
+	ReadHeader Duration `json:"read_header,omitempty"`
 	// Read bounds reading a whole request, body included.
-	Read duration `json:"read,omitempty"`
+	Read Duration `json:"read,omitempty"`
 	// Write bounds a response, from the end of the request headers.
 	// Streaming handlers lift it for their own response with
 	// http.ResponseController (SetWriteDeadline/SetReadDeadline).
-	Write duration `json:"write,omitempty"`
+	Write Duration `json:"write,omitempty"`
 	// Idle bounds how long a keep-alive connection waits for its next
 	// request.
-	Idle duration `json:"idle,omitempty"`
+	Idle Duration `json:"idle,omitempty"`
 }
 
 // defaultTimeouts are the timeouts of serve and demo unless configured.
-var defaultTimeouts = httpTimeouts{
-	ReadHeader: duration(10 * time.Second),
-	Read:       duration(30 * time.Second),
-	Write:      duration(60 * time.Second),
-	Idle:       duration(120 * time.Second),
+var defaultTimeouts = Timeouts{
+	ReadHeader: Duration(10 * time.Second),
+	Read:       Duration(30 * time.Second),
+	Write:      Duration(60 * time.Second),
+	Idle:       Duration(120 * time.Second),
 }
 
 // fields lists the timeouts with their flag names.
-func (t *httpTimeouts) fields() []struct {
+func (t *Timeouts) fields() []struct {
 	flag, what string
-	p          *duration
+	p          *Duration
 } {
 	return []struct {
 		flag, what string
-		p          *duration
+		p          *Duration
 	}{
 		{"read-header-timeout", "reading a request's headers", &t.ReadHeader},
 		{"read-timeout", "reading a whole request, body included", &t.Read},
@@ -49,18 +48,8 @@ func (t *httpTimeouts) fields() []struct {
 	}
 }
 
-// flags registers --read-header-timeout, --read-timeout, --write-timeout
-// and --idle-timeout on fs; a flag overwrites its field only when given,
-// so a config file's value survives an absent flag.
-func (t *httpTimeouts) flags(fs *flag.FlagSet) {
-	def := defaultTimeouts.fields()
-	for i, f := range t.fields() {
-		fs.Var(f.p, f.flag, fmt.Sprintf("`duration` bound on %s (default %s)", f.what, def[i].p))
-	}
-}
-
 // withDefaults fills unset (zero) timeouts from defaultTimeouts.
-func (t httpTimeouts) withDefaults() httpTimeouts {
+func (t Timeouts) withDefaults() Timeouts {
 	def := defaultTimeouts.fields()
 	for i, f := range t.fields() {
 		if *f.p == 0 {
@@ -72,7 +61,7 @@ func (t httpTimeouts) withDefaults() httpTimeouts {
 
 // server returns an http.Server for h with these timeouts (defaults for
 // the unset ones).
-func (t httpTimeouts) server(h http.Handler) *http.Server {
+func (t Timeouts) server(h http.Handler) *http.Server {
 	t = t.withDefaults()
 	return &http.Server{
 		Handler:           h,
@@ -83,15 +72,15 @@ func (t httpTimeouts) server(h http.Handler) *http.Server {
 	}
 }
 
-// duration is a time.Duration written as a Go duration string ("30s") in
+// Duration is a time.Duration written as a Go duration string ("30s") in
 // JSON and on the command line.
-type duration time.Duration
+type Duration time.Duration
 
 // String implements flag.Value.
-func (d *duration) String() string { return time.Duration(*d).String() }
+func (d *Duration) String() string { return time.Duration(*d).String() }
 
 // Set implements flag.Value.
-func (d *duration) Set(s string) error {
+func (d *Duration) Set(s string) error {
 	v, err := time.ParseDuration(s)
 	if err != nil {
 		return fmt.Errorf("not a duration such as 30s or 2m: %q", s)
@@ -99,12 +88,12 @@ func (d *duration) Set(s string) error {
 	if v < 0 {
 		return fmt.Errorf("must not be negative: %q", s)
 	}
-	*d = duration(v)
+	*d = Duration(v)
 	return nil
 }
 
 // UnmarshalJSON reads a duration string.
-func (d *duration) UnmarshalJSON(b []byte) error {
+func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("a duration is a string such as \"30s\"")
@@ -113,4 +102,4 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes a duration string.
-func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }

@@ -1,8 +1,7 @@
-package main
+package server
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"time"
@@ -14,9 +13,9 @@ import (
 	"github.com/tablegate/tablegate/problem"
 )
 
-// databaseConfig tunes the pool and the per-request database time budget
+// DatabaseConfig tunes the pool and the per-request database time budget
 // (the "database" object of the serve config; flags override it).
-type databaseConfig struct {
+type DatabaseConfig struct {
 	// MaxConns is the pool size (default db.DefaultMaxConns(): 8 per CPU,
 	// 16..64).
 	MaxConns int32 `json:"max_conns,omitempty"`
@@ -46,7 +45,7 @@ func parseDurationField(field, v string) (time.Duration, error) {
 	return d, nil
 }
 
-func (c *databaseConfig) validate() error {
+func (c *DatabaseConfig) validate() error {
 	if c.MaxConns < 0 {
 		return fmt.Errorf("database.max_conns: %d is negative", c.MaxConns)
 	}
@@ -57,59 +56,12 @@ func (c *databaseConfig) validate() error {
 	return err
 }
 
-// budgetFlags are the pool, time budget and shutdown flags of serve and
-// demo.
-type budgetFlags struct {
-	maxConns         int
-	perCaller        int
-	statementTimeout time.Duration
-	acquireTimeout   time.Duration
-	shutdownTimeout  time.Duration
-}
-
-// DefaultShutdownTimeout bounds a graceful shutdown.
-const defaultShutdownTimeout = 10 * time.Second
-
-func (b *budgetFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&b.maxConns, "db-max-conns", 0, "database pool size `N` (default 8 per CPU, 16..64; or the URL's pool_max_conns)")
-	fs.IntVar(&b.perCaller, "db-max-conns-per-caller", 0, "pooled connections one caller (a user, or every caller without a token together) may hold while others wait (a caller alone may use every idle connection); beyond it, on a full pool, the caller waits, then gets 429 (default half the pool; negative: no bound)")
-	fs.DurationVar(&b.statementTimeout, "statement-timeout", 0, "time budget of each statement of a request, and of each pause a hook or action takes between them (default 5s; negative: none)")
-	fs.DurationVar(&b.acquireTimeout, "acquire-timeout", 0, "longest wait for a free pooled connection before answering 503 (default 2s)")
-	fs.DurationVar(&b.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGINT/SIGTERM, let running requests finish for this long, then cancel them")
-}
-
-func (b *budgetFlags) validate() error {
-	if b.maxConns < 0 || b.maxConns > 10000 {
-		return usagef("--db-max-conns must be between 1 and 10000")
-	}
-	if b.statementTimeout > 0 && b.statementTimeout < time.Millisecond {
-		return usagef("--statement-timeout must be at least 1ms (negative: none)")
-	}
-	if b.shutdownTimeout <= 0 {
-		return usagef("--shutdown-timeout must be positive")
-	}
-	return nil
-}
-
-// merge fills unset flags from the config's database object.
-func (b *budgetFlags) merge(c databaseConfig) {
-	if b.maxConns == 0 {
-		b.maxConns = int(c.MaxConns)
-	}
-	if b.perCaller == 0 {
-		b.perCaller = c.MaxConnsPerCaller
-	}
-	if b.statementTimeout == 0 {
-		b.statementTimeout, _ = parseDurationField("", c.StatementTimeout)
-	}
-	if b.acquireTimeout == 0 {
-		b.acquireTimeout, _ = parseDurationField("", c.AcquireTimeout)
-	}
-}
-
-// dbConfig is the db.Config of the flags.
-func (b *budgetFlags) dbConfig() *db.Config {
-	return &db.Config{StatementTimeout: b.statementTimeout, AcquireTimeout: b.acquireTimeout, MaxConnsPerCaller: b.perCaller}
+// dbConfig is the db.Config of the time budget (the durations were
+// validated with the config).
+func (c *DatabaseConfig) dbConfig() *db.Config {
+	st, _ := parseDurationField("", c.StatementTimeout)
+	at, _ := parseDurationField("", c.AcquireTimeout)
+	return &db.Config{StatementTimeout: st, AcquireTimeout: at, MaxConnsPerCaller: c.MaxConnsPerCaller}
 }
 
 // readyCheck is the readiness of serve and demo: the database answers (a

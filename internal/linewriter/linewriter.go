@@ -1,4 +1,7 @@
-package main
+// Package linewriter hands log lines to a writer from a goroutine of its
+// own, through a bounded queue: a reader that stalls (a full pipe, a stuck
+// log shipper) costs lines, counted, instead of blocking the writers.
+package linewriter
 
 import (
 	"context"
@@ -11,47 +14,44 @@ import (
 	"time"
 )
 
-// accessLogQueue is how many access log lines may wait for stderr.
-const accessLogQueue = 4096
-
-// defaultLogQueue is how many lines of the process's default logger
+// DefaultLogQueue is how many lines of the process's default logger
 // (slog.Default and the log package: warnings, errors) may wait for
 // stderr.
-const defaultLogQueue = 1024
+const DefaultLogQueue = 1024
 
-// logFlushTimeout bounds writing out a queue of log lines at exit.
-const logFlushTimeout = 2 * time.Second
+// FlushTimeout bounds writing out a queue of log lines at exit.
+const FlushTimeout = 2 * time.Second
 
-// installDefaultLogger points slog.Default, and with it the log package
-// (net/http's server errors, the OpenTelemetry SDK's), at a lineWriter
+// InstallDefault points slog.Default, and with it the log package
+// (net/http's server errors, the OpenTelemetry SDK's), at a [Writer]
 // over w: the library's warnings (JWKS fetches, the events hub) and
 // unexpected errors then never wait on a stalled stderr, in a request or
 // in the events hub's delivery loop. The returned function restores the
 // previous default and writes out what is queued, within
-// logFlushTimeout.
-func installDefaultLogger(w io.Writer) (restore func()) {
+// FlushTimeout.
+func InstallDefault(w io.Writer) (restore func()) {
 	prev, prevOut, prevFlags := slog.Default(), log.Writer(), log.Flags()
-	lw := newLineWriter("log", w, defaultLogQueue)
+	lw := New("log", w, DefaultLogQueue)
 	slog.SetDefault(slog.New(slog.NewTextHandler(lw, nil)))
 	return func() {
 		// slog.SetDefault redirected the log package; put it back too.
 		slog.SetDefault(prev)
 		log.SetOutput(prevOut)
 		log.SetFlags(prevFlags)
-		ctx, cancel := context.WithTimeout(context.Background(), logFlushTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), FlushTimeout)
 		defer cancel()
-		_ = lw.close(ctx)
+		_ = lw.Close(ctx)
 	}
 }
 
-// lineWriter hands log lines to w from a goroutine of its own, through a
+// Writer hands log lines to w from a goroutine of its own, through a
 // queue of at most n lines. A reader of stderr that stalls (a full pipe, a
 // stuck log shipper) then costs lines, counted in dropped, instead of
 // every request waiting on its log line's write. Each Write is one whole
 // line (slog's handlers write a record at once). The lines queued while
 // the goroutine writes are written together, in one write: under load a
 // write carries many lines, not one each.
-type lineWriter struct {
+type Writer struct {
 	what      string // names the lines in the count of dropped ones
 	w         io.Writer
 	max       int // lines queued or being written, at most
@@ -67,13 +67,15 @@ type lineWriter struct {
 	dropped   atomic.Int64
 }
 
-func newLineWriter(what string, w io.Writer, n int) *lineWriter {
-	l := &lineWriter{what: what, w: w, max: n, kick: make(chan struct{}, 1), done: make(chan struct{}), wrote: make(chan struct{})}
+// New starts a Writer of at most n queued lines to w; what names the lines
+// in the count of dropped ones it writes at Close.
+func New(what string, w io.Writer, n int) *Writer {
+	l := &Writer{what: what, w: w, max: n, kick: make(chan struct{}, 1), done: make(chan struct{}), wrote: make(chan struct{})}
 	go l.run()
 	return l
 }
 
-func (l *lineWriter) run() {
+func (l *Writer) run() {
 	defer close(l.done)
 	var spare []byte
 	flush := func() {
@@ -102,7 +104,7 @@ func (l *lineWriter) run() {
 
 // Write queues a copy of p, or drops it when the queue is full or the
 // writer closed. It never blocks and never fails.
-func (l *lineWriter) Write(p []byte) (int, error) {
+func (l *Writer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	if l.closed || l.pending >= l.max {
 		l.mu.Unlock()
@@ -122,10 +124,10 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// close stops taking lines and waits, within ctx, for the queued ones to
+// Close stops taking lines and waits, within ctx, for the queued ones to
 // be written, followed by a line counting the dropped ones, if any. It may
 // be called again (to wait longer); the count is written once.
-func (l *lineWriter) close(ctx context.Context) error {
+func (l *Writer) Close(ctx context.Context) error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true
@@ -146,3 +148,6 @@ func (l *lineWriter) close(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// Dropped returns how many lines were dropped so far.
+func (l *Writer) Dropped() int64 { return l.dropped.Load() }

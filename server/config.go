@@ -1,11 +1,13 @@
-package main
+package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"reflect"
@@ -15,15 +17,20 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/internal/suggest"
 	"github.com/tablegate/tablegate/spec"
 )
 
-// serveConfig is the JSON file of "tablegate serve" (and doctor/openapi
-// --config): which tables to serve and how.
-type serveConfig struct {
+// Config is what a [Server] serves and how: the JSON config file of
+// "tablegate serve" (and of doctor and openapi --config), key for key
+// ([LoadConfig], [ParseConfig]), plus a few fields a Go program sets
+// (json:"-": the observability providers, the log, extra routes).
+type Config struct {
 	// Addr is the listen address (flag --addr overrides).
 	Addr string `json:"addr,omitempty"`
 	// DatabaseURL is the Postgres URL; DATABASE_URL and --database-url win.
@@ -41,19 +48,19 @@ type serveConfig struct {
 	Title   string `json:"title,omitempty"`
 	Version string `json:"version,omitempty"`
 	// Auth says where tokens are verified.
-	Auth authConfig `json:"auth"`
+	Auth AuthConfig `json:"auth"`
 	// Permissions grants permission keys to callers whose roles claim
 	// holds one of the listed roles ("todos.delete": ["admin"]). A
 	// permission named by a table but missing here denies every caller.
 	Permissions map[string][]string `json:"permissions,omitempty"`
 	// Tables maps a route name (/api/<name>) to a table.
-	Tables map[string]*tableConfig `json:"tables"`
+	Tables map[string]*TableConfig `json:"tables"`
 	// MCP serves the same operations as MCP tools at /mcp (Streamable
 	// HTTP), each table's tools behind that table's guard.
 	MCP bool `json:"mcp,omitempty"`
 	// DataAPI serves PostgREST's wire format (supabase-js and the other
 	// Supabase clients) over the exposed schemas. Off without it.
-	DataAPI *dataAPIConfig `json:"data_api,omitempty"`
+	DataAPI *DataAPIConfig `json:"data_api,omitempty"`
 	// AdminAddr serves /livez, /readyz and /metrics on a separate
 	// listener (flag --admin-addr overrides).
 	AdminAddr string `json:"admin_addr,omitempty"`
@@ -64,7 +71,7 @@ type serveConfig struct {
 	LogSubject bool `json:"log_subject,omitempty"`
 	// Database sizes the pool and sets the per-request time budget
 	// (flags override it).
-	Database databaseConfig `json:"database,omitempty"`
+	Database DatabaseConfig `json:"database,omitempty"`
 	// PublicURL is the URL clients reach this server at, when it differs
 	// from http://{listen address} (behind a proxy): MCP's OAuth
 	// discovery names {public_url}/.well-known/oauth-protected-resource/mcp.
@@ -72,35 +79,66 @@ type serveConfig struct {
 	// Timeouts are the HTTP server's timeouts (read_header, read, write,
 	// idle; Go durations such as "30s"); unset ones take the defaults,
 	// and the --*-timeout flags win.
-	Timeouts httpTimeouts `json:"timeouts,omitempty"`
+	Timeouts Timeouts `json:"timeouts,omitempty"`
 	// CORS lets pages of other origins call the API (Bearer or apikey,
 	// never the cookie). Off without it.
-	CORS *corsConfig `json:"cors,omitempty"`
+	CORS *CORSConfig `json:"cors,omitempty"`
 	// Events configures the event streams of the tables with "events":
 	// true (their outbox retention and replay bound).
-	Events *eventsConfig `json:"events,omitempty"`
+	Events *EventsConfig `json:"events,omitempty"`
+
+	// Log receives the start-up warnings, the readiness failures' causes
+	// and, unless AccessLog is false, one JSON access log line per
+	// request. Nil: os.Stderr.
+	Log io.Writer `json:"-"`
+	// TracerProvider records a span per request and per database round
+	// trip; nil records none.
+	TracerProvider trace.TracerProvider `json:"-"`
+	// MeterProvider records the request, pool, resolver and events
+	// metrics; nil records none.
+	MeterProvider metric.MeterProvider `json:"-"`
+	// Metrics serves GET /metrics on the admin listener (e.g. a
+	// Prometheus exporter's handler over MeterProvider); nil answers 404.
+	Metrics http.Handler `json:"-"`
+	// Getenv reads the environment variables the server falls back on
+	// (SUPABASE_URL, SUPABASE_JWKS, SUPABASE_JWKS_URL, SUPABASE_JWT_ISSUER,
+	// SUPABASE_JWT_AUDIENCE, SUPABASE_SECRET_KEYS, SUPABASE_SECRET_KEY,
+	// SUPABASE_PUBLISHABLE_KEY, SUPABASE_ANON_KEY, DATABASE_REPLICA_URLS),
+	// each only where the config leaves the value unset. Nil reads none;
+	// os.Getenv behaves as tablegate serve.
+	Getenv func(string) string `json:"-"`
+	// ShutdownTimeout bounds the graceful shutdown of [Server.Serve]
+	// (default DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration `json:"-"`
+	// Routes, when set, adds the routes of the embedding program to the
+	// mux the tables are served from, behind the same caller resolution
+	// (authctx.AuthFrom reads the caller), CORS, telemetry and problem
+	// answers: the tables keep the paths under base_path, the Routes take
+	// the others. New calls it once the database and the resolver are up
+	// (s.DB(), s.Resolver()). With Routes, Tables may be empty.
+	Routes func(ctx context.Context, mux *http.ServeMux, s *Server) error `json:"-"`
 }
 
-// eventsConfig configures serve's events hub (the "events" section).
-type eventsConfig struct {
+// EventsConfig configures serve's events hub (the "events" section).
+type EventsConfig struct {
 	// Retention is how long events stay in the outbox: the window in
 	// which a client resumes with Last-Event-ID without a gap (default
 	// "1h", at least "1m"; events.Config.Retention).
-	Retention duration `json:"retention,omitempty"`
+	Retention Duration `json:"retention,omitempty"`
 	// MaxReplay bounds the events one resuming stream replays (default
 	// 10000; events.Config.MaxReplay): a client further behind receives a
 	// tablegate.gap event, then the latest MaxReplay events.
 	MaxReplay int `json:"max_replay,omitempty"`
 }
 
-// minRetention is the shortest retention serve and demo accept: the hubs
+// MinRetention is the shortest events retention serve and demo accept: the hubs
 // prune once a minute, and a shorter window would send a reconnecting
 // client a gap after an ordinary network blip.
-const minRetention = time.Minute
+const MinRetention = time.Minute
 
-func (e *eventsConfig) validate(tables map[string]*tableConfig) error {
-	if r := time.Duration(e.Retention); r != 0 && r < minRetention {
-		return fmt.Errorf("events.retention: %s is below %s: a client reconnecting after a short outage would miss events; use e.g. \"1h\"", r, minRetention)
+func (e *EventsConfig) validate(tables map[string]*TableConfig) error {
+	if r := time.Duration(e.Retention); r != 0 && r < MinRetention {
+		return fmt.Errorf("events.retention: %s is below %s: a client reconnecting after a short outage would miss events; use e.g. \"1h\"", r, MinRetention)
 	}
 	if e.MaxReplay < 0 {
 		return fmt.Errorf("events.max_replay: %d is negative; leave it out for the default (%d)", e.MaxReplay, events.DefaultMaxReplay)
@@ -114,7 +152,7 @@ func (e *eventsConfig) validate(tables map[string]*tableConfig) error {
 }
 
 // hubConfig is the events hub's configuration over d.
-func (e *eventsConfig) hubConfig(d *db.DB) *events.Config {
+func (e *EventsConfig) hubConfig(d *db.DB) *events.Config {
 	c := &events.Config{DB: d}
 	if e != nil {
 		c.Retention = time.Duration(e.Retention)
@@ -123,8 +161,8 @@ func (e *eventsConfig) hubConfig(d *db.DB) *events.Config {
 	return c
 }
 
-// authConfig locates the JWKS.
-type authConfig struct {
+// AuthConfig locates the JWKS.
+type AuthConfig struct {
 	// URL is the Supabase project URL (SUPABASE_URL); the JWKS is
 	// {URL}/auth/v1/.well-known/jwks.json and refresh goes to {URL}/auth/v1.
 	URL string `json:"url,omitempty"`
@@ -140,16 +178,29 @@ type authConfig struct {
 	Audience string `json:"audience,omitempty"`
 	// MaxTokenLifetime refuses tokens living longer (exp - iat), e.g.
 	// "168h"; unset: no limit.
-	MaxTokenLifetime duration `json:"max_token_lifetime,omitempty"`
+	MaxTokenLifetime Duration `json:"max_token_lifetime,omitempty"`
 	// Flows, when present, serves the sign-in and sign-out routes of
 	// package authflow under /auth (sessions written in the resolver's
 	// cookie) and turns on Refresh (sessions outlive their access token).
-	Flows *authFlowsConfig `json:"flows,omitempty"`
+	Flows *AuthFlowsConfig `json:"flows,omitempty"`
+
+	// JWKS holds the verification keys inline ({"keys": [...]}); unset,
+	// SUPABASE_JWKS, else they are fetched from the JWKS URL.
+	JWKS json.RawMessage `json:"-"`
+	// SecretKeys are the project's named secret keys (sb_secret_…):
+	// callers sending one as apikey are the service. Unset:
+	// SUPABASE_SECRET_KEYS, else SUPABASE_SECRET_KEY.
+	SecretKeys map[string]string `json:"-"`
+	// PublishableKeys are the project's publishable keys, sent as apikey
+	// to the auth server (refresh, the sign-in flows); a Bearer equal to
+	// one counts as no credential. Unset: SUPABASE_PUBLISHABLE_KEY and
+	// SUPABASE_ANON_KEY.
+	PublishableKeys []string `json:"-"`
 }
 
 // flowsSite returns the origin of the sign-in flows: auth.flows.site_url,
 // else public_url ("" without flows).
-func (c *serveConfig) flowsSite() string {
+func (c *Config) flowsSite() string {
 	if c.Auth.Flows == nil {
 		return ""
 	}
@@ -159,8 +210,8 @@ func (c *serveConfig) flowsSite() string {
 	return c.PublicURL
 }
 
-// authFlowsConfig configures the sign-in flows of serve (auth.flows).
-type authFlowsConfig struct {
+// AuthFlowsConfig configures the sign-in flows of serve (auth.flows).
+type AuthFlowsConfig struct {
 	// SiteURL is the origin browsers open this server at: OAuth and
 	// magic links come back to {SiteURL}/auth/callback, and next may
 	// point under it. Default public_url; one of them is required. An
@@ -173,7 +224,7 @@ type authFlowsConfig struct {
 	// "tokens-only" form (no user object in the cookie).
 	TokensOnly bool `json:"tokens_only,omitempty"`
 	// Timeout bounds each call to the auth server (default 10s).
-	Timeout duration `json:"timeout,omitempty"`
+	Timeout Duration `json:"timeout,omitempty"`
 	// AttemptsPerAccount bounds the sign-in attempts (passwords, codes
 	// sent and verified) for one email address or phone number per
 	// attempt_window, whether an account has it or not (default 10; -1:
@@ -184,7 +235,7 @@ type authFlowsConfig struct {
 	// no limit).
 	AttemptsPerAddress int `json:"attempts_per_address,omitempty"`
 	// AttemptWindow is the window of both limits (default "1m").
-	AttemptWindow duration `json:"attempt_window,omitempty"`
+	AttemptWindow Duration `json:"attempt_window,omitempty"`
 	// TrustedProxyHeader names the header the proxy in front of serve
 	// sets to the client's address (X-Forwarded-For, X-Real-IP, …); the
 	// limit per address then keys on its last entry. Unset: the
@@ -197,7 +248,7 @@ type authFlowsConfig struct {
 // /auth at the root) and is given, and the /auth routes meet no table
 // route of base (the config's base path without its trailing /).
 // publicURL is the config's public_url, the site when site_url is unset.
-func (f *authFlowsConfig) validate(base, publicURL string, tables map[string]*tableConfig) error {
+func (f *AuthFlowsConfig) validate(base, publicURL string, tables map[string]*TableConfig) error {
 	if f.SiteURL != "" {
 		o, err := originOf("auth.flows.site_url", f.SiteURL)
 		if err != nil {
@@ -239,8 +290,8 @@ func originOf(field, v string) (string, error) {
 	return strings.TrimRight(v, "/"), nil
 }
 
-// tableConfig declares one served table.
-type tableConfig struct {
+// TableConfig declares one served table.
+type TableConfig struct {
 	// Table is the table or view, optionally schema-qualified (default: the
 	// route name in schema public).
 	Table string `json:"table,omitempty"`
@@ -281,9 +332,9 @@ var (
 	tableName  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_$]*\.)?[A-Za-z_][A-Za-z0-9_$]*$`)
 )
 
-// loadServeConfig reads, parses and validates a config file. Unknown keys
+// LoadConfig reads, parses and validates a config file. Unknown keys
 // are errors, so that a typo does not silently serve something else.
-func loadServeConfig(path string) (*serveConfig, error) {
+func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -291,13 +342,17 @@ func loadServeConfig(path string) (*serveConfig, error) {
 		}
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return parseServeConfig(data, path)
+	return ParseConfig(data, path)
 }
 
-func parseServeConfig(data []byte, name string) (*serveConfig, error) {
+// ParseConfig parses and validates a config file's content (name names
+// it in errors) and fills in the defaults. Unknown keys are errors, so
+// that a typo does not silently serve something else; every error says
+// where (line and column, the key path) and what to write instead.
+func ParseConfig(data []byte, name string) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var c serveConfig
+	var c Config
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, explainJSONError(data, err, reflect.TypeOf(c)))
 	}
@@ -312,7 +367,7 @@ func parseServeConfig(data []byte, name string) (*serveConfig, error) {
 	return &c, nil
 }
 
-func (c *serveConfig) validate() error {
+func (c *Config) validate() error {
 	if c.BasePath == "" {
 		c.BasePath = "/api"
 	}
@@ -335,7 +390,7 @@ func (c *serveConfig) validate() error {
 		}
 		c.PublicURL = o
 	}
-	if len(c.Tables) == 0 {
+	if len(c.Tables) == 0 && c.Routes == nil {
 		return errors.New(`no tables: add "tables": {"todos": {"table": "public.todos"}}`)
 	}
 	if c.DataAPI != nil {
@@ -413,10 +468,10 @@ func (c *serveConfig) validate() error {
 }
 
 // base returns the base path without a trailing slash ("" for the root).
-func (c *serveConfig) base() string { return strings.TrimRight(c.BasePath, "/") }
+func (c *Config) base() string { return strings.TrimRight(c.BasePath, "/") }
 
 // tableNames returns the route names in a stable order.
-func (c *serveConfig) tableNames() []string {
+func (c *Config) tableNames() []string {
 	names := make([]string, 0, len(c.Tables))
 	for n := range c.Tables {
 		names = append(names, n)
@@ -425,8 +480,9 @@ func (c *serveConfig) tableNames() []string {
 	return names
 }
 
-// jwksURL is where the config's tokens verify, or "".
-func (a authConfig) jwksURL() string {
+// JWKSLocation is where the config's tokens verify: jwks_url, else the
+// JWKS of the project at url; "" when neither is set.
+func (a AuthConfig) JWKSLocation() string {
 	if a.JWKSURL != "" {
 		return a.JWKSURL
 	}

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 	"github.com/tablegate/tablegate/dataapi"
 )
 
-// dataAPIConfig is the "data_api" object: {"path": "/rest/v1",
+// DataAPIConfig is the "data_api" object: {"path": "/rest/v1",
 // "schemas": ["public"], "max_rows": 1000} by default.
-type dataAPIConfig struct {
+type DataAPIConfig struct {
 	// Path is the mount point (default /rest/v1, as Supabase's).
 	Path string `json:"path,omitempty"`
 	// Schemas are the exposed schemas; the first is the default.
@@ -26,7 +26,7 @@ type dataAPIConfig struct {
 	Aggregates bool `json:"aggregates,omitempty"`
 }
 
-func (d *dataAPIConfig) validate(base string, tables map[string]*tableConfig, mcp bool) error {
+func (d *DataAPIConfig) validate(base string, tables map[string]*TableConfig, mcp bool) error {
 	if d.Path == "" {
 		d.Path = dataapi.DefaultPath
 	}

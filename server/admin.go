@@ -1,9 +1,8 @@
-package main
+package server
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,21 +17,9 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/hostport"
 	"github.com/tablegate/tablegate/problem"
 )
-
-// opsFlags are the operations flags of serve and demo.
-type opsFlags struct {
-	adminAddr  string
-	accessLog  bool
-	logSubject bool
-}
-
-func (f *opsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.adminAddr, "admin-addr", "", "serve /livez, /readyz and /metrics (Prometheus) on this separate `HOST:PORT` (default none; config key admin_addr)")
-	fs.BoolVar(&f.accessLog, "access-log", true, "write one JSON access log line per request to stderr (config key access_log)")
-	fs.BoolVar(&f.logSubject, "log-subject", false, "add the caller's user id to the access log (config key log_subject)")
-}
 
 // readyTimeout bounds each readiness check.
 const readyTimeout = 2 * time.Second
@@ -270,47 +257,22 @@ func (c *causeLog) note(check string, err error) {
 	}
 }
 
-// startAdmin listens on addr and serves h until ctx ends (then shuts
-// down within 5 s). It returns the listener's base URL.
-func startAdmin(ctx context.Context, out io.Writer, addr string, h http.Handler) (string, func(), error) {
+// startAdmin listens on addr and serves h until stop is called (which
+// shuts down within 5 s).
+func startAdmin(out io.Writer, addr string, h http.Handler) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("admin listener on %s: %w (is the port in use?)", addr, err)
+		return nil, fmt.Errorf("admin listener on %s: %w (is the port in use?)", addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	go func() { _ = srv.Serve(ln) }()
-	base := "http://" + hostPort(ln.Addr())
-	fmt.Fprintf(out, "✓ admin on %s (/livez, /readyz, /metrics)%s\n", base, everywhere(ln.Addr()))
-	stop := func() {
+	base := "http://" + hostport.Of(ln.Addr())
+	fmt.Fprintf(out, "✓ admin on %s (/livez, /readyz, /metrics)%s\n", base, hostport.Everywhere(ln.Addr()))
+	stop = func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}
-	return base, stop, nil
-}
-
-// fromConfig fills the flags the command line did not set from the serve
-// config's keys.
-func (f *opsFlags) fromConfig(fs *flag.FlagSet, cfg *serveConfig) {
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if !set["admin-addr"] {
-		f.adminAddr = cfg.AdminAddr
-	}
-	if !set["access-log"] && cfg.AccessLog != nil {
-		f.accessLog = *cfg.AccessLog
-	}
-	if !set["log-subject"] {
-		f.logSubject = cfg.LogSubject
-	}
-}
-
-// observeOpts turns the flags into observability options.
-func (f *opsFlags) observeOpts(e *env) observeOpts {
-	var o observeOpts
-	if f.accessLog {
-		o.accessLog, o.logSubject = e.stderr, f.logSubject
-	}
-	return o
+	return stop, nil
 }

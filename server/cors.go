@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"errors"
@@ -15,26 +15,26 @@ import (
 	"github.com/tablegate/tablegate/problem"
 )
 
-// corsConfig is serve's cross-origin resource sharing: which browser pages
+// CORSConfig is serve's cross-origin resource sharing: which browser pages
 // of other origins may call the API. Credentials are never allowed across
 // origins, so such a page calls with a Bearer token or an apikey, never
 // with the session cookie (which keeps the cookie path's cross-site check
 // the only way a cookie counts).
-type corsConfig struct {
+type CORSConfig struct {
 	// AllowedOrigins lists the origins whose pages may call the API
 	// ("https://app.example.com"), or ["*"] for any page.
 	AllowedOrigins []string `json:"allowed_origins"`
 	// MaxAge is how long a browser may reuse a preflight answer
 	// (default 10m; browsers cap it, Chromium at 2h).
-	MaxAge duration `json:"max_age,omitempty"`
+	MaxAge Duration `json:"max_age,omitempty"`
 }
 
-// defaultCORSMaxAge is corsConfig.MaxAge's default.
+// defaultCORSMaxAge is CORSConfig.MaxAge's default.
 const defaultCORSMaxAge = 10 * time.Minute
 
 // validate checks the origins (each an origin, or "*" alone) and
 // normalizes them, and bounds max_age.
-func (c *corsConfig) validate() error {
+func (c *CORSConfig) validate() error {
 	if len(c.AllowedOrigins) == 0 {
 		return errors.New(`cors.allowed_origins is empty: list the origins whose pages may call the API, e.g. ["https://app.example.com"], or ["*"]`)
 	}
@@ -98,7 +98,7 @@ func corsOrigin(v string) (string, error) {
 // corsHandler answers preflight requests for the configured origins
 // (before authentication: a preflight carries no credentials) and adds the
 // CORS response headers to the others.
-func corsHandler(c *corsConfig, h http.Handler) http.Handler {
+func corsHandler(c *CORSConfig, h http.Handler) http.Handler {
 	maxAge := time.Duration(c.MaxAge)
 	if maxAge == 0 {
 		maxAge = defaultCORSMaxAge
