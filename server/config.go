@@ -479,15 +479,3 @@ func (c *Config) tableNames() []string {
 	sort.Strings(names)
 	return names
 }
-
-// JWKSLocation is where the config's tokens verify: jwks_url, else the
-// JWKS of the project at url; "" when neither is set.
-func (a AuthConfig) JWKSLocation() string {
-	if a.JWKSURL != "" {
-		return a.JWKSURL
-	}
-	if a.URL != "" {
-		return strings.TrimRight(a.URL, "/") + "/auth/v1/.well-known/jwks.json"
-	}
-	return ""
-}

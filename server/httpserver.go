@@ -24,8 +24,8 @@ type Timeouts struct {
 	Idle Duration `json:"idle,omitempty"`
 }
 
-// defaultTimeouts are the timeouts of serve and demo unless configured.
-var defaultTimeouts = Timeouts{
+// DefaultTimeouts are the timeouts of a server unless configured.
+var DefaultTimeouts = Timeouts{
 	ReadHeader: Duration(10 * time.Second),
 	Read:       Duration(30 * time.Second),
 	Write:      Duration(60 * time.Second),
@@ -48,9 +48,9 @@ func (t *Timeouts) fields() []struct {
 	}
 }
 
-// withDefaults fills unset (zero) timeouts from defaultTimeouts.
+// withDefaults fills unset (zero) timeouts from DefaultTimeouts.
 func (t Timeouts) withDefaults() Timeouts {
-	def := defaultTimeouts.fields()
+	def := DefaultTimeouts.fields()
 	for i, f := range t.fields() {
 		if *f.p == 0 {
 			*f.p = *def[i].p

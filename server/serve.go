@@ -19,6 +19,7 @@ import (
 	"github.com/tablegate/tablegate/dataapi"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
+	"github.com/tablegate/tablegate/internal/mcpdiscovery"
 	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
@@ -286,7 +287,7 @@ func defineAPI(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.Resolver,
 //
 // public is the URL clients reach the server at and authServer the auth
 // server issuing tokens: MCP's 401 challenges name the protected resource
-// metadata served at public+mcpMetadataPath (RFC 9728).
+// metadata served at public+mcpdiscovery.Path (RFC 9728).
 //
 // It returns the tables' resources and a function that stops the tables' event streams (a no-op
 // when none streams).
@@ -315,7 +316,7 @@ func buildServeHandler(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.R
 		mux.Handle("/", api.Handler())
 		return reportPatterns(mux), resources, closeHub, nil
 	}
-	metadataURL, metadata := mcpDiscovery(public, authServer)
+	metadataURL, metadata := mcpdiscovery.Handler(public, authServer)
 	h, err := mcpHandler(cfg, resources, rv, metadataURL)
 	if err != nil {
 		closeHub()
@@ -323,7 +324,7 @@ func buildServeHandler(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.R
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	mux.Handle(mcpMetadataPath, metadata)
+	mux.Handle(mcpdiscovery.Path, metadata)
 	if data != nil {
 		mux.Handle(cfg.DataAPI.Path+"/", data)
 	}

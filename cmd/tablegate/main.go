@@ -32,6 +32,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tablegate/tablegate/internal/linewriter"
+
 	// Time zone data in the binary: rows render timestamps in the
 	// session's time zone, and images without /usr/share/zoneinfo
 	// (distroless, scratch) would fall back to UTC.
@@ -113,14 +115,14 @@ func main() {
 	go func() { <-ctx.Done(); stop() }()
 	// Everything the commands print to stderr goes through a queue, so a
 	// stalled reader (a full pipe) delays no shutdown message, and with it
-	// no exit; what is queued is written out within logFlushTimeout.
-	stderr := newLineWriter("stderr", os.Stderr, defaultLogQueue)
-	restoreLog := installDefaultLogger(stderr)
+	// no exit; what is queued is written out within linewriter.FlushTimeout.
+	stderr := linewriter.New("stderr", os.Stderr, linewriter.DefaultLogQueue)
+	restoreLog := linewriter.InstallDefault(stderr)
 	code := run(ctx, &env{stdout: os.Stdout, stderr: stderr, getenv: os.Getenv}, os.Args[1:])
 	stop()
 	restoreLog()
-	flushCtx, cancel := context.WithTimeout(context.Background(), logFlushTimeout)
-	_ = stderr.close(flushCtx)
+	flushCtx, cancel := context.WithTimeout(context.Background(), linewriter.FlushTimeout)
+	_ = stderr.Close(flushCtx)
 	cancel()
 	os.Exit(code)
 }

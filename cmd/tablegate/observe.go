@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -22,26 +20,21 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tablegate/tablegate/telemetry"
+	"github.com/tablegate/tablegate/server"
 )
 
 // observability is the OpenTelemetry SDK wiring of serve and demo: the
-// providers configured from the standard OTEL_* variables, the Prometheus
-// registry behind the admin listener's /metrics, and the library's
-// Telemetry built on them.
+// providers configured from the standard OTEL_* variables and the
+// Prometheus registry behind the admin listener's /metrics, which the
+// server records to.
 type observability struct {
-	tel       *telemetry.Telemetry
-	metrics   http.Handler
-	shutdown  []func(context.Context) error
-	summary   []string
-	accessLog *lineWriter // nil: no access log
-}
-
-// observeOpts are the command-line choices that shape observability.
-type observeOpts struct {
-	accessLog  io.Writer // nil: no access log
-	logSubject bool
+	tracerProvider trace.TracerProvider  // nil: no spans
+	meterProvider  metric.MeterProvider  // nil: no metrics
+	metrics        http.Handler          // nil: /metrics answers 404
+	shutdown       []func(context.Context) error
+	summary        []string
 }
 
 // exportersOf reads an OTEL_*_EXPORTER list ("otlp,prometheus"); empty
@@ -127,26 +120,16 @@ func validHeaderKey(k string) bool {
 //     endpoint is set) also pushes them over OTLP/HTTP.
 //   - Resource: service.name tablegate unless OTEL_SERVICE_NAME or
 //     OTEL_RESOURCE_ATTRIBUTES say otherwise.
-func setupObservability(ctx context.Context, getenv func(string) string, o observeOpts) (_ *observability, err error) {
+func setupObservability(ctx context.Context, getenv func(string) string) (_ *observability, err error) {
 	obs := &observability{}
 	defer func() {
 		if err != nil {
 			obs.close() // what was started before the error
 		}
 	}()
-	tcfg := &telemetry.Config{}
-	var lw *lineWriter
-	if o.accessLog != nil {
-		lw = newLineWriter("access log", o.accessLog, accessLogQueue)
-		obs.accessLog = lw
-		tcfg.AccessLog = slog.New(newJSONLineHandler(lw))
-		tcfg.LogSubject = o.logSubject
-	}
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		obs.summary = append(obs.summary, "OpenTelemetry off (OTEL_SDK_DISABLED)")
-		tel, err := telemetry.New(tcfg)
-		obs.tel = tel
-		return obs, err
+		return obs, nil
 	}
 	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "tablegate")),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
@@ -188,7 +171,7 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 			return nil, fmt.Errorf("OTLP trace exporter: %w", err)
 		}
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-		tcfg.TracerProvider = tp
+		obs.tracerProvider = tp
 		obs.shutdown = append(obs.shutdown, tp.Shutdown)
 		obs.summary = append(obs.summary, "traces → OTLP/HTTP")
 	}
@@ -219,23 +202,8 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 	}
 	mp := sdkmetric.NewMeterProvider(mopts...)
 	obs.shutdown = append(obs.shutdown, mp.Shutdown)
-	if lw != nil {
-		if _, err := mp.Meter("github.com/tablegate/tablegate/cmd/tablegate").Int64ObservableCounter(
-			"tablegate.access_log.dropped", metric.WithUnit("{line}"),
-			metric.WithDescription("Access log lines dropped because stderr was not read fast enough."),
-			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-				o.Observe(lw.dropped.Load())
-				return nil
-			})); err != nil {
-			return nil, fmt.Errorf("access log metric: %w", err)
-		}
-	}
-	tcfg.MeterProvider = mp
+	obs.meterProvider = mp
 	obs.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	obs.tel, err = telemetry.New(tcfg)
-	if err != nil {
-		return nil, err
-	}
 	return obs, nil
 }
 
@@ -245,18 +213,17 @@ func setupObservability(ctx context.Context, getenv func(string) string, o obser
 // or more per signal).
 const telemetryFlushTimeout = 5 * time.Second
 
-// close writes out the access log (within logFlushTimeout), then
-// flushes and stops the exporters, together within telemetryFlushTimeout;
-// what is not written or exported by then is dropped.
+// close flushes and stops the exporters, together within
+// telemetryFlushTimeout; what is not exported by then is dropped.
 func (o *observability) close() {
-	if o.accessLog != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), logFlushTimeout)
-		_ = o.accessLog.close(ctx)
-		cancel()
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
 	defer cancel()
 	for _, fn := range o.shutdown {
 		_ = fn(ctx)
 	}
+}
+
+// apply hands the providers and the /metrics handler to the server.
+func (o *observability) apply(cfg *server.Config) {
+	cfg.TracerProvider, cfg.MeterProvider, cfg.Metrics = o.tracerProvider, o.meterProvider, o.metrics
 }

@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
-	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/server"
 )
 
 const openapiUsage = `Usage:
@@ -34,7 +33,7 @@ func runOpenAPI(ctx context.Context, e *env, args []string) error {
 	if *format != "json" && *format != "yaml" {
 		return usagef("--format must be json or yaml, got %q", *format)
 	}
-	cfg, err := loadServeConfig(*configPath)
+	cfg, err := server.LoadConfig(*configPath)
 	if err != nil {
 		return err
 	}
@@ -47,12 +46,10 @@ func runOpenAPI(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	api, _, hub, err := defineAPI(ctx, cfg, db.New(pool, nil), nil, slog.New(slog.NewTextHandler(e.stderr, nil)))
+	cfg.Log = e.stderr
+	api, err := server.Describe(ctx, cfg, pool)
 	if err != nil {
 		return err
-	}
-	if hub != nil {
-		hub.Close() // the streams are described, never served
 	}
 	out := api.JSON()
 	if *format == "yaml" {

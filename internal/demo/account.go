@@ -90,23 +90,6 @@ func accountHandler(w http.ResponseWriter, r *http.Request) {
 	_ = accountPage.Execute(w, data)
 }
 
-// flowPatterns are the paths of authflow's handler (base path /auth), as
-// serve and the demo mount them, every method (the handler answers 405 to
-// the wrong one); any other /auth path is theirs to answer.
-var flowPatterns = []string{"/auth/sign-in", "/auth/otp", "/auth/verify", "/auth/sign-out", "/auth/oauth", "/auth/callback"}
-
-// mountFlows mounts the routes of flows on mux, each reported to
-// telemetry (access log, metrics, spans) by its pattern.
-func mountFlows(mux *http.ServeMux, flows *authflow.Flows) {
-	h := flows.Handler()
-	for _, p := range flowPatterns {
-		mux.Handle(p, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			telemetry.SetPattern(r.Context(), r.Pattern)
-			h.ServeHTTP(w, r)
-		}))
-	}
-}
-
 // flowRoutes mounts the flows and the account page on mux.
 func flowRoutes(mux *http.ServeMux, flows *authflow.Flows) {
 	mountFlows(mux, flows)

@@ -1,4 +1,7 @@
-package server
+// Package mcpdiscovery serves the OAuth protected resource metadata
+// (RFC 9728) of tablegate's MCP endpoint /mcp, which MCP clients find
+// through the endpoint's 401 challenges.
+package mcpdiscovery
 
 import (
 	"net/http"
@@ -8,16 +11,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-// mcpMetadataPath is where the OAuth protected resource metadata (RFC
+// Path is where the OAuth protected resource metadata (RFC
 // 9728) of the MCP endpoint /mcp is served: the well-known prefix, then
 // the resource's path.
-const mcpMetadataPath = "/.well-known/oauth-protected-resource/mcp"
+const Path = "/.well-known/oauth-protected-resource/mcp"
 
-// mcpDiscovery returns the absolute URL MCP's 401 challenges name as
+// Handler returns the absolute URL MCP's 401 challenges name as
 // resource_metadata and the handler of that document, for the endpoint
 // base+"/mcp". authServer is the authorization server that issues the
 // Bearer tokens (Supabase Auth's {project}/auth/v1); empty lists none.
-func mcpDiscovery(base, authServer string) (string, http.Handler) {
+func Handler(base, authServer string) (string, http.Handler) {
 	base = strings.TrimRight(base, "/")
 	md := &oauthex.ProtectedResourceMetadata{
 		Resource:               base + "/mcp",
@@ -27,5 +30,5 @@ func mcpDiscovery(base, authServer string) (string, http.Handler) {
 	if authServer != "" {
 		md.AuthorizationServers = []string{strings.TrimRight(authServer, "/")}
 	}
-	return base + mcpMetadataPath, auth.ProtectedResourceMetadataHandler(md)
+	return base + Path, auth.ProtectedResourceMetadataHandler(md)
 }
