@@ -416,7 +416,7 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	for _, name := range c.tableNames() {
+	for _, name := range c.TableNames() {
 		t := c.Tables[name]
 		if t == nil {
 			return fmt.Errorf("tables.%s is null", name)
@@ -470,8 +470,9 @@ func (c *Config) validate() error {
 // base returns the base path without a trailing slash ("" for the root).
 func (c *Config) base() string { return strings.TrimRight(c.BasePath, "/") }
 
-// tableNames returns the route names in a stable order.
-func (c *Config) tableNames() []string {
+// TableNames returns the route names of Tables in a stable (sorted)
+// order.
+func (c *Config) TableNames() []string {
 	names := make([]string, 0, len(c.Tables))
 	for n := range c.Tables {
 		names = append(names, n)

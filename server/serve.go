@@ -142,7 +142,7 @@ func authConfigFor(cfg *Config, getenv func(string) string) (authctx.Config, err
 // refused with the SQL that protects it, unless allow_without_rls.
 func buildResources(ctx context.Context, cfg *Config, d *db.DB, authorizer *permissions, log *slog.Logger) (map[string]*rest.Resource, error) {
 	out := map[string]*rest.Resource{}
-	for _, name := range cfg.tableNames() {
+	for _, name := range cfg.TableNames() {
 		t := cfg.Tables[name]
 		opts := &rest.Config{
 			Select:          t.Select,
@@ -214,7 +214,7 @@ func allowOf(guard []string) []authctx.Allow {
 func buildStreams(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.Resolver, resources map[string]*rest.Resource) (map[string]spec.EventStream, *events.Hub, error) {
 	var hub *events.Hub
 	streams := map[string]spec.EventStream{}
-	for _, name := range cfg.tableNames() {
+	for _, name := range cfg.TableNames() {
 		t := cfg.Tables[name]
 		if !t.Events {
 			continue
@@ -249,7 +249,7 @@ func defineAPI(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.Resolver,
 		return nil, nil, nil, err
 	}
 	allow := map[string][]authctx.Allow{}
-	for _, name := range cfg.tableNames() {
+	for _, name := range cfg.TableNames() {
 		allow[name] = allowOf(cfg.Tables[name].Guard)
 	}
 	streams, hub, err := buildStreams(ctx, cfg, d, rv, resources)
@@ -338,7 +338,7 @@ func buildServeHandler(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.R
 func buildDataAPI(ctx context.Context, cfg *Config, d *db.DB, resources map[string]*rest.Resource) (http.Handler, error) {
 	dc := cfg.DataAPI
 	tables := map[string]*dataapi.Table{}
-	for _, name := range cfg.tableNames() {
+	for _, name := range cfg.TableNames() {
 		t := cfg.Tables[name]
 		if _, dup := tables[t.Table]; !dup {
 			tables[t.Table] = &dataapi.Table{Resource: resources[name], Allow: allowOf(t.Guard)}
@@ -359,7 +359,7 @@ func mcpTools(cfg *Config, resources map[string]*rest.Resource) (*mcptools.Serve
 	var list []*rest.Resource
 	guards := map[*rest.Resource]func(authctx.Auth) *problem.Problem{}
 	var union []authctx.Allow
-	for _, name := range cfg.tableNames() {
+	for _, name := range cfg.TableNames() {
 		r := resources[name]
 		list = append(list, r)
 		allow := allowOf(cfg.Tables[name].Guard)

@@ -192,7 +192,7 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 			cfg = c
 			add(check{statusOK, "config", fmt.Sprintf("%s: %d table(s)", o.configPath, len(c.Tables)), ""})
 			var orphans []string
-			for _, n := range c.tableNames() {
+			for _, n := range c.TableNames() {
 				for _, op := range crudOps {
 					if key, ok := c.Tables[n].Permissions[op]; ok && len(c.Permissions[key]) == 0 {
 						orphans = append(orphans, fmt.Sprintf("tables.%s.permissions.%s = %q", n, op, key))
@@ -204,7 +204,7 @@ func doctor(ctx context.Context, o doctorOptions) []check {
 					`list the roles that hold each key in "permissions" ({"todos.delete": ["admin"]}); until then every caller gets 403 PERMISSION_DENIED`})
 			}
 			o.served = map[string]*servedTable{}
-			for _, n := range c.tableNames() {
+			for _, n := range c.TableNames() {
 				t := c.Tables[n]
 				if !slices.Contains(o.tables, t.Table) {
 					o.tables = append(o.tables, t.Table)

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tablegate/tablegate/internal/envfile"
+	"github.com/tablegate/tablegate/server"
 )
 
 //go:embed initdata/00001_create_todos.sql
@@ -132,7 +135,7 @@ func runInit(_ context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(out, "✓ wrote %s\n", path(f.rel))
 	}
-	vars := []envVar{
+	vars := []envfile.Var{
 		{"DATABASE_URL", dbURL},
 		{"SUPABASE_JWKS", string(ks.publicJWKS())},
 		{"BASE_URL", "http://" + initAddr},
@@ -143,7 +146,7 @@ func runInit(_ context.Context, e *env, args []string) error {
 	var env strings.Builder
 	env.WriteString("# Written by \"tablegate init\". Source it: . ./.env\n")
 	env.WriteString("# The tokens live 24 hours; mint more with: tablegate token --sub \"$USER_ID\"\n")
-	for _, line := range strings.SplitAfter(strings.TrimSuffix(string(formatEnv(vars)), "\n"), "\n") {
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(string(envfile.Format(vars)), "\n"), "\n") {
 		env.WriteString("export " + line)
 	}
 	env.WriteString("\n")
@@ -153,7 +156,7 @@ func runInit(_ context.Context, e *env, args []string) error {
 	fmt.Fprintf(out, "✓ wrote %s (mode 0600: it holds tokens)\n", path(".env"))
 	cd := ""
 	if *dir != "." {
-		cd = "  cd " + shellQuote(*dir) + "\n"
+		cd = "  cd " + envfile.Quote(*dir) + "\n"
 	}
 	fmt.Fprintf(e.stdout, `
 Next:
@@ -196,7 +199,7 @@ const initConfigJSON = `{
 
 // initConfig returns initConfigJSON, checked like serve will load it.
 func initConfig() ([]byte, error) {
-	if _, err := parseServeConfig([]byte(initConfigJSON), "tablegate.json"); err != nil {
+	if _, err := server.ParseConfig([]byte(initConfigJSON), "tablegate.json"); err != nil {
 		return nil, fmt.Errorf("init config: %w", err)
 	}
 	return []byte(initConfigJSON), nil

@@ -18,6 +18,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/envfile"
 	"github.com/tablegate/tablegate/telemetry"
 )
 
@@ -104,7 +105,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	}
 	upCmd := "tablegate migrate up"
 	if *dir != "" {
-		upCmd += " --dir " + shellQuote(*dir)
+		upCmd += " --dir " + envfile.Quote(*dir)
 	}
 	return migrateStatus(ctx, e.stdout, open, pool, upCmd)
 }
@@ -471,5 +472,5 @@ func notMigratedHint(ctx context.Context, pool *pgxpool.Pool, err error, dir str
 	if cur, _, verr := p.GetVersions(ctx); verr != nil || cur > 0 {
 		return err
 	}
-	return fmt.Errorf("%w\ntablegate's own migrations are not applied (they create the auth and tablegate schemas, auth.uid() and the API roles): run \"tablegate migrate up\" first, then \"tablegate migrate up --dir %s\" again", err, shellQuote(dir))
+	return fmt.Errorf("%w\ntablegate's own migrations are not applied (they create the auth and tablegate schemas, auth.uid() and the API roles): run \"tablegate migrate up\" first, then \"tablegate migrate up --dir %s\" again", err, envfile.Quote(dir))
 }

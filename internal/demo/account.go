@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"crypto/rand"
@@ -12,21 +12,21 @@ import (
 	"github.com/tablegate/tablegate/telemetry"
 )
 
-// demoUserEmail is the demo user's sign-in address on the demo's own auth
+// UserEmail is the demo user's sign-in address on the demo's own auth
 // server (the password is random, printed as USER_PASSWORD).
-const demoUserEmail = "demo-user@example.com"
+const UserEmail = "demo-user@example.com"
 
-// newDemoPassword returns a random password for the demo user.
-func newDemoPassword() string {
+// newPassword returns a random password for the demo user.
+func newPassword() string {
 	var b [9]byte
 	_, _ = rand.Read(b[:])
 	return "demo-" + hex.EncodeToString(b[:])
 }
 
-// demoFlows builds the sign-in/out flows of the demo: sessions of the
+// NewFlows builds the sign-in/out flows of the demo: sessions of the
 // project at projectURL written in the resolver's cookie, redirects back
 // to siteURL; tokensOnly writes @supabase/ssr's tokens-only encoding.
-func demoFlows(rv *authctx.Resolver, projectURL, siteURL, publishableKey string, tokensOnly bool) (*authflow.Flows, error) {
+func NewFlows(rv *authctx.Resolver, projectURL, siteURL, publishableKey string, tokensOnly bool) (*authflow.Flows, error) {
 	return authflow.New(&authflow.Config{
 		ProjectURL: projectURL, PublishableKey: publishableKey, SiteURL: siteURL, CookieName: rv.CookieName(),
 		Timeout: 10 * time.Second, TokensOnly: tokensOnly, Sessions: rv,
@@ -77,7 +77,7 @@ func accountHandler(w http.ResponseWriter, r *http.Request) {
 	data := struct {
 		Kind, Reason, UserID, Email, ExpiresAt, DemoEmail string
 		Exp                                               int64
-	}{Kind: string(a.Kind), Reason: string(a.Reason), UserID: s.UserID, DemoEmail: demoUserEmail}
+	}{Kind: string(a.Kind), Reason: string(a.Reason), UserID: s.UserID, DemoEmail: UserEmail}
 	if a.Kind == authctx.KindUser && a.User != nil {
 		data.Email, _ = a.User.Claims["email"].(string)
 		data.ExpiresAt = a.User.ExpiresAt.UTC().Format(time.RFC3339)
@@ -90,9 +90,20 @@ func accountHandler(w http.ResponseWriter, r *http.Request) {
 	_ = accountPage.Execute(w, data)
 }
 
-// flowRoutes mounts the flows and the account page on mux.
+// flowPatterns are the paths of authflow's handler (base path /auth),
+// every method (the handler answers 405 to the wrong one).
+var flowPatterns = []string{"/auth/sign-in", "/auth/otp", "/auth/verify", "/auth/sign-out", "/auth/oauth", "/auth/callback"}
+
+// flowRoutes mounts the flows, each reported to telemetry by its
+// pattern, and the account page on mux.
 func flowRoutes(mux *http.ServeMux, flows *authflow.Flows) {
-	mountFlows(mux, flows)
+	h := flows.Handler()
+	for _, p := range flowPatterns {
+		mux.Handle(p, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			telemetry.SetPattern(r.Context(), r.Pattern)
+			h.ServeHTTP(w, r)
+		}))
+	}
 	mux.HandleFunc("GET /account", accountHandler)
 	// The flows send the browser to "/" when no next is given.
 	mux.Handle("GET /{$}", http.RedirectHandler("/account", http.StatusSeeOther))

@@ -1,169 +1,484 @@
-package main
+// Package demo runs tablegate demo: a throwaway Postgres, the demo schema,
+// signing keys and a server built with package server that serves the
+// demo's todos, approvals, MCP tools, sign-in flows and an auth server
+// stand-in, until its context ends.
+package demo
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/tablegate/tablegate/authctx"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
+	"github.com/tablegate/tablegate/internal/envfile"
+	"github.com/tablegate/tablegate/internal/hostport"
 	"github.com/tablegate/tablegate/internal/pgcluster"
+	"github.com/tablegate/tablegate/server"
 )
 
-//go:embed demo_schema.sql
-var demoSchemaSQL string
+// SchemaSQL is the demo schema: tenants A and B, their members,
+// public.todos with row-level security, a few rows.
+//
+//go:embed schema.sql
+var SchemaSQL string
 
-// demoVacuumSQL sets the visibility maps and statistics of the tables
-// every demo read touches (VACUUM runs outside a transaction: one
-// statement).
-const demoVacuumSQL = `vacuum (analyze) tablegate.tenant_members, tablegate.memberships, tablegate.tenants, public.todos`
+// vacuumSQL sets the visibility maps and statistics of the tables every
+// demo read touches (VACUUM runs outside a transaction: one statement).
+const vacuumSQL = `vacuum (analyze) tablegate.tenant_members, tablegate.memberships, tablegate.tenants, public.todos`
 
-// Fixed identities of the demo schema (demo_schema.sql).
+// Fixed identities of the demo schema (schema.sql).
 const (
-	demoTenantA     = "a0000000-0000-4000-8000-00000000000a"
-	demoTenantB     = "b0000000-0000-4000-8000-00000000000b"
-	demoUserID      = "11111111-1111-4111-8111-111111111111"
-	demoAdminID     = "22222222-2222-4222-8222-222222222222"
-	demoApproverID  = "33333333-3333-4333-8333-333333333333"
-	demoAnonUserID  = "44444444-4444-4444-8444-444444444444"
-	demoOtherUserID = "55555555-5555-4555-8555-555555555555"
-	demoKeyName     = "demo"
-	demoTokenTTL    = 12 * time.Hour
+	TenantA     = "a0000000-0000-4000-8000-00000000000a"
+	TenantB     = "b0000000-0000-4000-8000-00000000000b"
+	UserID      = "11111111-1111-4111-8111-111111111111"
+	AdminID     = "22222222-2222-4222-8222-222222222222"
+	ApproverID  = "33333333-3333-4333-8333-333333333333"
+	AnonUserID  = "44444444-4444-4444-8444-444444444444"
+	OtherUserID = "55555555-5555-4555-8555-555555555555"
+	// KeyName names the demo's secret key.
+	KeyName = "demo"
+	// TokenTTL is the default lifetime of the minted tokens.
+	TokenTTL = 12 * time.Hour
 )
 
-const demoUsage = `Usage:
-  tablegate demo [--addr HOST:PORT] [--database-url URL] [--signing-keys FILE]
-                 [--auth-url URL] [--refresh] [--tokens-only] [--token-ttl DURATION]
-                 [--print-env FILE] [--replica]
-                 [--read-header-timeout D] [--read-timeout D]
-                 [--write-timeout D] [--idle-timeout D]
-
-Runs the whole stack on your machine in one command:
-
-  1. Postgres: without --database-url or DATABASE_URL, starts a throwaway
-     local cluster with initdb/pg_ctl from your PostgreSQL installation
-     (socket only, in a temporary directory; removed on exit). Docker and
-     testcontainers are not used by the CLI.
-  2. applies tablegate's migrations and the demo schema (tenants A and B,
-     members, public.todos with row-level security, a few rows);
-  3. signing keys: a temporary ES256 key, or --signing-keys FILE (created
-     there when missing, and kept);
-  4. serves the demo API and prints curl lines with minted tokens, until
-     Ctrl-C or SIGTERM; then stops Postgres and removes its files.
-
---replica also starts a streaming replica of the throwaway cluster
-(pg_basebackup -R, a second postmaster) and routes gets and lists to it:
-the demo writes a todo and reads it back carrying its Tablegate-Position.
-With --database-url, DATABASE_REPLICA_URLS (comma-separated) names
-replicas instead. See docs/scale-out.md.
-
-Routes: /api/todos (list, get, create, update, delete, actions complete,
-export, purge), /api/todos/events (live events, curl -N), /api/openapi.json,
-/api/openapi.yaml, /api/docs (the
-description of the same resource), /api/approvals (purge needs another
-user's approval),
-/mcp (the same operations as MCP tools, Streamable HTTP), /whoami, /guard/{user,
-user-anon,user-anonymous,anonymous}, /auth/v1/.well-known/jwks.json, /livez,
-/readyz; /account (a server-rendered page: who am I, sign in, sign out) and
-the sign-in flows under /auth/ (sign-in, otp, verify, oauth, callback,
-sign-out; see package authflow).
-
---print-env FILE writes "export KEY=VALUE" lines once the server answers
-(atomically; values quoted for sh, so ". FILE" exports them):
-BASE_URL JWKS_URL SIGNING_KEYS_PATH DATABASE_URL COOKIE_NAME TENANT_A TENANT_B
-USER_ID USER_TOKEN ADMIN_TOKEN APPROVER_TOKEN ANON_USER_TOKEN
-OTHER_TENANT_TOKEN SERVICE_KEY PUBLISHABLE_KEY SUPABASE_JWT_ISSUER (so that
-"tablegate token" mints tokens the demo accepts), and USER_REFRESH_TOKEN
-USER_EMAIL USER_PASSWORD when the demo is its own auth server (no
---auth-url): it then also answers GoTrue's refresh grant (rotating refresh
-tokens with a 10 s reuse interval), the password and PKCE grants,
-/authorize (the demo is its own OAuth provider), /otp (magic links are
-printed), /verify and /logout, so sign-in, refresh and sign-out run offline. Use --addr 127.0.0.1:0 for a free port; the file and the
-output show the real one.
-`
-
-type demoOptions struct {
-	addr        string
-	databaseURL string
-	signingKeys string
-	authURL     string
-	refresh     bool
-	tokensOnly  bool
-	tokenTTL    time.Duration
-	// eventsRetention is how long /api/todos/events can resume.
-	eventsRetention time.Duration
-	// publishableKey is sent as apikey on refresh; default a demo key.
-	publishableKey string
-	printEnv       string
-	// replica starts a streaming replica of the throwaway cluster and
+// Options are the choices of tablegate demo (its flags).
+type Options struct {
+	// Addr is the listen address (port 0 picks a free one).
+	Addr string
+	// DatabaseURL, when set, is used instead of a throwaway cluster.
+	DatabaseURL string
+	// Replica starts a streaming replica of the throwaway cluster and
 	// routes reads to it.
-	replica bool
-	// budget sizes the pool, bounds database time and shutdown.
-	budget   budgetFlags
-	timeouts httpTimeouts
-	ops      opsFlags
+	Replica bool
+	// SigningKeys is the signing keys file, loaded when it exists, else
+	// created and kept; empty: a temporary key.
+	SigningKeys string
+	// AuthURL, when set, is the Supabase project (or GoTrue) that issues
+	// and refreshes the tokens; empty: the demo is its own auth server.
+	AuthURL string
+	// Refresh refreshes expiring cookie sessions.
+	Refresh bool
+	// TokensOnly writes sessions in @supabase/ssr's tokens-only form.
+	TokensOnly bool
+	// TokenTTL is the lifetime of the minted tokens.
+	TokenTTL time.Duration
+	// EventsRetention is how long /api/todos/events can resume.
+	EventsRetention time.Duration
+	// PublishableKey is sent as apikey on refresh; empty: a demo key.
+	PublishableKey string
+	// PrintEnv, when set, is the file the KEY=VALUE lines go to.
+	PrintEnv string
+	// Server holds the server's operations settings (database budget,
+	// timeouts, admin listener, access log, shutdown timeout,
+	// observability providers); the demo sets the rest.
+	Server server.Config
+	// StandIn reaches the signing keys and the auth server stand-in.
+	StandIn StandIn
+	// Stdout receives the curl lines, Stderr the progress and the log.
+	Stdout, Stderr io.Writer
 }
 
-func runDemo(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "demo", demoUsage)
-	var o demoOptions
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address `HOST:PORT` (port 0 picks a free one)")
-	fs.StringVar(&o.databaseURL, "database-url", "", "use this Postgres `URL` instead of a throwaway cluster (default $DATABASE_URL)")
-	fs.StringVar(&o.signingKeys, "signing-keys", "", "signing keys `file` (Supabase signing_keys_path format); default a temporary key")
-	fs.StringVar(&o.authURL, "auth-url", "", "Supabase/GoTrue `URL`: verify tokens with {URL}/auth/v1/.well-known/jwks.json and refresh there instead of the demo's own JWKS")
-	fs.BoolVar(&o.refresh, "refresh", false, "refresh expiring cookie sessions (against the demo's own refresh grant, or --auth-url)")
-	fs.BoolVar(&o.tokensOnly, "tokens-only", false, "the sign-in flows write sessions in @supabase/ssr's cookies.encode \"tokens-only\" form (no user object)")
-	fs.DurationVar(&o.tokenTTL, "token-ttl", demoTokenTTL, "lifetime of the minted tokens (a short one shows cookie refresh at work)")
-	fs.DurationVar(&o.eventsRetention, "events-retention", events.DefaultRetention, "how long events stay in the outbox: the window in which a stream resumes with Last-Event-ID without a gap (at least 1m)")
-	o.timeouts.flags(fs)
-	fs.StringVar(&o.printEnv, "print-env", "", "once serving, write KEY=VALUE lines (URLs, tokens, ids) to `FILE`")
-	fs.BoolVar(&o.replica, "replica", false, "also start a streaming replica of the throwaway cluster and route reads to it (read-your-writes with Tablegate-Position); with --database-url set "+envReplicaURLs+" instead")
-	o.budget.register(fs)
-	o.ops.register(fs)
-	if err := parse(e, fs, args); err != nil {
-		return err
-	}
-	if err := o.budget.validate(); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	if o.databaseURL == "" {
-		o.databaseURL = e.getenv("DATABASE_URL")
-	}
-	if o.replica && o.databaseURL != "" {
-		return usagef("--replica starts a replica of the demo's throwaway cluster; with --database-url/DATABASE_URL set %s to your replicas instead", envReplicaURLs)
-	}
-	if o.tokenTTL <= 0 {
-		return usagef("--token-ttl must be positive")
-	}
-	if o.eventsRetention < minRetention {
-		return usagef("--events-retention %s is below %s: a client reconnecting after a short outage would miss events", o.eventsRetention, minRetention)
-	}
-	tuneGC(e.getenv)
-	o.publishableKey = e.getenv("SUPABASE_PUBLISHABLE_KEY")
-	if o.publishableKey == "" {
-		o.publishableKey = e.getenv("SUPABASE_ANON_KEY")
-	}
-	if o.authURL != "" {
-		u, err := url.Parse(o.authURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usagef("--auth-url must be an http(s) URL such as http://127.0.0.1:54321")
+// Token is a token the demo mints.
+type Token struct {
+	Sub       string
+	Anonymous bool
+	Tenant    string
+	Roles     []string
+	TTL       time.Duration
+	Issuer    string
+}
+
+// Keys are the demo's signing keys.
+type Keys interface {
+	// KID is the signing key's id.
+	KID() string
+	// PublicJWKS is the JWK Set of the public keys.
+	PublicJWKS() []byte
+	// Mint signs t, issued at now.
+	Mint(t Token, now time.Time) (string, error)
+}
+
+// AuthServer is the stand-in for the project's auth server (GoTrue's
+// token, authorize, otp, verify and logout endpoints) the demo serves
+// when it is its own auth server.
+type AuthServer interface {
+	// Routes mounts the endpoints under /auth/v1.
+	Routes(mux *http.ServeMux)
+	// AddAccount registers a user who may sign in.
+	AddAccount(t Token, email, phone, password string)
+	// SignIn starts a session of t: its access and refresh tokens.
+	SignIn(t Token) (access, refresh string, err error)
+}
+
+// StandIn is how the demo reaches what lives beside it: the signing key
+// files and the auth server stand-in.
+type StandIn struct {
+	// LoadKeys reads the signing keys file at path.
+	LoadKeys func(path string) (Keys, error)
+	// CreateKeys writes a new ES256 signing key to path and loads it.
+	CreateKeys func(path string) (Keys, error)
+	// NewAuthServer returns the auth server stand-in issuing tokens as
+	// issuer with k, requiring the publishable key as apikey, redirecting
+	// under siteURL and handing the one-time codes it sends to sent.
+	NewAuthServer func(k Keys, issuer, publishableKey, siteURL string, sent func(email, code, link string)) AuthServer
+}
+
+// Run runs the demo until ctx ends, then stops the server and removes
+// what it started (the cluster, the temporary key).
+func Run(ctx context.Context, o *Options) error {
+	r := &runner{o: o, out: o.Stderr}
+	defer r.cleanup()
+	for _, step := range []func(context.Context) error{
+		r.startPostgres,
+		r.applySchema,
+		r.loadKeys,
+		r.listen,
+		r.startServer,
+		r.printAccess,
+	} {
+		if err := step(ctx); err != nil {
+			return err
 		}
-		o.authURL = strings.TrimRight(o.authURL, "/")
 	}
-	return demo(ctx, e, o)
+	return r.wait(ctx)
+}
+
+// runner holds the state of one demo run between its steps.
+type runner struct {
+	o        *Options
+	out      io.Writer
+	cleanups []func()
+
+	dbURL       string
+	replicaURLs []string
+	keysPath    string
+	keys        Keys
+	ln          net.Listener
+	baseURL     string
+	jwksURL     string
+	issuer      string
+	secretKey   string
+	publishable string
+	auth        AuthServer // nil with AuthURL
+	password    string     // the demo user's, with the stand-in
+	srv         *server.Server
+	hub         *events.Hub // the todos' events, closed before the shutdown
+	serveErr    chan error
+}
+
+func (r *runner) cleanup() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+// startPostgres starts the throwaway cluster (and its replica), unless a
+// database URL is given.
+func (r *runner) startPostgres(ctx context.Context) error {
+	r.dbURL, r.replicaURLs = r.o.DatabaseURL, r.o.Server.ReadReplicas
+	switch {
+	case r.o.Replica:
+		primary, replica, err := startReplica(ctx, r.out)
+		if err != nil {
+			return err
+		}
+		r.cleanups = append(r.cleanups, func() {
+			done := step(r.out, "stopping Postgres (primary and replica) and removing their files")
+			done(errors.Join(replica.Stop(), primary.Stop()), "")
+		})
+		r.dbURL, r.replicaURLs = primary.URL, []string{replica.URL}
+	case r.dbURL == "":
+		done := step(r.out, "starting a throwaway Postgres (initdb + pg_ctl; no Docker)")
+		cluster, err := pgcluster.Start(ctx, nil)
+		done(err, "")
+		if err != nil {
+			if errors.Is(err, pgcluster.ErrNoBinaries) {
+				return fmt.Errorf("%w; or pass --database-url postgres://...", err)
+			}
+			return err
+		}
+		fmt.Fprintf(r.out, "    data and socket in %s\n", cluster.Dir())
+		r.cleanups = append(r.cleanups, func() {
+			done := step(r.out, "stopping Postgres and removing %s", cluster.Dir())
+			done(cluster.Stop(), "")
+		})
+		r.dbURL = cluster.URL
+	default:
+		fmt.Fprintln(r.out, "▸ using the database of --database-url/DATABASE_URL (the demo adds tablegate's schema and public.todos to it)")
+	}
+	return nil
+}
+
+// applySchema applies tablegate's migrations and the demo schema.
+func (r *runner) applySchema(ctx context.Context) error {
+	pool, err := connect(ctx, r.dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	done := step(r.out, "applying tablegate migrations")
+	err = db.Migrate(ctx, pool)
+	done(err, "")
+	if err != nil {
+		return err
+	}
+	done = step(r.out, "creating the demo schema (tenants A and B, public.todos with RLS, seed rows)")
+	_, err = pool.Exec(ctx, SchemaSQL)
+	if err == nil {
+		// Fresh tables of a few rows: autovacuum would not visit them for
+		// a long time. Vacuumed, the membership check of every read is an
+		// index-only probe (no heap fetch) and the planner knows the sizes.
+		_, err = pool.Exec(ctx, vacuumSQL)
+	}
+	done(err, "")
+	if err != nil {
+		return fmt.Errorf("demo schema: %w", err)
+	}
+	return nil
+}
+
+// connect opens a pool to url for the schema, with an error that says
+// what to check.
+func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, errors.New("invalid database URL: cannot parse the URL (check its syntax)")
+	}
+	db.ConfigurePool(cfg)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = pool.Ping(pctx)
+		cancel()
+		if err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		return nil, db.ExplainConnectError(err, &cfg.ConnConfig.Config)
+	}
+	return pool, nil
+}
+
+// loadKeys loads the signing keys file, or creates it (a temporary one
+// without SigningKeys).
+func (r *runner) loadKeys(context.Context) error {
+	r.keysPath = r.o.SigningKeys
+	if r.keysPath == "" {
+		dir, err := os.MkdirTemp("", "tablegate-demo-")
+		if err != nil {
+			return err
+		}
+		r.cleanups = append(r.cleanups, func() { _ = os.RemoveAll(dir) })
+		r.keysPath = filepath.Join(dir, "signing_keys.json")
+	}
+	var err error
+	if _, statErr := os.Stat(r.keysPath); statErr == nil {
+		done := step(r.out, "loading signing keys from %s", r.keysPath)
+		r.keys, err = r.o.StandIn.LoadKeys(r.keysPath)
+		done(err, "")
+	} else {
+		done := step(r.out, "generating an ES256 signing key in %s", r.keysPath)
+		r.keys, err = r.o.StandIn.CreateKeys(r.keysPath)
+		done(err, "")
+	}
+	return err
+}
+
+// listen listens first, so that the URLs name the real port, and picks
+// the keys and the auth server.
+func (r *runner) listen(context.Context) error {
+	ln, err := net.Listen("tcp", r.o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is the port in use? try --addr 127.0.0.1:0)", r.o.Addr, err)
+	}
+	r.ln = ln
+	r.cleanups = append(r.cleanups, func() { ln.Close() })
+	r.baseURL = "http://" + hostport.Of(ln.Addr())
+	project := r.baseURL
+	if r.o.AuthURL != "" {
+		project = r.o.AuthURL
+	}
+	r.jwksURL = project + "/auth/v1/.well-known/jwks.json"
+	r.issuer = project + "/auth/v1"
+	r.secretKey = "sb_secret_" + strings.ReplaceAll(newUUID(), "-", "")
+	r.publishable = r.o.PublishableKey
+	if r.publishable == "" {
+		r.publishable = "sb_publishable_" + strings.ReplaceAll(newUUID(), "-", "")
+	}
+	if r.o.AuthURL == "" {
+		out := r.out
+		r.auth = r.o.StandIn.NewAuthServer(r.keys, r.issuer, r.publishable, r.baseURL, func(email, code, link string) {
+			fmt.Fprintf(out, "▸ magic link for %s (code %s): %s\n", email, code, link)
+		})
+		r.password = newPassword()
+		r.auth.AddAccount(r.userToken(), UserEmail, "", r.password)
+	}
+	return nil
+}
+
+// userToken describes the demo user's tokens.
+func (r *runner) userToken() Token {
+	return Token{Sub: UserID, Tenant: TenantA, TTL: r.o.TokenTTL, Issuer: r.issuer}
+}
+
+// startServer builds the server (package server) with the demo's routes
+// and serves it on the listener.
+func (r *runner) startServer(ctx context.Context) error {
+	done := step(r.out, "starting the API on %s (JWKS from %s)", r.baseURL, r.jwksURL)
+	project := r.baseURL
+	if r.o.AuthURL != "" {
+		project = r.o.AuthURL
+	}
+	cfg := r.o.Server
+	cfg.PublicURL, cfg.DatabaseURL, cfg.ReadReplicas = r.baseURL, r.dbURL, r.replicaURLs
+	cfg.Auth = server.AuthConfig{URL: project, Refresh: r.o.Refresh,
+		SecretKeys: map[string]string{KeyName: r.secretKey},
+		// A Bearer equal to the publishable key counts as no credential
+		// (supabase-js sends it when signed out); refresh sends it as apikey.
+		PublishableKeys: []string{r.publishable}}
+	if r.auth != nil {
+		// The demo's own keys, inline: the resolver starts before the
+		// listener answers.
+		cfg.Auth.JWKS = r.keys.PublicJWKS()
+	} else {
+		cfg.Auth.JWKSURL = r.jwksURL
+	}
+	cfg.Routes = r.routes
+	if r.o.Replica {
+		cfg.Getenv = nil // the replica started here, not DATABASE_REPLICA_URLS
+	}
+	srv, err := server.New(ctx, &cfg)
+	done(err, "")
+	if err != nil {
+		return err
+	}
+	r.srv = srv
+	r.cleanups = append(r.cleanups, func() { srv.Close() }, r.hub.Close)
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r.serveErr = make(chan error, 1)
+	go func() { r.serveErr <- srv.Serve(sctx, r.ln) }()
+	r.cleanups = append(r.cleanups, func() {
+		// The stream's hub ends first, so that the shutdown does not wait
+		// for its subscribers (they resume with Last-Event-ID).
+		r.hub.Close()
+		done := step(r.out, "stopping the server (running requests may finish for up to %s)", cfg.ShutdownTimeout)
+		stop()
+		<-r.serveErr
+		done(nil, "")
+	})
+	return nil
+}
+
+// routes mounts the demo's routes on the server's mux.
+func (r *runner) routes(ctx context.Context, mux *http.ServeMux, s *server.Server) error {
+	project := r.baseURL
+	if r.o.AuthURL != "" {
+		project = r.o.AuthURL
+	}
+	parts, err := BuildAPIWith(ctx, s.DB(), s.Resolver(), r.baseURL, r.issuer, &events.Config{Retention: r.o.EventsRetention})
+	if err != nil {
+		return err
+	}
+	flows, err := NewFlows(s.Resolver(), project, r.baseURL, r.publishable, r.o.TokensOnly)
+	if err != nil {
+		parts.Hub.Close()
+		return err
+	}
+	r.hub = parts.Hub
+	(&Routes{JWKS: r.keys.PublicJWKS(), API: parts, Auth: r.auth, Flows: flows}).Mount(mux)
+	return nil
+}
+
+// printAccess mints the tokens, writes the env file and prints the curl
+// lines (and, with replicas, reads a write back).
+func (r *runner) printAccess(ctx context.Context) error {
+	now := time.Now()
+	var err error
+	mint := func(sub string, anonymous bool, tenant string, roles ...string) string {
+		if err != nil {
+			return ""
+		}
+		var t string
+		t, err = r.keys.Mint(Token{Sub: sub, Anonymous: anonymous, Tenant: tenant, Roles: roles, TTL: r.o.TokenTTL, Issuer: r.issuer}, now)
+		return t
+	}
+	var userToken, userRefresh string
+	if r.auth != nil {
+		userToken, userRefresh, err = r.auth.SignIn(r.userToken())
+	} else {
+		userToken, err = r.keys.Mint(r.userToken(), now)
+	}
+	if err != nil {
+		return err
+	}
+	vars := []envfile.Var{
+		{Key: "BASE_URL", Value: r.baseURL},
+		{Key: "JWKS_URL", Value: r.jwksURL},
+		{Key: "SIGNING_KEYS_PATH", Value: r.keysPath},
+		{Key: "DATABASE_URL", Value: r.dbURL},
+		{Key: "COOKIE_NAME", Value: r.srv.Resolver().CookieName()},
+		{Key: "TENANT_A", Value: TenantA},
+		{Key: "TENANT_B", Value: TenantB},
+		{Key: "USER_ID", Value: UserID},
+		{Key: "USER_TOKEN", Value: userToken},
+		{Key: "ADMIN_TOKEN", Value: mint(AdminID, false, TenantA, "admin")},
+		{Key: "APPROVER_TOKEN", Value: mint(ApproverID, false, TenantA, "approver")},
+		{Key: "ANON_USER_TOKEN", Value: mint(AnonUserID, true, TenantA)},
+		{Key: "OTHER_TENANT_TOKEN", Value: mint(OtherUserID, false, TenantB)},
+		{Key: "SERVICE_KEY", Value: r.secretKey},
+		{Key: "PUBLISHABLE_KEY", Value: r.publishable},
+		// What "tablegate token" reads, so that after ". FILE" it mints
+		// tokens this demo accepts: the issuer and the signing keys.
+		{Key: "SUPABASE_JWT_ISSUER", Value: r.issuer},
+	}
+	if userRefresh != "" {
+		vars = append(vars, envfile.Var{Key: "USER_REFRESH_TOKEN", Value: userRefresh})
+	}
+	if r.password != "" {
+		vars = append(vars, envfile.Var{Key: "USER_EMAIL", Value: UserEmail}, envfile.Var{Key: "USER_PASSWORD", Value: r.password})
+	}
+	if err != nil {
+		return err
+	}
+	if r.o.PrintEnv != "" {
+		if err := writeFileAtomic(r.o.PrintEnv, envfile.Format(vars), 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.out, "▸ wrote %s\n", r.o.PrintEnv)
+	}
+	printCurls(r.o.Stdout, vars, r.keys.KID())
+	if d := r.srv.DB(); d.HasReplicas() {
+		if err := showReadYourWrites(ctx, r.o.Stdout, d, r.baseURL, userToken); err != nil {
+			fmt.Fprintf(r.out, "! read-your-writes check: %v\n", err)
+		}
+	}
+	return nil
+}
+
+// wait serves until ctx ends or the server fails.
+func (r *runner) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(r.out, "\n▸ shutting down")
+		return nil
+	case err := <-r.serveErr:
+		r.serveErr <- err // for the cleanup
+		return err
+	}
 }
 
 // step prints a progress line and returns a func that completes it.
@@ -183,364 +498,12 @@ func step(w io.Writer, format string, args ...any) func(err error, detail string
 	}
 }
 
-func demo(ctx context.Context, e *env, o demoOptions) (err error) {
-	out := e.stderr
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-
-	// 1. Postgres.
-	dbURL := o.databaseURL
-	replicaList, err := replicaURLs(e.getenv, nil)
-	if err != nil {
-		return err
-	}
-	if o.replica {
-		primary, replica, err := startDemoReplica(ctx, out)
-		if err != nil {
-			return err
-		}
-		cleanups = append(cleanups, func() {
-			done := step(out, "stopping Postgres (primary and replica) and removing their files")
-			done(errors.Join(replica.Stop(), primary.Stop()), "")
-		})
-		dbURL, replicaList = primary.URL, []string{replica.URL}
-	} else if dbURL == "" {
-		done := step(out, "starting a throwaway Postgres (initdb + pg_ctl; no Docker)")
-		cluster, err := pgcluster.Start(ctx, nil)
-		done(err, "")
-		if err != nil {
-			if errors.Is(err, pgcluster.ErrNoBinaries) {
-				return fmt.Errorf("%w; or pass --database-url postgres://...", err)
-			}
-			return err
-		}
-		fmt.Fprintf(out, "    data and socket in %s\n", cluster.Dir())
-		cleanups = append(cleanups, func() {
-			done := step(out, "stopping Postgres and removing %s", cluster.Dir())
-			done(cluster.Stop(), "")
-		})
-		dbURL = cluster.URL
-	} else {
-		fmt.Fprintln(out, "▸ using the database of --database-url/DATABASE_URL (the demo adds tablegate's schema and public.todos to it)")
-	}
-	obs, err := setupObservability(ctx, e.getenv, o.ops.observeOpts(e))
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, obs.close)
-	pool, err := connectPool(ctx, dbURL, int32(o.budget.maxConns), obs.tel)
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, pool.Close)
-	replicaPools, closeReplicas, err := connectReplicas(ctx, out, replicaList, int32(o.budget.maxConns), obs.tel)
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, closeReplicas)
-
-	// 2. Migrations and the demo schema.
-	done := step(out, "applying tablegate migrations")
-	err = db.Migrate(ctx, pool)
-	done(err, "")
-	if err != nil {
-		return err
-	}
-	done = step(out, "creating the demo schema (tenants A and B, public.todos with RLS, seed rows)")
-	_, err = pool.Exec(ctx, demoSchemaSQL)
-	if err == nil {
-		// Fresh tables of a few rows: autovacuum would not visit them for
-		// a long time. Vacuumed, the membership check of every read is an
-		// index-only probe (no heap fetch) and the planner knows the sizes.
-		_, err = pool.Exec(ctx, demoVacuumSQL)
-	}
-	done(err, "")
-	if err != nil {
-		return fmt.Errorf("demo schema: %w", err)
-	}
-
-	// 3. Signing keys.
-	keysPath := o.signingKeys
-	if keysPath == "" {
-		dir, err := os.MkdirTemp("", "tablegate-demo-")
-		if err != nil {
-			return err
-		}
-		cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
-		keysPath = filepath.Join(dir, "signing_keys.json")
-	}
-	var ks *keySet
-	if _, statErr := os.Stat(keysPath); statErr == nil {
-		done = step(out, "loading signing keys from %s", keysPath)
-		ks, err = loadKeyFile(keysPath)
-		done(err, "")
-	} else {
-		done = step(out, "generating an ES256 signing key in %s", keysPath)
-		var k jwk
-		if k, err = newSigningJWK(); err == nil {
-			if err = writeKeyFile(keysPath, []jwk{k}); err == nil {
-				ks, err = loadKeyFile(keysPath)
-			}
-		}
-		done(err, "")
-	}
-	if err != nil {
-		return err
-	}
-	signer, err := ks.signer()
-	if err != nil {
-		return err
-	}
-
-	// 4. Listen first so that the JWKS URL knows the real port.
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is the port in use? try --addr 127.0.0.1:0)", o.addr, err)
-	}
-	baseURL := "http://" + hostPort(ln.Addr())
-	jwksURL := baseURL + "/auth/v1/.well-known/jwks.json"
-	issuer := baseURL + "/auth/v1"
-	if o.authURL != "" {
-		jwksURL = o.authURL + "/auth/v1/.well-known/jwks.json"
-		issuer = o.authURL + "/auth/v1"
-	}
-	secretKey := "sb_secret_" + strings.ReplaceAll(newUUID(), "-", "")
-	publishableKey := o.publishableKey
-	if publishableKey == "" {
-		publishableKey = "sb_publishable_" + strings.ReplaceAll(newUUID(), "-", "")
-	}
-
-	srv := &demoServer{pool: pool, jwks: ks.publicJWKS()}
-	if o.authURL == "" {
-		srv.gotrue = newDemoAuthServer(ks, issuer, publishableKey)
-	}
-	httpSrv := o.timeouts.server(nil) // read, write and idle timeouts: no connection is pinned forever
-	grace := newGraceful(httpSrv)
-	serveErr := make(chan error, 1)
-	// The resolver fetches the JWKS when it is built, possibly from this
-	// very server: serve the JWKS before everything else is ready.
-	var handler http.Handler
-	ready := make(chan struct{})
-	httpSrv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-ready:
-			handler.ServeHTTP(w, r)
-			return
-		default:
-		}
-		if r.Method == http.MethodGet && r.URL.Path == "/auth/v1/.well-known/jwks.json" {
-			srv.jwksHandler(w, r)
-			return
-		}
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "starting", http.StatusServiceUnavailable)
-	})
-	go func() { serveErr <- httpSrv.Serve(ln) }()
-	cleanups = append(cleanups, func() {
-		done := step(out, "stopping the server (running requests may finish for up to %s)", o.budget.shutdownTimeout)
-		grace.shutdown(out, httpSrv, o.budget.shutdownTimeout)
-		done(nil, "")
-	})
-
-	done = step(out, "starting the API on %s (JWKS from %s)", baseURL, jwksURL)
-	projectURL := baseURL
-	if o.authURL != "" {
-		projectURL = o.authURL
-	}
-	rcfg := demoResolverConfig(projectURL, jwksURL, secretKey, publishableKey, o.refresh)
-	rcfg.Telemetry = obs.tel
-	rv, err := authctx.New(ctx, rcfg)
-	if err != nil {
-		done(err, "")
-		return fmt.Errorf("auth (JWKS %s): %w", jwksURL, err)
-	}
-	cleanups = append(cleanups, rv.Close)
-	d := db.New(pool, withReplicas(o.budget.dbConfig(), replicaPools))
-	cleanups = append(cleanups, d.Close)
-	if err := db.RecordReplicaStats(d, obs.tel); err != nil {
-		done(err, "")
-		return err
-	}
-	parts, err := buildDemoAPIWith(ctx, d, rv, baseURL, issuer,
-		&events.Config{Retention: o.eventsRetention})
-	if err != nil {
-		done(err, "")
-		return err
-	}
-	cleanups = append(cleanups, parts.hub.Close)
-	srv.parts, srv.rv = parts, rv
-	userSpec := tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: o.tokenTTL, Issuer: issuer}
-	userPassword := ""
-	if srv.gotrue != nil {
-		userPassword = newDemoPassword()
-		srv.gotrue.siteURL = baseURL
-		srv.gotrue.addAccount(userSpec, demoUserEmail, "", userPassword)
-		srv.gotrue.sent = func(m sentOTP) {
-			fmt.Fprintf(out, "▸ magic link for %s (code %s): %s\n", m.Email, m.Code, m.Link)
-		}
-	}
-	if srv.flows, err = demoFlows(rv, projectURL, baseURL, publishableKey, o.tokensOnly); err != nil {
-		done(err, "")
-		return err
-	}
-	handler = obs.tel.Handler(rv.Middleware(rv.CrossSite(srv.handler())))
-	close(ready)
-	done(nil, "")
-	if o.ops.adminAddr != "" {
-		_, stop, err := startAdmin(ctx, out, o.ops.adminAddr, adminHandler(readinessChecks(pool, rv), obs.metrics))
-		if err != nil {
-			return err
-		}
-		cleanups = append(cleanups, stop)
-	}
-
-	// 5. Tokens, env file, curl lines.
-	now := time.Now()
-	mint := func(sub string, anonymous bool, tenant string, roles ...string) string {
-		if err != nil {
-			return ""
-		}
-		var t string
-		t, err = mintToken(ks, tokenSpec{Sub: sub, Anonymous: anonymous, Tenant: tenant, Roles: roles, TTL: o.tokenTTL, Issuer: issuer}, now)
-		return t
-	}
-	var userToken, userRefresh string
-	if srv.gotrue != nil {
-		userToken, userRefresh, err = srv.gotrue.signIn(userSpec)
-	} else {
-		userToken, err = mintToken(ks, userSpec, now)
-	}
-	if err != nil {
-		return err
-	}
-	vars := []envVar{
-		{"BASE_URL", baseURL},
-		{"JWKS_URL", jwksURL},
-		{"SIGNING_KEYS_PATH", keysPath},
-		{"DATABASE_URL", dbURL},
-		{"COOKIE_NAME", rv.CookieName()},
-		{"TENANT_A", demoTenantA},
-		{"TENANT_B", demoTenantB},
-		{"USER_ID", demoUserID},
-		{"USER_TOKEN", userToken},
-		{"ADMIN_TOKEN", mint(demoAdminID, false, demoTenantA, "admin")},
-		{"APPROVER_TOKEN", mint(demoApproverID, false, demoTenantA, "approver")},
-		{"ANON_USER_TOKEN", mint(demoAnonUserID, true, demoTenantA)},
-		{"OTHER_TENANT_TOKEN", mint(demoOtherUserID, false, demoTenantB)},
-		{"SERVICE_KEY", secretKey},
-		{"PUBLISHABLE_KEY", publishableKey},
-		// What "tablegate token" reads, so that after ". FILE" it mints
-		// tokens this demo accepts: the issuer and the signing keys.
-		{"SUPABASE_JWT_ISSUER", issuer},
-	}
-	if userRefresh != "" {
-		vars = append(vars, envVar{"USER_REFRESH_TOKEN", userRefresh})
-	}
-	if userPassword != "" {
-		vars = append(vars, envVar{"USER_EMAIL", demoUserEmail}, envVar{"USER_PASSWORD", userPassword})
-	}
-	if err != nil {
-		return err
-	}
-	if o.printEnv != "" {
-		if err := writeFileAtomic(o.printEnv, formatEnv(vars), 0o600); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "▸ wrote %s\n", o.printEnv)
-	}
-	printCurls(e.stdout, vars, signer.kid)
-	if d.HasReplicas() {
-		if err := showReadYourWrites(ctx, e.stdout, d, baseURL, userToken); err != nil {
-			fmt.Fprintf(out, "! read-your-writes check: %v\n", err)
-		}
-	}
-
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(out, "\n▸ shutting down")
-		return nil
-	case err := <-serveErr:
-		return fmt.Errorf("server: %w", err)
-	}
-}
-
-// demoResolverConfig is the caller resolution of the demo: tokens of the
-// project at projectURL verified against jwksURL, the secret key as a
-// service apikey, and the publishable key.
-func demoResolverConfig(projectURL, jwksURL, secretKey, publishableKey string, refresh bool) *authctx.Config {
-	return &authctx.Config{
-		ProjectURL:     projectURL,
-		VerifierConfig: authctx.VerifierConfig{JWKSURL: jwksURL},
-		Secret:         true,
-		SecretKeys:     map[string]string{demoKeyName: secretKey},
-		// A Bearer equal to the publishable key counts as no credential
-		// (supabase-js sends it when signed out); refresh sends it as apikey.
-		PublishableKeys: []string{publishableKey},
-		Refresh:         refresh,
-	}
-}
-
-// hostPort renders a listener address for URLs (loopback 0.0.0.0 → 127.0.0.1).
-func hostPort(a net.Addr) string {
-	tcp, ok := a.(*net.TCPAddr)
-	if !ok {
-		return a.String()
-	}
-	ip := tcp.IP
-	if ip == nil || ip.IsUnspecified() {
-		ip = net.IPv4(127, 0, 0, 1)
-	}
-	return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
-}
-
-// everywhere notes a listener bound to every interface: hostPort names
-// 127.0.0.1 for it, which must not read as loopback only.
-func everywhere(a net.Addr) string {
-	if tcp, ok := a.(*net.TCPAddr); ok && (tcp.IP == nil || tcp.IP.IsUnspecified()) {
-		return " — listening on every interface, reachable from the network"
-	}
-	return ""
-}
-
-type envVar struct{ key, value string }
-
-// formatEnv renders vars as lines a POSIX shell can source (". FILE"):
-// KEY=VALUE, the value single-quoted whenever it holds a character the
-// shell would interpret (the database URL's "&" and "?", spaces, quotes).
-// Values made only of safe characters (tokens, UUIDs, plain URLs) stay
-// bare, so line-oriented KEY=VALUE readers keep working for them.
-func formatEnv(vars []envVar) []byte {
-	var b strings.Builder
-	for _, v := range vars {
-		fmt.Fprintf(&b, "export %s=%s\n", v.key, shellQuote(v.value))
-	}
-	return []byte(b.String())
-}
-
-// shellQuote returns s unchanged when every byte is shell-safe, else s in
-// single quotes with each single quote written as quote, backslash, quote, quote.
-func shellQuote(s string) string {
-	safe := s != ""
-	for i := 0; i < len(s) && safe; i++ {
-		c := s[i]
-		safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			strings.IndexByte("-_.,:/@%+=", c) >= 0
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func printCurls(w io.Writer, vars []envVar, kid string) {
+// printCurls prints the demo's access: the variables and curl lines.
+func printCurls(w io.Writer, vars []envfile.Var, kid string) {
 	get := func(k string) string {
 		for _, v := range vars {
-			if v.key == k {
-				return v.value
+			if v.Key == k {
+				return v.Value
 			}
 		}
 		return ""
@@ -582,4 +545,46 @@ tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
 
 Ctrl-C stops the server and removes Postgres and the temporary files.
 `, base, kid, get("USER_TOKEN"), get("ADMIN_TOKEN"), get("APPROVER_TOKEN"), get("ANON_USER_TOKEN"), get("OTHER_TENANT_TOKEN"), get("SERVICE_KEY"))
+}
+
+// newUUID returns a random version 4 UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames
+// it over path, so that a reader sees the old or the new content, never a
+// part.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Chmod(mode)
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
 }

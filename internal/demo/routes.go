@@ -1,17 +1,13 @@
-package main
+package demo
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/authflow"
+	"github.com/tablegate/tablegate/internal/mcpdiscovery"
 	"github.com/tablegate/tablegate/problem"
-	"github.com/tablegate/tablegate/telemetry"
 )
 
 // whoami is the JSON body of /whoami and the /guard routes.
@@ -43,31 +39,31 @@ var guardRoutes = map[string][]authctx.Allow{
 	"anonymous":      {authctx.AllowAnonymous},
 }
 
-// demoServer holds what the demo's routes need.
-type demoServer struct {
-	pool *pgxpool.Pool
-	rv   *authctx.Resolver // readiness: signing keys loaded
-	jwks []byte
-	// parts serve /api/ (todos, approvals) and /mcp.
-	parts *demoAPIParts
-	// gotrue answers the refresh grant when the demo is its own auth server.
-	gotrue *demoAuthServer
-	// flows serve /auth/{sign-in,otp,verify,oauth,callback,sign-out} and
-	// the /account page.
-	flows *authflow.Flows
+// Routes are the demo's routes beside what package server serves.
+type Routes struct {
+	// JWKS is the public signing keys, served at
+	// /auth/v1/.well-known/jwks.json.
+	JWKS []byte
+	// API serves /api/ (todos, approvals) and /mcp; nil: none.
+	API *API
+	// Auth answers GoTrue's endpoints when the demo is its own auth
+	// server; nil: none.
+	Auth AuthServer
+	// Flows serve /auth/{sign-in,otp,verify,oauth,callback,sign-out} and
+	// the /account page; nil: none.
+	Flows *authflow.Flows
 }
 
 // jwksHandler serves the public signing keys as GoTrue does.
-func (s *demoServer) jwksHandler(w http.ResponseWriter, r *http.Request) {
+func (s *Routes) jwksHandler(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "public, max-age=600")
-	_, _ = w.Write(s.jwks)
+	_, _ = w.Write(s.JWKS)
 }
 
-// handler returns the demo's routes. Callers are resolved by the
-// resolver's middleware around it.
-func (s *demoServer) handler() http.Handler {
-	mux := http.NewServeMux()
+// Mount adds the routes to mux. Callers are resolved by the resolver's
+// middleware around it (server.Config.Routes).
+func (s *Routes) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /auth/v1/.well-known/jwks.json", s.jwksHandler)
 	whoamiHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, whoamiOf(authctx.AuthFrom(r.Context())))
@@ -76,18 +72,22 @@ func (s *demoServer) handler() http.Handler {
 	for name, allow := range guardRoutes {
 		mux.Handle("GET /guard/"+name, authctx.Guard(allow...)(whoamiHandler))
 	}
-	if s.gotrue != nil {
-		s.gotrue.routes(mux)
+	if s.Auth != nil {
+		s.Auth.Routes(mux)
 	}
-	if s.flows != nil {
-		flowRoutes(mux, s.flows)
+	if s.Flows != nil {
+		flowRoutes(mux, s.Flows)
 	}
-	if s.parts != nil {
-		mux.Handle("/api/", s.parts.api.Handler())
-		mux.Handle("/mcp", s.parts.mcp)
-		mux.Handle(mcpMetadataPath, s.parts.mcpMeta)
+	if s.API != nil {
+		mux.Handle("/api/", s.API.API.Handler())
+		mux.Handle("/mcp", s.API.MCP)
+		mux.Handle(mcpdiscovery.Path, s.API.MCPMetadata)
 	}
-	health(mux, s.pool, s.rv)
-	return problemFallback(mux)
 }
 
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/tablegate/tablegate/authz"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
+	"github.com/tablegate/tablegate/internal/mcpdiscovery"
 	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
@@ -53,6 +54,7 @@ func withTitleLimits(s *jsonschema.Schema) *jsonschema.Schema {
 	return s
 }
 
+// claimRoles lists the strings of the roles claim.
 func claimRoles(c map[string]any) []string {
 	list, _ := c["roles"].([]any)
 	var out []string
@@ -143,36 +145,36 @@ func demoAuthorizer(d *db.DB) (*authz.Authorizer, error) {
 	})
 }
 
-// demoAPIParts are what the demo serves under /api and /mcp.
-type demoAPIParts struct {
-	// api serves /api/todos, /api/approvals (list, get, approve, deny),
+// API is what the demo serves under /api and /mcp.
+type API struct {
+	// API serves /api/todos, /api/approvals (list, get, approve, deny),
 	// /api/openapi.json, /api/openapi.yaml and /api/docs, from the same
 	// objects.
-	api *spec.API
-	// mcp serves the same operations as MCP tools (Streamable HTTP).
-	mcp http.Handler
-	// mcpMeta serves the protected resource metadata of /mcp (RFC 9728),
-	// which mcp's 401 challenges name as resource_metadata.
-	mcpMeta http.Handler
-	// hub delivers /api/todos/events; Close it on shutdown.
-	hub *events.Hub
+	API *spec.API
+	// MCP serves the same operations as MCP tools (Streamable HTTP).
+	MCP http.Handler
+	// MCPMetadata serves the protected resource metadata of /mcp (RFC
+	// 9728), which MCP's 401 challenges name as resource_metadata.
+	MCPMetadata http.Handler
+	// Hub delivers /api/todos/events; Close it on shutdown.
+	Hub *events.Hub
 }
 
 // demoAllow is the allow list of /api/todos and /mcp.
 var demoAllow = []authctx.Allow{authctx.AllowUser, authctx.AllowAnonymous}
 
-// buildDemoAPI builds the todos resource, its description, the approvals
+// BuildAPI builds the todos resource, its description, the approvals
 // endpoint and the MCP tools of the same resource.
 //
 // baseURL is where the demo answers; authServer the auth server issuing
 // its tokens, named in the MCP endpoint's protected resource metadata.
-func buildDemoAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver, baseURL, authServer string) (*demoAPIParts, error) {
-	return buildDemoAPIWith(ctx, d, rv, baseURL, authServer, &events.Config{})
+func BuildAPI(ctx context.Context, d *db.DB, rv *authctx.Resolver, baseURL, authServer string) (*API, error) {
+	return BuildAPIWith(ctx, d, rv, baseURL, authServer, &events.Config{})
 }
 
-// buildDemoAPIWith is buildDemoAPI with the events hub's configuration
+// BuildAPIWith is BuildAPI with the events hub's configuration
 // (its DB is set to d).
-func buildDemoAPIWith(ctx context.Context, d *db.DB, rv *authctx.Resolver, baseURL, authServer string, ev *events.Config) (*demoAPIParts, error) {
+func BuildAPIWith(ctx context.Context, d *db.DB, rv *authctx.Resolver, baseURL, authServer string, ev *events.Config) (*API, error) {
 	authorizer, err := demoAuthorizer(d)
 	if err != nil {
 		return nil, err
@@ -223,18 +225,13 @@ func buildDemoAPIWith(ctx context.Context, d *db.DB, rv *authctx.Resolver, baseU
 		hub.Close()
 		return nil, fmt.Errorf("MCP tools: %w", err)
 	}
-	metadataURL, metadata := mcpDiscovery(baseURL, authServer)
+	metadataURL, metadata := mcpdiscovery.Handler(baseURL, authServer)
 	mcpHandler, err := tools.Handler(&mcptools.HTTPConfig{Resolver: rv, Allow: demoAllow, ResourceMetadataURL: metadataURL})
 	if err != nil {
 		hub.Close()
 		return nil, fmt.Errorf("MCP handler: %w", err)
 	}
-	return &demoAPIParts{
-		api:     api,
-		mcp:     mcpHandler,
-		mcpMeta: metadata,
-		hub:     hub,
-	}, nil
+	return &API{API: api, MCP: mcpHandler, MCPMetadata: metadata, Hub: hub}, nil
 }
 
 // callerOf is the rest resources' caller: the state the resolver
