@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/internal/syncbuf"
 )
 
 // Once the migrations check has seen the expected version, a probe never
@@ -89,7 +90,7 @@ func TestMigrationsCheckNeverQueuesOnceSeen(t *testing.T) {
 // TestReadinessCauseLogged: the error behind a failing check (which
 // /readyz does not show) is logged once per change, not at every probe.
 func TestReadinessCauseLogged(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tablegate/tablegate/internal/hostport"
+	"github.com/tablegate/tablegate/server"
 )
 
 // TestPerCallerShareFromFlagAndConfig: --db-max-conns-per-caller and the
@@ -31,12 +34,13 @@ func TestPerCallerShareFromFlagAndConfig(t *testing.T) {
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		b.merge(databaseConfig{MaxConnsPerCaller: tc.conf})
-		if got := b.dbConfig().MaxConnsPerCaller; got != tc.want {
+		dc := server.DatabaseConfig{MaxConnsPerCaller: tc.conf}
+		b.apply(&dc)
+		if got := dc.MaxConnsPerCaller; got != tc.want {
 			t.Errorf("%v with config %d: MaxConnsPerCaller %d, want %d", tc.args, tc.conf, got, tc.want)
 		}
 	}
-	c, err := parseServeConfig([]byte(`{"database": {"max_conns_per_caller": 4}, "tables": {"todos": {}}}`), "tablegate.json")
+	c, err := server.ParseConfig([]byte(`{"database": {"max_conns_per_caller": 4}, "tables": {"todos": {}}}`), "tablegate.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +81,7 @@ func TestEverywhereNoted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := everywhere(ln.Addr()) != ""; got != want {
+		if got := hostport.Everywhere(ln.Addr()) != ""; got != want {
 			t.Errorf("%s: noted %v, want %v", addr, got, want)
 		}
 		ln.Close()
@@ -91,13 +95,13 @@ func TestEverywhereNoted(t *testing.T) {
 func TestOTLPHeadersRefusedWithoutTheirValue(t *testing.T) {
 	for _, v := range []string{"x-honeycomb-team: hcSECRETKEY123", "api-key=SECRET%zz", "=SECRET", "a=b,bad key=SECRET"} {
 		env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS": v}
-		_, err := setupObservability(t.Context(), func(k string) string { return env[k] }, observeOpts{})
+		_, err := setupObservability(t.Context(), func(k string) string { return env[k] })
 		if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_HEADERS") || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("%q: %v", v, err)
 		}
 	}
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-a=1, x-b=two%20words,"}
-	obs, err := setupObservability(t.Context(), func(k string) string { return env[k] }, observeOpts{})
+	obs, err := setupObservability(t.Context(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("well-formed headers: %v", err)
 	}
@@ -162,7 +166,7 @@ func TestObservabilityFromEnv(t *testing.T) {
 			errText: "http/json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			obs, err := setupObservability(t.Context(), func(k string) string { return tc.env[k] }, observeOpts{})
+			obs, err := setupObservability(t.Context(), func(k string) string { return tc.env[k] })
 			if tc.errText != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errText) {
 					t.Fatalf("want a refusal naming %q, got %v", tc.errText, err)
@@ -173,10 +177,10 @@ func TestObservabilityFromEnv(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer obs.close()
-			if got := obs.tel.Tracing(); got != tc.tracing {
+			if got := obs.tracerProvider != nil; got != tc.tracing {
 				t.Errorf("tracing %v, want %v", got, tc.tracing)
 			}
-			if got := obs.tel.MeterProvider() != nil && obs.metrics != nil; got != tc.metrics {
+			if got := obs.meterProvider != nil && obs.metrics != nil; got != tc.metrics {
 				t.Errorf("metrics %v, want %v", got, tc.metrics)
 			}
 			for _, s := range tc.summary {

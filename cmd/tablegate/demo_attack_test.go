@@ -28,6 +28,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/demo"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
@@ -80,23 +81,24 @@ func newDemoApp(t *testing.T, o *demoAppOptions) *demoApp {
 		publishable: "sb_publishable_attack", secret: "sb_secret_attack",
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}}
 	t.Cleanup(a.client.CloseIdleConnections)
-	ds := &demoServer{pool: pool, jwks: ks.publicJWKS()}
-	ds.gotrue = newDemoAuthServer(ks, a.issuer, a.publishable)
-	a.gotrue = ds.gotrue
-	first := ds.handler() // the JWKS, before the resolver fetches it
+	ds := &demo.Routes{JWKS: ks.publicJWKS()}
+	gotrue := newDemoAuthServer(ks, a.issuer, a.publishable)
+	ds.Auth = demoAuth{gotrue}
+	a.gotrue = gotrue
+	first := demoHandler(ds) // the JWKS, before the resolver fetches it
 	h.Store(&first)
 	rv, err := authctx.New(t.Context(), demoResolverConfig(srv.URL, a.issuer+"/.well-known/jwks.json", a.secret, a.publishable, false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rv.Close)
-	parts, err := buildDemoAPI(ctx, db.New(pool, nil), rv, srv.URL, a.issuer)
+	parts, err := demo.BuildAPI(ctx, db.New(pool, nil), rv, srv.URL, a.issuer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(parts.hub.Close)
-	ds.parts = parts
-	full := rv.Middleware(rv.CrossSite(ds.handler()))
+	t.Cleanup(parts.Hub.Close)
+	ds.API = parts
+	full := rv.Middleware(rv.CrossSite(demoHandler(ds)))
 	h.Store(&full)
 	return a
 }
@@ -321,50 +323,6 @@ func TestAttackConnectionsArePinned(t *testing.T) {
 	if !closed {
 		t.Error("a body sent a byte every 100 ms kept its connection 3 s with a read timeout of 400ms")
 	}
-	// The defaults apply when nothing is configured.
-	srv := httpTimeouts{}.server(nil)
-	if srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.ReadHeaderTimeout <= 0 {
-		t.Errorf("default timeouts missing: %+v", srv)
-	}
-}
-
-// TestStreamingOutlivesServerTimeouts: a streaming handler (SSE) lifts the
-// server's read and write deadlines for its own response with
-// http.ResponseController, as docs/operations of the CLI describe, and
-// keeps streaming past both.
-func TestStreamingOutlivesServerTimeouts(t *testing.T) {
-	t.Parallel()
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Time{})
-		_ = rc.SetWriteDeadline(time.Time{})
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i := 0; i < 8; i++ {
-			fmt.Fprintf(w, "data: %d\n\n", i)
-			_ = rc.Flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	})
-	srv := httpTimeouts{Read: duration(200 * time.Millisecond), Write: duration(200 * time.Millisecond)}.server(h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || !strings.Contains(string(b), "data: 7") {
-		t.Fatalf("stream cut short after %q: %v", b, err)
-	}
 }
 
 // Extra identities of the approval attacks: a user in both tenants and an
@@ -416,6 +374,7 @@ func (a *demoApp) approvalIDs(tok string) []string {
 // TestAttackApprovalsCrossTenants: approvals had no tenant. A tenant-A
 // approver listed and approved tenant B's approvals, and an approval
 // granted while a user acted in tenant A was spent in tenant B. Two
+
 // tenants, a user in both, an approver of each.
 func TestAttackApprovalsCrossTenants(t *testing.T) {
 	t.Parallel()

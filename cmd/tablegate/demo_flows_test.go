@@ -20,6 +20,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/authflow"
+	"github.com/tablegate/tablegate/internal/demo"
 )
 
 type flowApp struct {
@@ -39,15 +40,16 @@ func newFlowApp(t *testing.T, ttl time.Duration, tokensOnly ...bool) *flowApp {
 	var h atomic.Pointer[http.Handler]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
-	a := &flowApp{t: t, url: srv.URL, password: newDemoPassword()}
-	ds := &demoServer{jwks: ks.publicJWKS()}
-	ds.gotrue = newDemoAuthServer(ks, srv.URL+"/auth/v1", "sb_publishable_flows")
-	ds.gotrue.siteURL = srv.URL
-	ds.gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: ttl, Issuer: srv.URL + "/auth/v1"}, demoUserEmail, "15550001111", a.password)
-	ds.gotrue.sent = func(m sentOTP) { a.mu.Lock(); a.sent = append(a.sent, m); a.mu.Unlock() }
-	ds.gotrue.otpInterval = 0 // the flows send several codes; TestDemoAuthOTPGuessing checks the interval
-	a.gotrue = ds.gotrue
-	first := ds.handler()
+	a := &flowApp{t: t, url: srv.URL, password: "demo-" + newUUID()[:18]}
+	ds := &demo.Routes{JWKS: ks.publicJWKS()}
+	gotrue := newDemoAuthServer(ks, srv.URL+"/auth/v1", "sb_publishable_flows")
+	ds.Auth = demoAuth{gotrue}
+	gotrue.siteURL = srv.URL
+	gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: ttl, Issuer: srv.URL + "/auth/v1"}, demoUserEmail, "15550001111", a.password)
+	gotrue.sent = func(m sentOTP) { a.mu.Lock(); a.sent = append(a.sent, m); a.mu.Unlock() }
+	gotrue.otpInterval = 0 // the flows send several codes; TestDemoAuthOTPGuessing checks the interval
+	a.gotrue = gotrue
+	first := demoHandler(ds)
 	h.Store(&first)
 	rcfg := demoResolverConfig(srv.URL, srv.URL+"/auth/v1/.well-known/jwks.json", "sb_secret_flows", "sb_publishable_flows", true)
 	// A still-valid token waits for its refresh up to the refresh timeout
@@ -59,11 +61,11 @@ func newFlowApp(t *testing.T, ttl time.Duration, tokensOnly ...bool) *flowApp {
 		t.Fatal(err)
 	}
 	t.Cleanup(rv.Close)
-	if ds.flows, err = demoFlows(rv, srv.URL, srv.URL, "sb_publishable_flows", len(tokensOnly) > 0 && tokensOnly[0]); err != nil {
+	if ds.Flows, err = demo.NewFlows(rv, srv.URL, srv.URL, "sb_publishable_flows", len(tokensOnly) > 0 && tokensOnly[0]); err != nil {
 		t.Fatal(err)
 	}
 	a.cookie = rv.CookieName()
-	full := rv.Middleware(rv.CrossSite(ds.handler()))
+	full := rv.Middleware(rv.CrossSite(demoHandler(ds)))
 	h.Store(&full)
 	return a
 }

@@ -4,33 +4,35 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/tablegate/tablegate/internal/envfile"
 )
 
-// TestPrintEnvSourcesWithSh feeds formatEnv values a shell would mangle
+// TestPrintEnvSourcesWithSh feeds envfile.Format values a shell would mangle
 // unquoted and sources the result with sh: every key must come back intact.
 // TestDemoEndToEnd does the same with a real demo's --print-env file.
 func TestPrintEnvSourcesWithSh(t *testing.T) {
 	t.Parallel()
-	vars := []envVar{
-		{"DATABASE_URL", "postgres://postgres@/postgres?host=%2Fdev%2Fshm%2Ftablegate-pg-1&sslmode=disable"},
-		{"BASE_URL", "http://127.0.0.1:8080"},
-		{"USER_TOKEN", "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln-_"},
-		{"QUOTE", "it's $HOME `id` \"x\" ; echo pwned"},
-		{"SPACES", "a  b\tc"},
-		{"EMPTY", ""},
-		{"GLOB", "*?[a]~"},
+	vars := []envfile.Var{
+		{Key: "DATABASE_URL", Value: "postgres://postgres@/postgres?host=%2Fdev%2Fshm%2Ftablegate-pg-1&sslmode=disable"},
+		{Key: "BASE_URL", Value: "http://127.0.0.1:8080"},
+		{Key: "USER_TOKEN", Value: "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln-_"},
+		{Key: "QUOTE", Value: "it's $HOME `id` \"x\" ; echo pwned"},
+		{Key: "SPACES", Value: "a  b\tc"},
+		{Key: "EMPTY", Value: ""},
+		{Key: "GLOB", Value: "*?[a]~"},
 	}
-	data := formatEnv(vars)
+	data := envfile.Format(vars)
 	if !strings.Contains(string(data), "\nexport BASE_URL=http://127.0.0.1:8080\n") {
 		t.Errorf("a plain URL should stay bare for line readers (dotenv readers accept the export prefix):\n%s", data)
 	}
 	got := sourceWithSh(t, data)
 	for _, v := range vars {
-		if g, ok := got[v.key]; !ok || g != v.value {
-			t.Errorf("sh reads %s=%q (set %v), want %q\nfile:\n%s", v.key, g, ok, v.value, data)
+		if g, ok := got[v.Key]; !ok || g != v.Value {
+			t.Errorf("sh reads %s=%q (set %v), want %q\nfile:\n%s", v.Key, g, ok, v.Value, data)
 		}
-		if u := unquoteShell(t, strings.TrimPrefix(envLine(string(data), v.key), v.key+"=")); u != v.value {
-			t.Errorf("line reader reads %s=%q, want %q", v.key, u, v.value)
+		if u := unquoteShell(t, strings.TrimPrefix(envLine(string(data), v.Key), v.Key+"=")); u != v.Value {
+			t.Errorf("line reader reads %s=%q, want %q", v.Key, u, v.Value)
 		}
 	}
 	if len(got) != len(vars) {

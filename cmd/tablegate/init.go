@@ -136,12 +136,12 @@ func runInit(_ context.Context, e *env, args []string) error {
 		fmt.Fprintf(out, "✓ wrote %s\n", path(f.rel))
 	}
 	vars := []envfile.Var{
-		{"DATABASE_URL", dbURL},
-		{"SUPABASE_JWKS", string(ks.publicJWKS())},
-		{"BASE_URL", "http://" + initAddr},
-		{"USER_ID", userID},
-		{"USER_TOKEN", userToken},
-		{"OTHER_USER_TOKEN", otherToken},
+		{Key: "DATABASE_URL", Value: dbURL},
+		{Key: "SUPABASE_JWKS", Value: string(ks.publicJWKS())},
+		{Key: "BASE_URL", Value: "http://" + initAddr},
+		{Key: "USER_ID", Value: userID},
+		{Key: "USER_TOKEN", Value: userToken},
+		{Key: "OTHER_USER_TOKEN", Value: otherToken},
 	}
 	var env strings.Builder
 	env.WriteString("# Written by \"tablegate init\". Source it: . ./.env\n")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tablegate/tablegate/internal/mcpdiscovery"
 )
 
 // checkMCPDiscovery follows an MCP 401 challenge as an MCP client does:
@@ -14,12 +16,12 @@ import (
 // names the /mcp resource of base and the authorization server.
 func checkMCPDiscovery(t *testing.T, challenge, base, authServer string) {
 	t.Helper()
-	want := `resource_metadata="` + base + mcpMetadataPath + `"`
+	want := `resource_metadata="` + base + mcpdiscovery.Path + `"`
 	if !strings.HasPrefix(challenge, "Bearer") || !strings.Contains(challenge, want) {
 		t.Fatalf("WWW-Authenticate %q lacks %s", challenge, want)
 	}
 	c := &http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(base + mcpMetadataPath)
+	resp, err := c.Get(base + mcpdiscovery.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,9 @@ import (
 // Prometheus registry behind the admin listener's /metrics, which the
 // server records to.
 type observability struct {
-	tracerProvider trace.TracerProvider  // nil: no spans
-	meterProvider  metric.MeterProvider  // nil: no metrics
-	metrics        http.Handler          // nil: /metrics answers 404
+	tracerProvider trace.TracerProvider // nil: no spans
+	meterProvider  metric.MeterProvider // nil: no metrics
+	metrics        http.Handler         // nil: /metrics answers 404
 	shutdown       []func(context.Context) error
 	summary        []string
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,34 +13,6 @@ import (
 
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
-
-func TestReplicaURLs(t *testing.T) {
-	t.Parallel()
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == envReplicaURLs {
-				return v
-			}
-			return ""
-		}
-	}
-	got, err := replicaURLs(env(" postgres://a/x , postgres://b/x"), []string{"postgres://c/x"})
-	if err != nil || len(got) != 2 || got[0] != "postgres://a/x" || got[1] != "postgres://b/x" {
-		t.Fatalf("env list: %q, %v", got, err)
-	}
-	if got, err := replicaURLs(env(""), []string{"postgres://c/x"}); err != nil || len(got) != 1 || got[0] != "postgres://c/x" {
-		t.Fatalf("config list: %q, %v", got, err)
-	}
-	if got, err := replicaURLs(env(""), nil); err != nil || len(got) != 0 {
-		t.Fatalf("none: %q, %v", got, err)
-	}
-	if _, err := replicaURLs(env("postgres://a/x,,postgres://b/x"), nil); err == nil || !strings.Contains(err.Error(), "DATABASE_REPLICA_URLS: entry 2 is empty") {
-		t.Fatalf("empty env entry: %v", err)
-	}
-	if _, err := replicaURLs(env(""), []string{" "}); err == nil || !strings.Contains(err.Error(), "read_replicas[0] is empty") {
-		t.Fatalf("empty config entry: %v", err)
-	}
-}
 
 func TestDemoReplicaNeedsThrowawayCluster(t *testing.T) {
 	t.Parallel()
@@ -178,30 +149,4 @@ func writeConfig(t *testing.T, cfg map[string]any) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// TestCORSPassesPosition: pages of an allowed origin may send
-// Tablegate-Position (preflight) and read it from a write's answer.
-func TestCORSPassesPosition(t *testing.T) {
-	t.Parallel()
-	h := corsHandler(&corsConfig{AllowedOrigins: []string{"https://app.example.com"}}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Tablegate-Position", "0/16B3748")
-		w.WriteHeader(http.StatusCreated)
-	}))
-	pre := httptest.NewRequest(http.MethodOptions, "/api/todos", nil)
-	pre.Header.Set("Origin", "https://app.example.com")
-	pre.Header.Set("Access-Control-Request-Method", "GET")
-	pre.Header.Set("Access-Control-Request-Headers", "authorization,tablegate-position")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, pre)
-	if got := strings.ToLower(rec.Header().Get("Access-Control-Allow-Headers")); !strings.Contains(got, "tablegate-position") {
-		t.Fatalf("preflight allows headers %q (status %d)", got, rec.Code)
-	}
-	req := httptest.NewRequest(http.MethodPost, "/api/todos", nil)
-	req.Header.Set("Origin", "https://app.example.com")
-	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if got := rec.Header().Get("Access-Control-Expose-Headers"); !strings.Contains(got, "Tablegate-Position") {
-		t.Fatalf("exposed headers %q", got)
-	}
 }

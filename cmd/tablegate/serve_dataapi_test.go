@@ -208,32 +208,6 @@ func TestServeDataAPISupabaseJS(t *testing.T) {
 	}
 }
 
-// TestServeDataAPIConfig: bad "data_api" objects are refused with the
-// field to fix, before connecting.
-func TestServeDataAPIConfig(t *testing.T) {
-	t.Parallel()
-	cases := map[string]struct{ body, msg string }{
-		"relative path": {`{"tables":{"t":{}},"data_api":{"path":"rest"}}`, "data_api.path must be a path"},
-		"on base path":  {`{"tables":{"t":{}},"data_api":{"path":"/api"}}`, "meets the route /api"},
-		"under base":    {`{"tables":{"t":{}},"data_api":{"path":"/api/rest"}}`, "meets the route /api"},
-		"on a table":    {`{"base_path":"/","tables":{"rest":{}},"data_api":{}}`, "meets the route /rest"},
-		"on livez":      {`{"tables":{"t":{}},"data_api":{"path":"/livez"}}`, "meets the route /livez"},
-		"empty schema":  {`{"tables":{"t":{}},"data_api":{"schemas":[""]}}`, "data_api.schemas holds an empty name"},
-		"max rows":      {`{"tables":{"t":{}},"data_api":{"max_rows":-1}}`, "data_api.max_rows must be positive"},
-		"unknown field": {`{"tables":{"t":{}},"data_api":{"schema":["public"]}}`, `"schema"`},
-	}
-	for name, c := range cases {
-		_, err := parseServeConfig([]byte(c.body), name)
-		if err == nil || !strings.Contains(err.Error(), c.msg) {
-			t.Errorf("%s: %v, want %q", name, err, c.msg)
-		}
-	}
-	cfg, err := parseServeConfig([]byte(`{"tables":{"t":{}},"data_api":{}}`), "defaults")
-	if err != nil || cfg.DataAPI.Path != "/rest/v1" || len(cfg.DataAPI.Schemas) != 1 || cfg.DataAPI.Schemas[0] != "public" {
-		t.Fatalf("defaults: %+v %v", cfg.DataAPI, err)
-	}
-}
-
 // TestServeDataAPIUnprotected: serve refuses to start while a table of an
 // exposed schema that anon or authenticated may reach has no row-level
 // security, naming it and the fix; allow_without_rls lets grants decide.

@@ -66,35 +66,6 @@ update tablegate.events set at = now() - interval '90 minutes'`); err != nil {
 	}
 }
 
-// TestEventsConfig: the "events" section's keys, and clear errors for a
-// retention too short to resume, a negative replay bound, a section no
-// table uses and a misspelt key.
-func TestEventsConfig(t *testing.T) {
-	t.Parallel()
-	c, err := parseServeConfig([]byte(`{"events": {"retention": "24h", "max_replay": 500}, "tables": {"todos": {"events": true}}}`), "tablegate.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hc := c.Events.hubConfig(nil); hc.Retention != 24*time.Hour || hc.MaxReplay != 500 {
-		t.Errorf("hub config %v / %d, want 24h / 500", hc.Retention, hc.MaxReplay)
-	}
-	if hc := (*eventsConfig)(nil).hubConfig(nil); hc.Retention != 0 || hc.MaxReplay != 0 {
-		t.Errorf("no section: %v / %d, want the hub's defaults", hc.Retention, hc.MaxReplay)
-	}
-	for cfg, want := range map[string]string{
-		`{"events": {"retention": "10s"}, "tables": {"todos": {"events": true}}}`:  "events.retention: 10s is below 1m0s",
-		`{"events": {"retention": "soon"}, "tables": {"todos": {"events": true}}}`: "not a duration",
-		`{"events": {"retention": "-1h"}, "tables": {"todos": {"events": true}}}`:  "must not be negative",
-		`{"events": {"max_replay": -1}, "tables": {"todos": {"events": true}}}`:    "events.max_replay: -1 is negative",
-		`{"events": {"retention": "2h"}, "tables": {"todos": {}}}`:                 `add "events": true to a table`,
-		`{"events": {"retension": "2h"}, "tables": {"todos": {"events": true}}}`:   `unknown key "retension" in events (did you mean "retention"?)`,
-	} {
-		if _, err := parseServeConfig([]byte(cfg), "tablegate.json"); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want an error containing %q", cfg, err, want)
-		}
-	}
-}
-
 // TestDemoEventsRetentionFlag: the demo takes --events-retention and
 // refuses one too short to resume, before starting anything.
 func TestDemoEventsRetentionFlag(t *testing.T) {

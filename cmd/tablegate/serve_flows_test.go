@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablegate/tablegate/internal/demo"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
@@ -352,12 +353,12 @@ type flowsProject struct {
 // newFlowsProject starts the project; wrap, when set, wraps its handler.
 func newFlowsProject(t *testing.T, publishable string, ttl time.Duration, wrap func(http.Handler) http.Handler) *flowsProject {
 	t.Helper()
-	p := &flowsProject{ks: testKeySet(t, algES256), publishable: publishable, password: newDemoPassword()}
+	p := &flowsProject{ks: testKeySet(t, algES256), publishable: publishable, password: "demo-" + newUUID()[:18]}
 	p.srv = httptest.NewUnstartedServer(nil)
 	p.issuer = "http://" + p.srv.Listener.Addr().String() + "/auth/v1"
 	p.gotrue = newDemoAuthServer(p.ks, p.issuer, publishable)
 	p.gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: ttl, Issuer: p.issuer}, demoUserEmail, "15550001111", p.password)
-	var h http.Handler = (&demoServer{jwks: p.ks.publicJWKS(), gotrue: p.gotrue}).handler()
+	var h http.Handler = demoHandler(&demo.Routes{JWKS: p.ks.publicJWKS(), Auth: demoAuth{p.gotrue}})
 	if wrap != nil {
 		h = wrap(h)
 	}

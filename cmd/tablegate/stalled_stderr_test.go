@@ -2,13 +2,19 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
 // TestServeStopsWithStalledStderr: with a reader of stderr that stopped
@@ -107,5 +113,104 @@ func TestServeUnderNohupIgnoresSIGHUP(t *testing.T) {
 	case <-exited:
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop on SIGTERM")
+	}
+}
+
+// serve whose stderr nobody reads (a stuck log shipper: the pipe fills)
+// keeps answering: access log lines are dropped and counted instead of
+// every request waiting on its line. Once stderr flows again it stops
+// cleanly and reports the drops.
+func TestServeAnswersWithStalledStderr(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the CLI")
+	}
+	t.Parallel()
+	url := pgtest.URL(t)
+	if _, err := pgtest.Pool(t, url).Exec(context.Background(), demoSchemaSQL); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath, _ := serveFixture(t, nil)
+	addr := freeAddr(t)
+	cmd := exec.Command(buildCLI(t), "serve", "--config", cfgPath, "--addr", addr)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var drained bytes.Buffer
+	reading := make(chan struct{})
+	stopped := false
+	defer func() {
+		if !stopped {
+			go io.Copy(io.Discard, r) // never leave the child blocked
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	base := "http://" + addr
+	client := &http.Client{Timeout: 5 * time.Second}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := client.Get(base + "/livez"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			out, _ := io.ReadAll(r)
+			t.Fatalf("serve did not answer /livez within 30 s:\n%s", out)
+		}
+	}
+	// Far more lines than a pipe (64 KiB) and the queue (4096) hold.
+	const workers, each = 4, 1500
+	var wg sync.WaitGroup
+	failures := make(chan string, workers)
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				resp, err := client.Get(base + "/livez")
+				if err != nil {
+					failures <- err.Error()
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					failures <- resp.Status
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(failures)
+	for f := range failures {
+		t.Fatalf("a request while stderr was stalled: %s", f)
+	}
+	go func() {
+		_, _ = io.Copy(&drained, r)
+		close(reading)
+	}()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop within 20 s of SIGTERM once stderr flowed")
+	}
+	<-reading
+	if !strings.Contains(drained.String(), "lines dropped") {
+		t.Errorf("no count of dropped lines in stderr:\n%.2000s", drained.String())
 	}
 }

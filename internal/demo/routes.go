@@ -10,8 +10,8 @@ import (
 	"github.com/tablegate/tablegate/problem"
 )
 
-// whoami is the JSON body of /whoami and the /guard routes.
-type whoami struct {
+// Whoami is the JSON body of /whoami and the /guard routes.
+type Whoami struct {
 	Kind      authctx.Kind   `json:"kind"`
 	Reason    authctx.Reason `json:"reason,omitempty"`
 	UserID    string         `json:"user_id,omitempty"`
@@ -24,9 +24,9 @@ type whoami struct {
 	Detail string       `json:"detail,omitempty"`
 }
 
-func whoamiOf(a authctx.Auth) whoami {
+func WhoamiOf(a authctx.Auth) Whoami {
 	s := a.Session()
-	return whoami{Kind: a.Kind, Reason: a.Reason, UserID: s.UserID, Anonymous: s.Anonymous, KeyName: a.KeyName, Claims: s.Claims,
+	return Whoami{Kind: a.Kind, Reason: a.Reason, UserID: s.UserID, Anonymous: s.Anonymous, KeyName: a.KeyName, Claims: s.Claims,
 		Cause: a.Cause(), Detail: a.CauseDetail()}
 }
 
@@ -66,7 +66,7 @@ func (s *Routes) jwksHandler(w http.ResponseWriter, r *http.Request) {
 func (s *Routes) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /auth/v1/.well-known/jwks.json", s.jwksHandler)
 	whoamiHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, whoamiOf(authctx.AuthFrom(r.Context())))
+		writeJSON(w, http.StatusOK, WhoamiOf(authctx.AuthFrom(r.Context())))
 	})
 	mux.Handle("GET /whoami", whoamiHandler)
 	for name, allow := range guardRoutes {

@@ -4,19 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
-	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
 // blockedWriter never returns from Write until released.
@@ -38,7 +31,7 @@ func (b *blockedWriter) Write(p []byte) (int, error) {
 func TestLineWriterNeverBlocks(t *testing.T) {
 	t.Parallel()
 	bw := &blockedWriter{release: make(chan struct{})}
-	lw := newLineWriter("test", bw, 4)
+	lw := New("test", bw, 4)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -52,17 +45,17 @@ func TestLineWriterNeverBlocks(t *testing.T) {
 		t.Fatal("Write blocked behind a stalled reader")
 	}
 	// One line is in the stalled Write, at most 4 queued: the rest dropped.
-	if n := lw.dropped.Load(); n < 95 {
+	if n := lw.Dropped(); n < 95 {
 		t.Fatalf("dropped %d of 100 lines with room for 5, want ≥ 95", n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if err := lw.close(ctx); err == nil {
+	if err := lw.Close(ctx); err == nil {
 		t.Fatal("close returned while the reader was still stalled")
 	}
 	close(bw.release)
 	for range 2 {
-		if err := lw.close(context.Background()); err != nil {
+		if err := lw.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +77,7 @@ func TestLineWriterNeverBlocks(t *testing.T) {
 func TestDefaultLoggerNeverBlocks(t *testing.T) {
 	prev, prevOut, prevFlags := slog.Default(), log.Writer(), log.Flags()
 	bw := &blockedWriter{release: make(chan struct{})}
-	restore := installDefaultLogger(bw)
+	restore := InstallDefault(bw)
 	restored := false
 	defer func() {
 		if !restored {
@@ -95,7 +88,7 @@ func TestDefaultLoggerNeverBlocks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := range 3 * defaultLogQueue {
+		for i := range 3 * DefaultLogQueue {
 			slog.Warn("events: visibility check failed", "n", i)
 		}
 		log.Print("http: TLS handshake error")
@@ -117,105 +110,6 @@ func TestDefaultLoggerNeverBlocks(t *testing.T) {
 	}
 	if slog.Default() != prev || log.Writer() != prevOut || log.Flags() != prevFlags {
 		t.Fatal("restore left the default logger or the log package redirected")
-	}
-}
-
-// serve whose stderr nobody reads (a stuck log shipper: the pipe fills)
-// keeps answering: access log lines are dropped and counted instead of
-// every request waiting on its line. Once stderr flows again it stops
-// cleanly and reports the drops.
-func TestServeAnswersWithStalledStderr(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the CLI")
-	}
-	t.Parallel()
-	url := pgtest.URL(t)
-	if _, err := pgtest.Pool(t, url).Exec(context.Background(), demoSchemaSQL); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath, _ := serveFixture(t, nil)
-	addr := freeAddr(t)
-	cmd := exec.Command(buildCLI(t), "serve", "--config", cfgPath, "--addr", addr)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = w
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = w.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	var drained bytes.Buffer
-	reading := make(chan struct{})
-	stopped := false
-	defer func() {
-		if !stopped {
-			go io.Copy(io.Discard, r) // never leave the child blocked
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
-	base := "http://" + addr
-	client := &http.Client{Timeout: 5 * time.Second}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := client.Get(base + "/livez"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			out, _ := io.ReadAll(r)
-			t.Fatalf("serve did not answer /livez within 30 s:\n%s", out)
-		}
-	}
-	// Far more lines than a pipe (64 KiB) and the queue (4096) hold.
-	const workers, each = 4, 1500
-	var wg sync.WaitGroup
-	failures := make(chan string, workers)
-	for range workers {
-		wg.Go(func() {
-			for range each {
-				resp, err := client.Get(base + "/livez")
-				if err != nil {
-					failures <- err.Error()
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					failures <- resp.Status
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(failures)
-	for f := range failures {
-		t.Fatalf("a request while stderr was stalled: %s", f)
-	}
-	go func() {
-		_, _ = io.Copy(&drained, r)
-		close(reading)
-	}()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-exited:
-		stopped = true
-		if err != nil {
-			t.Fatalf("serve: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop within 20 s of SIGTERM once stderr flowed")
-	}
-	<-reading
-	if !strings.Contains(drained.String(), "lines dropped") {
-		t.Errorf("no count of dropped lines in stderr:\n%.2000s", drained.String())
 	}
 }
 
@@ -242,7 +136,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func TestLineWriterBatchesQueuedLines(t *testing.T) {
 	t.Parallel()
 	cw := &countingWriter{release: make(chan struct{})}
-	lw := newLineWriter("test", cw, 100)
+	lw := New("test", cw, 100)
 	fmt.Fprintf(lw, "line 0\n")
 	for i := 0; ; i++ { // the first line is in its (stalled) write
 		cw.mu.Lock()
@@ -260,7 +154,7 @@ func TestLineWriterBatchesQueuedLines(t *testing.T) {
 		fmt.Fprintf(lw, "line %d\n", i)
 	}
 	close(cw.release)
-	if err := lw.close(context.Background()); err != nil {
+	if err := lw.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	cw.mu.Lock()
@@ -272,7 +166,7 @@ func TestLineWriterBatchesQueuedLines(t *testing.T) {
 	if len(cw.writes) != 2 || cw.writes[0] != "line 0\n" || cw.writes[1] != want.String() {
 		t.Fatalf("%d writes %q, want line 0, then lines 1-20 in one write", len(cw.writes), cw.writes)
 	}
-	if n := lw.dropped.Load(); n != 0 {
+	if n := lw.Dropped(); n != 0 {
 		t.Fatalf("dropped %d", n)
 	}
 }

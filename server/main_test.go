@@ -1,0 +1,9 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/tablegate/tablegate/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
