@@ -24,6 +24,7 @@ type Whoami struct {
 	Detail string       `json:"detail,omitempty"`
 }
 
+// WhoamiOf is the Whoami of a resolved caller.
 func WhoamiOf(a authctx.Auth) Whoami {
 	s := a.Session()
 	return Whoami{Kind: a.Kind, Reason: a.Reason, UserID: s.UserID, Anonymous: s.Anonymous, KeyName: a.KeyName, Claims: s.Claims,

@@ -69,6 +69,7 @@ var (
 // started. Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
 func Main(m *testing.M) {
 	code := m.Run()
+	runLoose.cleanup()
 	if s, err := serverOnce(); err == nil && s.stop != nil {
 		_ = s.stop()
 	}
@@ -306,4 +307,60 @@ func Cluster(tb testing.TB) (url string, stop func() error) {
 	stop = sync.OnceValue(c.Stop)
 	tb.Cleanup(func() { _ = stop() })
 	return c.URL, stop
+}
+
+// runLoose is the testing.TB of the databases [ExampleURL] creates: their
+// cleanup runs when [Main] returns.
+var runLoose = &looseTB{}
+
+// ExampleURL returns the URL of a migrated database of its own, for code
+// that has no testing.TB (an Example function); [Main] drops it after the
+// run. It is created once per test process.
+func ExampleURL() (string, error) {
+	return exampleOnce()
+}
+
+var exampleOnce = sync.OnceValues(func() (u string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(looseFatal)
+			if !ok {
+				panic(r)
+			}
+			err = errors.New(string(f))
+		}
+	}()
+	return URL(runLoose), nil
+})
+
+// looseTB is a testing.TB outside a test: Fatalf panics with a
+// looseFatal (ExampleURL recovers it), Cleanup collects for Main.
+type looseTB struct {
+	testing.TB
+	mu       sync.Mutex
+	cleanups []func()
+}
+
+type looseFatal string
+
+func (*looseTB) Helper()      {}
+func (*looseTB) Failed() bool { return false }
+func (*looseTB) Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+func (*looseTB) Fatalf(format string, args ...any) { panic(looseFatal(fmt.Sprintf(format, args...))) }
+func (t *looseTB) Cleanup(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cleanups = append(t.cleanups, f)
+}
+
+func (t *looseTB) cleanup() {
+	t.mu.Lock()
+	fs := t.cleanups
+	t.cleanups = nil
+	t.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
 }
