@@ -22,7 +22,7 @@ import (
 	"github.com/tablegate/tablegate/rest"
 )
 
-// The realistic fixture: the demo's schema (cmd/tablegate/demo_schema.sql,
+// The realistic fixture: the demo's schema (internal/demo/schema.sql,
 // read from the source tree so the benchmark always measures what the demo
 // installs: tenants, memberships, public.todos and its tenant + membership
 // read policy, owner-only writes, anonymous sign-ins excluded from writes)
@@ -61,7 +61,7 @@ var (
 // demoSchema reads the demo's schema from the source tree.
 func demoSchema(tb testing.TB) string {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "cmd", "tablegate", "demo_schema.sql"))
+	b, err := os.ReadFile(filepath.Join("..", "internal", "demo", "schema.sql"))
 	if err != nil {
 		tb.Fatalf("read the demo schema: %v", err)
 	}

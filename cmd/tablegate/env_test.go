@@ -70,7 +70,7 @@ func TestCLIDocDemoSchemaCurrent(t *testing.T) {
 	}
 	want := table(demoSchemaSQL)
 	if want == "" {
-		t.Fatal("demo_schema.sql lost its public.todos table")
+		t.Fatal("internal/demo/schema.sql lost its public.todos table")
 	}
 	if got := table(string(doc)); got != want {
 		t.Errorf("docs/cli.md's demo schema is stale; it shows\n%s\nthe demo applies\n%s", got, want)

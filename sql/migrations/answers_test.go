@@ -341,7 +341,7 @@ var errRollback = fmt.Errorf("roll back")
 
 // TestAnswersOfPolicies: what the tenant policies of enable_tenant_policies
 // (with and without require_membership and anon_read, uuid and text tenant
-// columns) and the demo's policies (cmd/tablegate/demo_schema.sql) let
+// columns) and the demo's policies (internal/demo/schema.sql) let
 // every kind of caller read and write, in testdata/answers/policies.txt.
 func TestAnswersOfPolicies(t *testing.T) {
 	t.Parallel()
@@ -366,7 +366,7 @@ grant select, insert, update, delete on public.%[1]s to anon, authenticated, ser
 	}
 	d := db.New(pool, nil)
 
-	demoSchema, err := os.ReadFile(filepath.Join("..", "..", "cmd", "tablegate", "demo_schema.sql"))
+	demoSchema, err := os.ReadFile(filepath.Join("..", "..", "internal", "demo", "schema.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}
