@@ -281,16 +281,6 @@ func connectError(err error, cfg *pgxpool.Config) error {
 	return ce
 }
 
-// redactURL names host, port and database of a config, never the password.
-func redactURL(cfg *pgxpool.Config) string {
-	c := cfg.ConnConfig
-	host := c.Host
-	if filepath.IsAbs(host) {
-		host = "socket " + host
-	}
-	return fmt.Sprintf("%s:%d/%s (user %s)", host, c.Port, c.Database, c.User)
-}
-
 // redactErr hides a parse error that may quote the URL (and a password).
 func redactErr(err error) string {
 	msg := err.Error()
