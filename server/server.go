@@ -78,7 +78,11 @@ type Server struct {
 // cfg is used, and completed with its defaults, as [ParseConfig] does; it
 // must not change afterwards. On error everything New started is
 // released.
-func New(ctx context.Context, cfg *Config) (_ *Server, err error) {
+func New(ctx context.Context, cfg *Config) (*Server, error) {
+	return newServer(ctx, cfg)
+}
+
+func newServer(ctx context.Context, cfg *Config) (_ *Server, err error) {
 	if cfg == nil {
 		return nil, errors.New("server: nil Config")
 	}
@@ -266,9 +270,6 @@ func (s *Server) DB() *db.DB { return s.db }
 
 // Resolver returns the server's caller resolver.
 func (s *Server) Resolver() *authctx.Resolver { return s.rv }
-
-// Telemetry returns the telemetry the server records to.
-func (s *Server) Telemetry() *telemetry.Telemetry { return s.tel }
 
 // Serve serves [Server.Handler] on ln, with the configured timeouts, and
 // [Server.AdminHandler] on [Config.AdminAddr] when set, until ctx ends.

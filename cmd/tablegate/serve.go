@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sort"
 	"strings"
 
 	"github.com/tablegate/tablegate/internal/hostport"
@@ -207,12 +206,7 @@ func printServing(out io.Writer, cfg *server.Config, srv *server.Server, a net.A
 	base := "http://" + hostport.Of(a)
 	bp := strings.TrimRight(cfg.BasePath, "/")
 	fmt.Fprintf(out, "✓ serving %d table(s) on %s%s (description %s%s/openapi.json, docs %s%s/docs)%s\n", len(cfg.Tables), base, bp, base, bp, base, bp, hostport.Everywhere(a))
-	names := make([]string, 0, len(cfg.Tables))
-	for n := range cfg.Tables {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range cfg.TableNames() {
 		t := cfg.Tables[n]
 		fmt.Fprintf(out, "  %s%s/%s → %s (%s; guard %s)\n", base, bp, n, t.Table, strings.Join(t.Operations, ", "), strings.Join(t.Guard, ", "))
 		if t.Events {
