@@ -31,7 +31,10 @@ import (
 // ([LoadConfig], [ParseConfig]), plus a few fields a Go program sets
 // (json:"-": the observability providers, the log, extra routes).
 type Config struct {
-	// Addr is the listen address (flag --addr overrides).
+	// Addr is the listen address (flag --addr overrides; default
+	// DefaultAddr). Unless PublicURL is set, New names the server
+	// http://{Addr} in MCP's OAuth metadata: a program that listens
+	// itself sets the address it listens on.
 	Addr string `json:"addr,omitempty"`
 	// DatabaseURL is the Postgres URL; DATABASE_URL and --database-url win.
 	// Prefer the environment: a config file is often committed.
