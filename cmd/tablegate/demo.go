@@ -291,7 +291,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	signer, err := ks.signer()
+	signer, err := ks.Signer()
 	if err != nil {
 		return err
 	}
@@ -314,7 +314,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		publishableKey = "sb_publishable_" + strings.ReplaceAll(newUUID(), "-", "")
 	}
 
-	srv := &demoServer{pool: pool, jwks: ks.publicJWKS()}
+	srv := &demoServer{pool: pool, jwks: ks.PublicJWKS()}
 	if o.authURL == "" {
 		srv.gotrue = newDemoAuthServer(ks, issuer, publishableKey)
 	}
@@ -452,7 +452,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		}
 		fmt.Fprintf(out, "▸ wrote %s\n", o.printEnv)
 	}
-	printCurls(e.stdout, vars, signer.kid)
+	printCurls(e.stdout, vars, signer.Kid)
 	if d.HasReplicas() {
 		if err := showReadYourWrites(ctx, e.stdout, d, baseURL, userToken); err != nil {
 			fmt.Fprintf(out, "! read-your-writes check: %v\n", err)

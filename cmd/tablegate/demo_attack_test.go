@@ -80,7 +80,7 @@ func newDemoApp(t *testing.T, o *demoAppOptions) *demoApp {
 		publishable: "sb_publishable_attack", secret: "sb_secret_attack",
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}}
 	t.Cleanup(a.client.CloseIdleConnections)
-	ds := &demoServer{pool: pool, jwks: ks.publicJWKS()}
+	ds := &demoServer{pool: pool, jwks: ks.PublicJWKS()}
 	ds.gotrue = newDemoAuthServer(ks, a.issuer, a.publishable)
 	a.gotrue = ds.gotrue
 	first := ds.handler() // the JWKS, before the resolver fetches it
@@ -246,7 +246,7 @@ func TestAttackConnectionsArePinned(t *testing.T) {
 	url := pgtest.URL(t)
 	dir := t.TempDir()
 	ks := testKeySet(t, algES256)
-	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.PublicJWKS()) }))
 	defer jwks.Close()
 	cfgPath := dir + "/tablegate.json"
 	cfgJSON := `{"auth":{"jwks_url":"` + jwks.URL + `"},"tables":{"tenants":{"table":"tablegate.tenants"}},

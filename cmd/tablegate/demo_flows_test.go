@@ -40,7 +40,7 @@ func newFlowApp(t *testing.T, ttl time.Duration, tokensOnly ...bool) *flowApp {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
 	a := &flowApp{t: t, url: srv.URL, password: newDemoPassword()}
-	ds := &demoServer{jwks: ks.publicJWKS()}
+	ds := &demoServer{jwks: ks.PublicJWKS()}
 	ds.gotrue = newDemoAuthServer(ks, srv.URL+"/auth/v1", "sb_publishable_flows")
 	ds.gotrue.siteURL = srv.URL
 	ds.gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: ttl, Issuer: srv.URL + "/auth/v1"}, demoUserEmail, "15550001111", a.password)

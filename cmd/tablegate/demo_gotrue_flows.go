@@ -632,7 +632,7 @@ func (s *demoAuthServer) logout(w http.ResponseWriter, r *http.Request) {
 	claims := jwt.MapClaims{}
 	_, err := jwt.NewParser(jwt.WithValidMethods([]string{"ES256", "RS256", "EdDSA"}), jwt.WithExpirationRequired(),
 		jwt.WithIssuer(s.issuer), jwt.WithTimeFunc(s.now)).
-		ParseWithClaims(tok, claims, func(t *jwt.Token) (any, error) { return s.ks.publicKey(t) })
+		ParseWithClaims(tok, claims, func(t *jwt.Token) (any, error) { return s.ks.PublicKey(t) })
 	if err != nil {
 		gotrueError(w, http.StatusForbidden, "bad_jwt", "invalid JWT: unable to parse or verify signature")
 		return

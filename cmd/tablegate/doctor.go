@@ -279,11 +279,11 @@ func checkSigningKeys(o doctorOptions) (*keySet, check) {
 	if err != nil {
 		return nil, check{statusFail, name, err.Error(), "recreate the file with \"tablegate keys new --force --path " + o.signingKeys + "\""}
 	}
-	s, err := ks.signer()
+	s, err := ks.Signer()
 	if err != nil {
 		return ks, check{statusFail, name, err.Error(), "one key needs key_ops [\"sign\",\"verify\"]"}
 	}
-	detail := fmt.Sprintf("%s: %d key(s), signing kid %s (%s)", o.signingKeys, len(ks.keys), s.kid, s.alg)
+	detail := fmt.Sprintf("%s: %d key(s), signing kid %s (%s)", o.signingKeys, len(ks.Keys), s.Kid, s.Alg)
 	switch {
 	case configProblem != "":
 		return ks, check{statusWarn, name, detail + "; but " + configProblem,
@@ -413,9 +413,9 @@ func jwksVerdict(src string, body []byte, ks *keySet) check {
 			"enable asymmetric JWT signing keys (ES256) in the Supabase dashboard, or set [auth] signing_keys_path locally; tablegate verifies only asymmetric tokens"}
 	}
 	if ks != nil {
-		s, err := ks.signer()
-		if err == nil && !slices.Contains(kids, s.kid) {
-			return check{statusWarn, name, fmt.Sprintf("%s holds %s keys but does not list the local signing kid %s", src, strings.Join(algs, ", "), s.kid),
+		s, err := ks.Signer()
+		if err == nil && !slices.Contains(kids, s.Kid) {
+			return check{statusWarn, name, fmt.Sprintf("%s holds %s keys but does not list the local signing kid %s", src, strings.Join(algs, ", "), s.Kid),
 				"point the auth server at the same signing keys file, or mint tokens with its keys"}
 		}
 	}

@@ -134,7 +134,7 @@ func runInit(_ context.Context, e *env, args []string) error {
 	}
 	vars := []envVar{
 		{"DATABASE_URL", dbURL},
-		{"SUPABASE_JWKS", string(ks.publicJWKS())},
+		{"SUPABASE_JWKS", string(ks.PublicJWKS())},
 		{"BASE_URL", "http://" + initAddr},
 		{"USER_ID", userID},
 		{"USER_TOKEN", userToken},

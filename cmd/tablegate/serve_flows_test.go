@@ -357,7 +357,7 @@ func newFlowsProject(t *testing.T, publishable string, ttl time.Duration, wrap f
 	p.issuer = "http://" + p.srv.Listener.Addr().String() + "/auth/v1"
 	p.gotrue = newDemoAuthServer(p.ks, p.issuer, publishable)
 	p.gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: ttl, Issuer: p.issuer}, demoUserEmail, "15550001111", p.password)
-	var h http.Handler = (&demoServer{jwks: p.ks.publicJWKS(), gotrue: p.gotrue}).handler()
+	var h http.Handler = (&demoServer{jwks: p.ks.PublicJWKS(), gotrue: p.gotrue}).handler()
 	if wrap != nil {
 		h = wrap(h)
 	}

@@ -109,7 +109,7 @@ func setupTelemetryStack(t *testing.T) *telBundle {
 				http.Error(w, "down", http.StatusServiceUnavailable)
 				return
 			}
-			_, _ = w.Write(b.ks.publicJWKS())
+			_, _ = w.Write(b.ks.PublicJWKS())
 			return
 		case "/auth/v1/token": // the auth server, outside the instrumented stack
 			b.hooksMu.Lock()
@@ -618,7 +618,7 @@ func TestTelemetryApprovalsAndEvents(t *testing.T) {
 	}
 	ks := testKeySet(t, algES256)
 	const issuer = "http://tablegate.test/auth/v1"
-	rv, err := authctx.New(ctx, &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: ks.publicJWKS(), Issuer: issuer}, Telemetry: tel})
+	rv, err := authctx.New(ctx, &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: ks.PublicJWKS(), Issuer: issuer}, Telemetry: tel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +628,7 @@ func TestTelemetryApprovalsAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(parts.hub.Close)
-	demo := &demoServer{pool: pool, jwks: ks.publicJWKS(), parts: parts}
+	demo := &demoServer{pool: pool, jwks: ks.PublicJWKS(), parts: parts}
 	srv := httptest.NewServer(tel.Handler(rv.Middleware(rv.CrossSite(demo.handler()))))
 	t.Cleanup(srv.Close)
 	mint := func(sub string, roles ...string) caller {
