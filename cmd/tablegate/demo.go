@@ -17,6 +17,7 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/events"
+	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/pgcluster"
 )
 
@@ -316,7 +317,12 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 
 	srv := &demoServer{pool: pool, jwks: ks.PublicJWKS()}
 	if o.authURL == "" {
-		srv.gotrue = newDemoAuthServer(ks, issuer, publishableKey)
+		if srv.gotrue, err = authstub.New(authstub.Config{Keys: ks, Issuer: issuer, APIKey: publishableKey, SiteURL: baseURL,
+			SentFunc: func(m authstub.Sent) {
+				fmt.Fprintf(out, "▸ magic link for %s (code %s): %s\n", m.Email, m.Code, m.Link)
+			}}); err != nil {
+			return err
+		}
 	}
 	httpSrv := o.timeouts.server(nil) // read, write and idle timeouts: no connection is pinned forever
 	grace := newGraceful(httpSrv)
@@ -377,11 +383,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	userPassword := ""
 	if srv.gotrue != nil {
 		userPassword = newDemoPassword()
-		srv.gotrue.siteURL = baseURL
-		srv.gotrue.addAccount(userSpec, demoUserEmail, "", userPassword)
-		srv.gotrue.sent = func(m sentOTP) {
-			fmt.Fprintf(out, "▸ magic link for %s (code %s): %s\n", m.Email, m.Code, m.Link)
-		}
+		srv.gotrue.AddAccount(authstub.Account{Token: userSpec, Email: demoUserEmail, Password: userPassword})
 	}
 	if srv.flows, err = demoFlows(rv, projectURL, baseURL, publishableKey, o.tokensOnly); err != nil {
 		done(err, "")
@@ -410,7 +412,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 	}
 	var userToken, userRefresh string
 	if srv.gotrue != nil {
-		userToken, userRefresh, err = srv.gotrue.signIn(userSpec)
+		userToken, userRefresh, err = srv.gotrue.SignIn(userSpec)
 	} else {
 		userToken, err = mintToken(ks, userSpec, now)
 	}

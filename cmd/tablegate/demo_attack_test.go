@@ -28,6 +28,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
@@ -39,7 +40,7 @@ type demoApp struct {
 	pool        *pgxpool.Pool
 	ks          *keySet
 	issuer      string
-	gotrue      *demoAuthServer
+	gotrue      *authstub.Server
 	publishable string
 	secret      string
 	// client keeps up to 64 idle connections (bursts reuse them).
@@ -81,7 +82,7 @@ func newDemoApp(t *testing.T, o *demoAppOptions) *demoApp {
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}}
 	t.Cleanup(a.client.CloseIdleConnections)
 	ds := &demoServer{pool: pool, jwks: ks.PublicJWKS()}
-	ds.gotrue = newDemoAuthServer(ks, a.issuer, a.publishable)
+	ds.gotrue = newAuthStub(t, authstub.Config{Keys: ks, Issuer: a.issuer, APIKey: a.publishable})
 	a.gotrue = ds.gotrue
 	first := ds.handler() // the JWKS, before the resolver fetches it
 	h.Store(&first)
@@ -150,7 +151,7 @@ func (a *demoApp) as(tok, method, path string, body any) response {
 func TestAttackRefreshQueryAPIKey(t *testing.T) {
 	t.Parallel()
 	a := newDemoApp(t, nil)
-	_, refresh, err := a.gotrue.signIn(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour})
+	_, refresh, err := a.gotrue.SignIn(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/authflow"
+	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/telemetry"
 )
@@ -51,7 +52,7 @@ type demoServer struct {
 	// parts serve /api/ (todos, approvals) and /mcp.
 	parts *demoAPIParts
 	// gotrue answers the refresh grant when the demo is its own auth server.
-	gotrue *demoAuthServer
+	gotrue *authstub.Server
 	// flows serve /auth/{sign-in,otp,verify,oauth,callback,sign-out} and
 	// the /account page.
 	flows *authflow.Flows
@@ -77,7 +78,7 @@ func (s *demoServer) handler() http.Handler {
 		mux.Handle("GET /guard/"+name, authctx.Guard(allow...)(whoamiHandler))
 	}
 	if s.gotrue != nil {
-		s.gotrue.routes(mux)
+		s.gotrue.Routes(mux)
 	}
 	if s.flows != nil {
 		flowRoutes(mux, s.flows)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/pgtest"
 	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/telemetry"
@@ -39,7 +40,7 @@ type telBundle struct {
 	spans      *tracetest.InMemoryExporter
 	metrics    *sdkmetric.ManualReader
 	accessLog  *syncBuffer
-	auth       *demoAuthServer
+	auth       *authstub.Server
 	ks         *keySet
 	issuer     string
 	cookieName string
@@ -124,7 +125,7 @@ func setupTelemetryStack(t *testing.T) *telBundle {
 	t.Cleanup(b.srv.Close)
 	b.issuer = b.srv.URL + "/auth/v1"
 	const publishable = "sb_publishable_telemetrytest"
-	b.auth = newDemoAuthServer(b.ks, b.issuer, publishable)
+	b.auth = newAuthStub(t, authstub.Config{Keys: b.ks, Issuer: b.issuer, APIKey: publishable})
 
 	rv, err := authctx.New(ctx, &authctx.Config{
 		ProjectURL: b.srv.URL, PublishableKeys: []string{publishable}, Refresh: true, Telemetry: tel,
@@ -435,7 +436,7 @@ func TestTelemetrySpans(t *testing.T) {
 
 	// cookie session refresh: the token expires within the leeway, the
 	// refresh call is a child of the resolution and carries traceparent.
-	access, refresh, err := b.auth.signIn(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: 30 * time.Second})
+	access, refresh, err := b.auth.SignIn(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
