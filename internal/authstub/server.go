@@ -60,6 +60,10 @@ type Config struct {
 	// OTPInterval is how long an account waits between two codes
 	// (GoTrue's SMTP max frequency); 0: 60 s; negative: no wait.
 	OTPInterval time.Duration
+	// PasswordAttempts is how many password grants may fail per email
+	// address or phone number in a minute; 0: 10, as tablegate's own
+	// sign-in routes allow; negative: no limit.
+	PasswordAttempts int
 	// SentFunc receives each code and magic link the server "sends";
 	// nil: they are dropped.
 	SentFunc func(Sent)
@@ -90,7 +94,8 @@ type Server struct {
 	mux          *http.ServeMux
 	url          string // set by Start
 
-	// passwordTries limits password grants per email or phone (flows.go).
+	// passwordTries limits password grants per email or phone (flows.go);
+	// nil: no limit.
 	passwordTries *ratelimit.Limiter
 
 	mu      sync.Mutex
@@ -104,6 +109,7 @@ type Server struct {
 	flows       map[string]*flowState // PKCE auth codes
 	flowsBy     map[string][]string   // codes of s.flows by client address, oldest first
 	otps        map[string]*otpState  // by token hash
+	tokenTTL    time.Duration         // SetTokenTTL; 0: each session's own
 	hooks       map[string]HookFunc   // by path under /auth/v1
 	calls       []Call
 }
@@ -151,8 +157,14 @@ func New(cfg Config) (*Server, error) {
 	case s.otpInterval < 0:
 		s.otpInterval = 0
 	}
-	s.passwordTries = ratelimit.New(ratelimit.Config{Limit: passwordAttempts, Window: passwordWindow, MaxKeys: maxPending,
-		Now: func() time.Time { return s.now() }})
+	if cfg.PasswordAttempts >= 0 {
+		limit := cfg.PasswordAttempts
+		if limit == 0 {
+			limit = passwordAttempts
+		}
+		s.passwordTries = ratelimit.New(ratelimit.Config{Limit: limit, Window: passwordWindow, MaxKeys: maxPending,
+			Now: func() time.Time { return s.now() }})
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /auth/v1/.well-known/jwks.json", s.hooked("/.well-known/jwks.json", s.jwks))
 	s.Routes(s.mux)
@@ -186,6 +198,15 @@ func Start(tb testing.TB, cfg Config) *Server {
 func (s *Server) SetSiteURL(siteURL string) {
 	s.mu.Lock()
 	s.siteURL = siteURL
+	s.mu.Unlock()
+}
+
+// SetTokenTTL sets the lifetime of the access tokens issued from now on,
+// by sign-ins and refreshes alike, in place of each account's (GoTrue's
+// JWT expiry); 0 restores the accounts' own.
+func (s *Server) SetTokenTTL(d time.Duration) {
+	s.mu.Lock()
+	s.tokenTTL = d
 	s.mu.Unlock()
 }
 
@@ -229,23 +250,35 @@ func newRefreshToken() string {
 // sign-in would, and returns its access and refresh tokens. The refresh
 // grant answers the user of the session with an empty user_metadata.
 func (s *Server) SignIn(spec keys.TokenSpec) (access, refresh string, err error) {
-	return s.signIn(spec, nil)
+	access, refresh, _, err = s.signIn(spec, nil)
+	return access, refresh, err
 }
 
-func (s *Server) signIn(spec keys.TokenSpec, metadata map[string]any) (access, refresh string, err error) {
+// signIn starts a session; ttl is the lifetime of its access token.
+func (s *Server) signIn(spec keys.TokenSpec, metadata map[string]any) (access, refresh string, ttl time.Duration, err error) {
 	spec.Issuer = s.issuer
 	if spec.SessionID == "" {
 		spec.SessionID = keys.NewUUID()
 	}
+	s.mu.Lock()
+	stored := spec
+	if s.tokenTTL > 0 {
+		spec.TTL = s.tokenTTL
+	}
+	s.mu.Unlock()
 	access, err = keys.Mint(s.ks, spec, s.now())
 	if err != nil {
-		return "", "", err
+		return "", "", 0, err
+	}
+	ttl = spec.TTL
+	if ttl <= 0 {
+		ttl = time.Hour
 	}
 	refresh = s.refreshToken()
 	s.mu.Lock()
-	s.sessions[refresh] = &session{spec: spec, metadata: metadata, current: refresh, used: map[string]time.Time{}}
+	s.sessions[refresh] = &session{spec: stored, metadata: metadata, current: refresh, used: map[string]time.Time{}}
 	s.mu.Unlock()
-	return access, refresh, nil
+	return access, refresh, ttl, nil
 }
 
 // gotrueError writes an error body in the shape GoTrue sends to clients
@@ -316,6 +349,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		refresh = sess.current // within the reuse interval: the current token
 	}
 	spec, metadata = sess.spec, sess.metadata
+	if s.tokenTTL > 0 {
+		spec.TTL = s.tokenTTL
+	}
 	s.mu.Unlock()
 
 	access, err := keys.Mint(s.ks, spec, now)
