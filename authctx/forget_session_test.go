@@ -23,7 +23,7 @@ func TestForgetSessionDropsCachedRefresh(t *testing.T) {
 			t.Fatalf("first refresh: %s/%s", res.Auth.Kind, res.Auth.Reason)
 		}
 		// The session is signed out on the auth server.
-		b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+		b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(400)
 			w.Write([]byte(`{"code":"refresh_token_not_found","message":"Invalid Refresh Token"}`))

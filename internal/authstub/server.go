@@ -67,6 +67,11 @@ type Config struct {
 	// SentFunc receives each code and magic link the server "sends";
 	// nil: they are dropped.
 	SentFunc func(Sent)
+	// RefreshReuseInterval is how long a used refresh token still answers
+	// with the session's current one (GoTrue's reuse interval); reused
+	// later, it revokes the session. 0: 10 s, as the Supabase CLI
+	// configures it; negative: no reuse.
+	RefreshReuseInterval time.Duration
 	// RefreshTokenFunc returns each new refresh token; nil: 12 random
 	// characters of [a-z0-9], as GoTrue's v1 tokens. It must not repeat.
 	RefreshTokenFunc func() string
@@ -90,6 +95,7 @@ type Server struct {
 	now          func() time.Time
 	sent         func(Sent)
 	refreshToken func() string
+	reuse        time.Duration // RefreshReuseInterval
 	record       bool
 	mux          *http.ServeMux
 	url          string // set by Start
@@ -128,7 +134,7 @@ type session struct {
 // create a signing key.
 func New(cfg Config) (*Server, error) {
 	s := &Server{ks: cfg.Keys, issuer: cfg.Issuer, apikey: cfg.APIKey, now: cfg.Now, siteURL: cfg.SiteURL,
-		sent: cfg.SentFunc, refreshToken: cfg.RefreshTokenFunc, record: cfg.RecordCalls,
+		sent: cfg.SentFunc, refreshToken: cfg.RefreshTokenFunc, reuse: cfg.RefreshReuseInterval, record: cfg.RecordCalls,
 		sessions: map[string]*session{}, flows: map[string]*flowState{}, otps: map[string]*otpState{},
 		otpInterval: cfg.OTPInterval, otpSentTo: map[string]time.Time{}, flowsBy: map[string][]string{},
 		hooks: map[string]HookFunc{}}
@@ -147,6 +153,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	switch {
+	case s.reuse == 0:
+		s.reuse = refreshReuseInterval
+	case s.reuse < 0:
+		s.reuse = 0
 	}
 	if s.refreshToken == nil {
 		s.refreshToken = newRefreshToken
@@ -340,7 +352,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.sessions[refresh] = sess
 	default:
 		usedAt := sess.used[body.RefreshToken]
-		if now.Sub(usedAt) >= refreshReuseInterval {
+		if now.Sub(usedAt) >= s.reuse {
 			sess.revoked = true
 			s.mu.Unlock()
 			gotrueError(w, http.StatusBadRequest, "refresh_token_already_used", "Invalid Refresh Token: Already Used")
