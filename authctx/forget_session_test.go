@@ -49,7 +49,7 @@ func TestRefreshFailuresBoundedWithoutWipe(t *testing.T) {
 	t.Parallel()
 	srv, _ := rfCountingServer(t, 503, func(int64) string { return `{}` }, nil)
 	clock := &rfClock{t: time.Unix(1700000000, 0)}
-	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
+	f := newRefresher(&gotrue.Client{ProjectURL: srv, APIKey: "k"}, rfEngineTimeout, clock.Now)
 	f.max = 5
 	for i := range 12 {
 		f.refresh(context.Background(), fmt.Sprint("t", i), true)
