@@ -283,24 +283,6 @@ func TestSigningKeysPathFromSupabaseConfig(t *testing.T) {
 	}
 }
 
-// The checklist stays one line per check: a multi-line error (pgx lists
-// each address it tried as "\n\t…") prints as one line, never as a
-// literal \n\t; a bare newline in a name stays escaped.
-func TestDoctorPrintableOneLine(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"failed to connect to `user=x database=y`:\n\t127.0.0.1:1: dial error\n\t[::1]:1: dial error": "failed to connect to `user=x database=y`; 127.0.0.1:1: dial error; [::1]:1: dial error",
-		"x\n✓ all good":   `x\n✓ all good`,
-		"red \x1b[31m":    `red \x1b[31m`,
-		"trailing\n\t":    "trailing",
-		"plain text only": "plain text only",
-	} {
-		if got := printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // With a serve config the doctor checks the served operations' grants as
 // serve does at start, and reports a table served with allow_without_rls
 // as a warning, not a failure.
