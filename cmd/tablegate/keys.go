@@ -17,8 +17,9 @@ import (
 // relative to the project directory); see signingKeysDefault.
 const defaultSigningKeysPath = "supabase/signing_keys.json"
 
-// The names the rest of the command uses for internal/keys (imported as
-// signing: package main has a keys helper in its tests).
+// The names the rest of the command (demo, init, token and their tests)
+// uses for internal/keys, imported as signing: package main has a keys
+// helper in its tests.
 type (
 	keySet    = signing.Set
 	jwk       = signing.JWK
@@ -27,7 +28,6 @@ type (
 
 const (
 	algES256      = signing.ES256
-	algRS256      = signing.RS256
 	algEdDSA      = signing.EdDSA
 	defaultIssuer = signing.DefaultIssuer
 )
