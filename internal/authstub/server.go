@@ -27,11 +27,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/tablegate/tablegate/internal/keys"
@@ -183,25 +182,60 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// TB is what [Start] needs of a test; a testing.TB is one.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // Start serves a new server configured by cfg on a local port until the
-// test ends. Without cfg.Issuer the issuer is the server's own auth URL,
-// [Server.URL] + "/auth/v1"; without cfg.SiteURL redirects may go to
+// test ends; then it closes the connections and waits for the requests
+// being answered. Without cfg.Issuer the issuer is the server's own auth
+// URL, [Server.URL] + "/auth/v1"; without cfg.SiteURL redirects may go to
 // [Server.URL].
-func Start(tb testing.TB, cfg Config) *Server {
+func Start(tb TB, cfg Config) *Server {
 	tb.Helper()
 	s, err := New(cfg)
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("%v", err)
 	}
-	hs := httptest.NewServer(s)
-	tb.Cleanup(hs.Close)
-	s.url = hs.URL
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("authstub: listen: %v", err)
+	}
+	// The requests being answered, so that the cleanup can wait for them.
+	var mu sync.Mutex
+	running := 0
+	idle := sync.NewCond(&mu)
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		running++
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			running--
+			idle.Broadcast()
+			mu.Unlock()
+		}()
+		s.ServeHTTP(w, r)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	s.url = "http://" + ln.Addr().String()
 	if cfg.Issuer == "" {
-		s.issuer = hs.URL + "/auth/v1"
+		s.issuer = s.url + "/auth/v1"
 	}
 	if cfg.SiteURL == "" {
-		s.siteURL = hs.URL
+		s.siteURL = s.url
 	}
+	go func() { _ = hs.Serve(ln) }()
+	tb.Cleanup(func() {
+		_ = hs.Close()
+		mu.Lock()
+		for running > 0 {
+			idle.Wait()
+		}
+		mu.Unlock()
+	})
 	return s
 }
 
