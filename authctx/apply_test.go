@@ -13,16 +13,16 @@ import (
 )
 
 // rfFixedSession is a GoTrue token response with an access token of the
-// fake auth server, already in JSON.stringify form (no characters that
+// auth server, already in JSON.stringify form (no characters that
 // Go's encoder escapes), so the stored cookie value is its plain base64url.
 func (b *rfBundle) rfFixedSession(bio string) []byte {
 	return gotrueSession(b.auth.sign(time.Hour, nil), time.Hour, b.auth.now(), "fixedrefresh",
 		map[string]any{"id": rfUserID, "user_metadata": map[string]any{"bio": bio, "name": "Zoë ✓"}}, false)
 }
 
-// serveFixed makes the fake auth server answer every refresh with body.
+// serveFixed makes the auth server answer every refresh with body.
 func (b *rfBundle) serveFixed(body []byte) {
-	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
 	})
@@ -167,7 +167,7 @@ func TestRefreshRejectedClearsLikeV3(t *testing.T) {
 		c.CookieName = "sb-abcdefghijklmnopqrst-auth-token"
 		c.CookieOptions = ssrcookie.Options{Domain: ".example.com", Secure: true}
 	})
-	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 		w.WriteHeader(400)
 		w.Write([]byte(`{"code":"refresh_token_not_found","message":"Invalid Refresh Token: Refresh Token Not Found"}`))
 	})
@@ -199,7 +199,7 @@ func TestRefreshRejectedClearsLikeV3(t *testing.T) {
 // New refuses cookie options that would give malformed or ignored cookies.
 func TestCookieOptionsConfigErrors(t *testing.T) {
 	t.Parallel()
-	auth := rfNewAuthServer(t, nil)
+	auth := rfNewAuthServer(t, nil, "")
 	for _, o := range []ssrcookie.Options{
 		{Domain: "exa mple.com"},
 		{Domain: "example.com; HttpOnly"},
@@ -208,12 +208,12 @@ func TestCookieOptionsConfigErrors(t *testing.T) {
 		{SameSite: http.SameSiteNoneMode},
 		{SameSite: 7},
 	} {
-		_, err := New(context.Background(), &Config{ProjectURL: auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true, CookieOptions: o})
+		_, err := New(context.Background(), &Config{ProjectURL: auth.URL(), PublishableKeys: []string{rfAPIKey}, Refresh: true, CookieOptions: o})
 		if err == nil || !strings.Contains(err.Error(), "Config.CookieOptions") {
 			t.Errorf("%+v: err %v", o, err)
 		}
 	}
-	rv, err := New(context.Background(), &Config{ProjectURL: auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true,
+	rv, err := New(context.Background(), &Config{ProjectURL: auth.URL(), PublishableKeys: []string{rfAPIKey}, Refresh: true,
 		CookieOptions: ssrcookie.Options{Domain: "localhost", SameSite: http.SameSiteNoneMode, Secure: true, Path: "/"}})
 	if err != nil {
 		t.Fatalf("valid options refused: %v", err)

@@ -23,7 +23,7 @@ func TestForgetSessionDropsCachedRefresh(t *testing.T) {
 			t.Fatalf("first refresh: %s/%s", res.Auth.Kind, res.Auth.Reason)
 		}
 		// The session is signed out on the auth server.
-		b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+		b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(400)
 			w.Write([]byte(`{"code":"refresh_token_not_found","message":"Invalid Refresh Token"}`))
@@ -49,7 +49,7 @@ func TestRefreshFailuresBoundedWithoutWipe(t *testing.T) {
 	t.Parallel()
 	srv, _ := rfCountingServer(t, 503, func(int64) string { return `{}` }, nil)
 	clock := &rfClock{t: time.Unix(1700000000, 0)}
-	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
+	f := newRefresher(&gotrue.Client{ProjectURL: srv, APIKey: "k"}, rfEngineTimeout, clock.Now)
 	f.max = 5
 	for i := range 12 {
 		f.refresh(context.Background(), fmt.Sprint("t", i), true)

@@ -22,17 +22,17 @@ func TestRefreshReplacesLegacyJSONCookie(t *testing.T) {
 	}{{"refused", true}, {"refreshed-in-chunks", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := rfSetup(t, true, nil)
+			bio := ""
+			if !tc.reject {
+				bio = strings.Repeat("x", 6000) // the new session needs chunks
+			}
+			b := rfSetupBio(t, true, bio, nil)
 			if tc.reject {
-				b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+				b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(400)
 					w.Write([]byte(`{"code":"refresh_token_not_found","message":"Invalid Refresh Token"}`))
 				})
-			} else {
-				b.auth.mu.Lock()
-				b.auth.bio = strings.Repeat("x", 6000) // the new session needs chunks
-				b.auth.mu.Unlock()
 			}
 			raw, _ := json.Marshal(map[string]any{"access_token": b.auth.sign(10*time.Second, nil), "refresh_token": rfOldRT,
 				"expires_at": time.Now().Add(10 * time.Second).Unix(), "token_type": "bearer"})

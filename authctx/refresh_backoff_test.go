@@ -14,7 +14,7 @@ import (
 func TestRefreshFailing5xxAtMostAHandfulPerMinute(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, false, func(c *Config) { c.RefreshWait = 0 })
-	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 		w.WriteHeader(http.StatusInternalServerError)
 		io.WriteString(w, `{"code":500,"error_code":"unexpected_failure"}`)
 	})
@@ -54,7 +54,7 @@ func TestRefreshHangingAuthServerDoesNotDelayValidTokens(t *testing.T) {
 	release := make(chan struct{})
 	const wait = 100 * time.Millisecond
 	b := rfSetup(t, false, func(c *Config) { c.RefreshWait = wait; c.RefreshTimeout = 5 * time.Second })
-	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -98,9 +98,9 @@ func TestRefreshSlowSuccessReachesTheNextRequest(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, false, func(c *Config) { c.RefreshWait = 50 * time.Millisecond })
 	done := make(chan struct{})
-	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		time.Sleep(300 * time.Millisecond)
-		b.auth.session(w, time.Hour, "slow")
+		next.ServeHTTP(w, r)
 		close(done)
 	})
 	cookies := b.cookies(30 * time.Second)
@@ -126,11 +126,11 @@ func TestRefreshSlowSuccessReachesTheNextRequest(t *testing.T) {
 			t.Fatal("the background refresh's result reached no request within 10 s")
 		}
 	}
-	b.assertNewSession(res, "newrefreshslow")
+	b.assertNewSession(res, "newrefresh1")
 	// Nobody waited for it: it is kept past RefreshResultTTL.
 	b.clock.Add(RefreshResultTTL + 5*time.Second)
 	res = b.rv.Resolve(rfRequest(cookies))
-	b.assertNewSession(res, "newrefreshslow")
+	b.assertNewSession(res, "newrefresh1")
 	if n := b.auth.calls.Load(); n != 1 {
 		t.Fatalf("%d auth calls, want 1", n)
 	}

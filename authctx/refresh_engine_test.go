@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tablegate/tablegate/authctx/internal/gotrue"
+	"github.com/tablegate/tablegate/internal/authstub"
 )
 
-// rfEngineTimeout is the refresh timeout of the engine tests whose fake
+// rfEngineTimeout is the refresh timeout of the engine tests whose auth
 // server answers at once (or when released): generous, so that a loaded
 // machine never turns an answer into a timeout.
 const rfEngineTimeout = 30 * time.Second
@@ -33,21 +33,29 @@ func (c *rfClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// rfTokenServer starts the stand-in auth server with h answering its token
+// endpoint, and returns its project URL.
+func rfTokenServer(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	s := authstub.Start(t, authstub.Config{APIKey: "k"})
+	s.Hook("/token", func(w http.ResponseWriter, r *http.Request, _ http.Handler) { h(w, r) })
+	return s.URL()
+}
+
 // rfCountingServer answers every refresh with body after waiting for
 // release (when not nil), counting calls.
-func rfCountingServer(t *testing.T, status int, body func(n int64) string, release <-chan struct{}) (*httptest.Server, *atomic.Int64) {
+func rfCountingServer(t *testing.T, status int, body func(n int64) string, release <-chan struct{}) (string, *atomic.Int64) {
 	t.Helper()
 	var calls atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := rfTokenServer(t, func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
 		if release != nil {
 			<-release
 		}
 		w.WriteHeader(status)
 		io.WriteString(w, body(n))
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &calls
+	})
+	return url, &calls
 }
 
 func TestRefresherSingleflightAndTTL(t *testing.T) {
@@ -67,7 +75,7 @@ func TestRefresherSingleflightAndTTL(t *testing.T) {
 				return fmt.Sprintf(`{"access_token":"at-%d","token_type":"bearer","expires_in":3600,"expires_at":1,"refresh_token":"rt-%d"}`, n, n)
 			}, release)
 			clock := &rfClock{t: time.Unix(1700000000, 0)}
-			f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
+			f := newRefresher(&gotrue.Client{ProjectURL: srv, APIKey: "k"}, rfEngineTimeout, clock.Now)
 
 			burst := func() []gotrue.Result {
 				var wg sync.WaitGroup
@@ -128,7 +136,7 @@ func TestRefresherFailuresBackOff(t *testing.T) {
 	t.Parallel()
 	srv, calls := rfCountingServer(t, 503, func(int64) string { return "down" }, nil)
 	clock := &rfClock{t: time.Unix(1700000000, 0)}
-	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
+	f := newRefresher(&gotrue.Client{ProjectURL: srv, APIKey: "k"}, rfEngineTimeout, clock.Now)
 	for i := 0; i < 3; i++ {
 		if r := f.refresh(context.Background(), "t", true); r.Outcome != gotrue.Failed {
 			t.Fatalf("outcome %v", r.Outcome)
@@ -150,12 +158,11 @@ func TestRefresherFailuresBackOff(t *testing.T) {
 		t.Fatalf("calls %d, want 3", calls.Load())
 	}
 
-	ra := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ra := rfTokenServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "120")
 		w.WriteHeader(http.StatusTooManyRequests)
-	}))
-	t.Cleanup(ra.Close)
-	g := newRefresher(&gotrue.Client{ProjectURL: ra.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
+	})
+	g := newRefresher(&gotrue.Client{ProjectURL: ra, APIKey: "k"}, rfEngineTimeout, clock.Now)
 	if r := g.refresh(context.Background(), "t", true); r.RetryAfter != 120*time.Second {
 		t.Fatalf("Retry-After read as %v", r.RetryAfter)
 	}
@@ -172,16 +179,15 @@ func TestRefresherFailuresBackOff(t *testing.T) {
 func TestRefresherTimeoutAndCallerCancel(t *testing.T) {
 	t.Parallel()
 	block := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := rfTokenServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body) // lets the server notice the client leaving
 		select {
 		case <-block:
 		case <-r.Context().Done():
 		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(block) }) // runs before srv.Close
-	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, 200*time.Millisecond, nil)
+	})
+	t.Cleanup(func() { close(block) }) // runs before the server closes
+	f := newRefresher(&gotrue.Client{ProjectURL: srv, APIKey: "k"}, 200*time.Millisecond, nil)
 	start := time.Now()
 	if r := f.refresh(context.Background(), "t", true); r.Outcome != gotrue.Failed {
 		t.Fatalf("outcome %v", r.Outcome)
@@ -193,7 +199,7 @@ func TestRefresherTimeoutAndCallerCancel(t *testing.T) {
 	}
 	// A caller whose context ends leaves at once; the shared call (here
 	// with a 30 s timeout against a server that never answers) goes on.
-	slow := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, 30*time.Second, nil)
+	slow := newRefresher(&gotrue.Client{ProjectURL: srv, APIKey: "k"}, 30*time.Second, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start = time.Now()
@@ -209,7 +215,7 @@ func TestRefresherCacheIsBounded(t *testing.T) {
 	t.Parallel()
 	srv, _ := rfCountingServer(t, 400, func(int64) string { return `{}` }, nil)
 	clock := &rfClock{t: time.Unix(1700000000, 0)}
-	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
+	f := newRefresher(&gotrue.Client{ProjectURL: srv, APIKey: "k"}, rfEngineTimeout, clock.Now)
 	f.max = 5
 	for i := 0; i < 12; i++ {
 		f.refresh(context.Background(), fmt.Sprint("t", i), true)
@@ -235,7 +241,7 @@ func TestRefresherGiveUpAsTheCallEnds(t *testing.T) {
 	t.Parallel()
 	srv, calls := rfCountingServer(t, 503, func(int64) string { return "down" }, nil)
 	clock := &rfClock{t: time.Unix(1700000000, 0)}
-	f := newRefresher(&gotrue.Client{ProjectURL: srv.URL, APIKey: "k"}, rfEngineTimeout, clock.Now)
+	f := newRefresher(&gotrue.Client{ProjectURL: srv, APIKey: "k"}, rfEngineTimeout, clock.Now)
 	// How long one failing call takes here, to place the deadlines.
 	start := time.Now()
 	f.refresh(context.Background(), "probe", true)

@@ -58,10 +58,7 @@ func rfNodeCookies(cs []*http.Cookie) []rfNodeCookie {
 func TestRefreshInteropNodeReadsTablegateCookies(t *testing.T) {
 	t.Parallel()
 	for _, bio := range []string{"short", strings.Repeat("x", 3000)} {
-		b := rfSetup(t, true, nil)
-		b.auth.mu.Lock()
-		b.auth.bio = bio
-		b.auth.mu.Unlock()
+		b := rfSetupBio(t, true, bio, nil)
 		jar := b.cookies(30 * time.Second)
 		res := b.rv.Resolve(rfRequest(jar))
 		b.assertNewSession(res, "newrefresh1")
@@ -78,7 +75,7 @@ func TestRefreshInteropNodeReadsTablegateCookies(t *testing.T) {
 		}
 
 		var got rfNodeRead
-		runNode(t, map[string]any{"url": b.auth.URL, "key": rfAPIKey, "cookies": rfNodeCookies(jar)}, &got, "ssr-read-session.mjs")
+		runNode(t, map[string]any{"url": b.auth.URL(), "key": rfAPIKey, "cookies": rfNodeCookies(jar)}, &got, "ssr-read-session.mjs")
 		if got.Error != nil || got.Session == nil {
 			t.Fatalf("node: no session (%v)", got.Error)
 		}
@@ -98,19 +95,18 @@ func TestRefreshInteropNodeReadsTablegateCookies(t *testing.T) {
 }
 
 // A session written by the real @supabase/ssr (signInWithPassword against
-// the fake auth server) is refreshed by tablegate, and node reads the
+// the stand-in auth server) is refreshed by tablegate, and node reads the
 // result.
 func TestRefreshInteropTablegateRefreshesNodeSession(t *testing.T) {
 	t.Parallel()
-	b := rfSetup(t, true, nil)
-	b.auth.mu.Lock()
-	b.auth.bio = strings.Repeat("y", 3000) // chunked on both sides
-	b.auth.mu.Unlock()
+	b := rfSetupBio(t, true, strings.Repeat("y", 3000), nil) // chunked on both sides
 	var signin struct {
 		Error  *string        `json:"error"`
 		SetAll []rfNodeCookie `json:"setAll"`
 	}
-	runNode(t, map[string]any{"url": b.auth.URL, "key": rfAPIKey, "email": "a@example.com", "password": "pw"}, &signin, "ssr-sign-in.mjs")
+	b.auth.SetTokenTTL(30 * time.Second) // the session node stores expires within the leeway
+	runNode(t, map[string]any{"url": b.auth.URL(), "key": rfAPIKey, "email": "a@example.com", "password": "pw"}, &signin, "ssr-sign-in.mjs")
+	b.auth.SetTokenTTL(0)
 	if signin.Error != nil {
 		t.Fatalf("node sign-in: %s", *signin.Error)
 	}
@@ -124,17 +120,17 @@ func TestRefreshInteropTablegateRefreshesNodeSession(t *testing.T) {
 		t.Fatalf("node wrote %v", jar)
 	}
 	res := b.rv.Resolve(rfRequest(jar))
-	b.assertNewSession(res, "newrefresh1")
+	b.assertNewSession(res, "newrefresh2")
 	b.auth.mu.Lock()
 	rt := b.auth.lastRT
 	b.auth.mu.Unlock()
-	if rt != "newrefreshpw" || b.auth.calls.Load() != 1 {
+	if rt != "newrefresh1" || b.auth.calls.Load() != 1 {
 		t.Fatalf("refresh sent %q, %d calls; want the token node stored", rt, b.auth.calls.Load())
 	}
 	jar = rfJar(t, jar, applied(res))
 	var got rfNodeRead
-	runNode(t, map[string]any{"url": b.auth.URL, "key": rfAPIKey, "cookies": rfNodeCookies(jar)}, &got, "ssr-read-session.mjs")
-	if got.Session == nil || got.Session.AccessToken != res.Auth.User.Token || got.Session.RefreshToken != "newrefresh1" {
+	runNode(t, map[string]any{"url": b.auth.URL(), "key": rfAPIKey, "cookies": rfNodeCookies(jar)}, &got, "ssr-read-session.mjs")
+	if got.Session == nil || got.Session.AccessToken != res.Auth.User.Token || got.Session.RefreshToken != "newrefresh2" {
 		t.Fatalf("node after tablegate's refresh: %+v %v", got.Session, got.Error)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,83 +20,98 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
+	"github.com/tablegate/tablegate/internal/authstub"
+	"github.com/tablegate/tablegate/internal/keys"
 )
 
 const (
 	rfUserID = "33333333-3333-4333-8333-333333333333"
-	rfKID    = "rf-es256"
 	rfAPIKey = "sb_publishable_TESTKEY"
 	noStore  = "private, no-cache, no-store, must-revalidate, max-age=0"
 	rfOldRT  = "oldrefresh01"
 	// rfTimeout is the refresh timeout of the failure tests: long enough
-	// that a loaded machine still delivers the call to the fake server
+	// that a loaded machine still delivers the call to the auth server
 	// before it, short enough to keep the "timeout" case quick.
 	rfTimeout = time.Second
 )
 
-// rfAuthServer is a fake Supabase auth server: the JWKS of an ES256 key
-// generated for the test, and a token endpoint that counts calls and
-// answers with handle (default: a new session signed with the key).
+// rfAuthServer is the auth server of the refresh tests: internal/authstub
+// with the test user (a@example.com, password "pw") and the session the
+// test cookies carry, whose refresh token is rfOldRT; the refresh tokens
+// it issues next are newrefresh1, newrefresh2 and so on. It counts the
+// refresh grants and keeps the last one; handle, when set, answers them
+// (next is the stub's own answer).
 type rfAuthServer struct {
-	*httptest.Server
+	*authstub.Server
 	t     testing.TB
-	key   *ecdsa.PrivateKey
 	clock *rfClock
 	calls atomic.Int64
 
 	mu      sync.Mutex
-	handle  func(w http.ResponseWriter, r *http.Request, n int64)
+	handle  authstub.HookFunc
 	lastReq *http.Request
 	lastRT  string
-	bio     string // user_metadata.bio of issued sessions (size control)
 }
 
-func rfNewAuthServer(t testing.TB, clock *rfClock) *rfAuthServer {
+// rfNewAuthServer starts the auth server; bio is the user_metadata.bio of
+// the user's sessions (size control).
+func rfNewAuthServer(t testing.TB, clock *rfClock, bio string) *rfAuthServer {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	var issued atomic.Int64
+	cfg := authstub.Config{APIKey: rfAPIKey,
+		RefreshTokenFunc: func() string {
+			if n := issued.Add(1) - 1; n > 0 {
+				return fmt.Sprint("newrefresh", n)
+			}
+			return rfOldRT
+		},
+		// A reused refresh token answers the current one however far a
+		// test moves the clock: the resolver's caching is under test here,
+		// GoTrue's rotation in internal/authstub.
+		RefreshReuseInterval: 24 * time.Hour,
+	}
+	if clock != nil {
+		cfg.Now = clock.Now
+	}
+	s := &rfAuthServer{Server: authstub.Start(t, cfg), t: t, clock: clock}
+	s.AddAccount(authstub.Account{Token: keys.TokenSpec{Sub: rfUserID, TTL: time.Hour}, Email: "a@example.com", Password: "pw",
+		UserMetadata: map[string]any{"bio": bio, "name": "Zoë <✓>"}})
+	s.Hook("/token", func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.URL.Query().Get("grant_type") != "refresh_token" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var in struct {
+			RefreshToken string `json:"refresh_token"`
+		}
+		json.NewDecoder(r.Body).Decode(&in)
+		s.calls.Add(1)
+		s.mu.Lock()
+		s.lastReq, s.lastRT = r.Clone(r.Context()), in.RefreshToken
+		h := s.handle
+		s.mu.Unlock()
+		if h == nil {
+			h = func(w http.ResponseWriter, r *http.Request, next http.Handler) { next.ServeHTTP(w, r) }
+		}
+		h(w, r, next)
+	})
+	// The session of the test cookies (rfOldRT), signed in with the
+	// password like a browser.
+	req, _ := http.NewRequest(http.MethodPost, s.URL()+"/auth/v1/token?grant_type=password", strings.NewReader(`{"email":"a@example.com","password":"pw"}`))
+	req.Header.Set("apikey", rfAPIKey)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &rfAuthServer{t: t, key: key, clock: clock}
-	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{
-		"kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": rfKID,
-		"x": base64.RawURLEncoding.EncodeToString(key.X.FillBytes(make([]byte, 32))),
-		"y": base64.RawURLEncoding.EncodeToString(key.Y.FillBytes(make([]byte, 32))),
-	}}})
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/auth/v1/.well-known/jwks.json":
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(jwks)
-		case "/auth/v1/token":
-			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-			var in struct {
-				RefreshToken string `json:"refresh_token"`
-			}
-			json.Unmarshal(body, &in)
-			if r.URL.Query().Get("grant_type") == "password" {
-				s.session(w, 30*time.Second, "pw") // expires within the leeway
-				return
-			}
-			n := s.calls.Add(1)
-			s.mu.Lock()
-			s.lastReq, s.lastRT = r.Clone(r.Context()), in.RefreshToken
-			h := s.handle
-			s.mu.Unlock()
-			if h != nil {
-				h(w, r, n)
-				return
-			}
-			s.session(w, time.Hour, fmt.Sprint(n))
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(s.Close)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("password sign-in: %d", resp.StatusCode)
+	}
 	return s
 }
 
-func (s *rfAuthServer) setHandler(h func(w http.ResponseWriter, r *http.Request, n int64)) {
+// setHandler makes h answer the refresh grants; nil: the stub answers.
+func (s *rfAuthServer) setHandler(h authstub.HookFunc) {
 	s.mu.Lock()
 	s.handle = h
 	s.mu.Unlock()
@@ -110,32 +124,25 @@ func (s *rfAuthServer) now() time.Time {
 	return time.Now()
 }
 
-// sign issues an ES256 access token for the test user expiring in ttl.
-func (s *rfAuthServer) sign(ttl time.Duration, over map[string]any) string {
-	now := s.now()
-	c := jwt.MapClaims{"iss": s.URL + "/auth/v1", "sub": rfUserID, "aud": "authenticated", "role": "authenticated",
-		"exp": now.Add(ttl).Unix(), "iat": now.Unix(), "email": "a@example.com", "is_anonymous": false,
-		"session_id": "44444444-4444-4444-8444-444444444444"}
-	for k, v := range over {
-		c[k] = v
+// kid is the kid of the server's signing key.
+func (s *rfAuthServer) kid() string {
+	k, err := s.Keys().Signer()
+	if err != nil {
+		s.t.Fatal(err)
 	}
-	tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
-	tok.Header["kid"] = rfKID
-	out, err := tok.SignedString(s.key)
+	return k.Kid
+}
+
+// sign issues an access token of the server for the test user expiring in
+// ttl (negative: already expired); over adds claims.
+func (s *rfAuthServer) sign(ttl time.Duration, over map[string]any) string {
+	// Issued an hour before it expires, so that it may have expired already.
+	out, err := keys.Mint(s.Keys(), keys.TokenSpec{Sub: rfUserID, Email: "a@example.com", Issuer: s.Issuer(), TTL: time.Hour,
+		SessionID: "44444444-4444-4444-8444-444444444444", Extra: over}, s.now().Add(ttl-time.Hour))
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	return out
-}
-
-// sessionJSON is a GoTrue token response (Go's encoder, as GoTrue sends it).
-func (s *rfAuthServer) sessionJSON(ttl time.Duration, suffix string) []byte {
-	s.mu.Lock()
-	bio := s.bio
-	s.mu.Unlock()
-	return gotrueSession(s.sign(ttl, nil), ttl, s.now(), "newrefresh"+suffix,
-		map[string]any{"id": rfUserID, "aud": "authenticated", "role": "authenticated", "email": "a@example.com",
-			"user_metadata": map[string]any{"bio": bio, "name": "Zoë <✓>"}, "app_metadata": map[string]any{"provider": "email"}}, true)
 }
 
 // gotrueSession encodes a GoTrue token response in GoTrue's field order;
@@ -155,11 +162,6 @@ func gotrueSession(accessToken string, ttl time.Duration, now time.Time, refresh
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-func (s *rfAuthServer) session(w http.ResponseWriter, ttl time.Duration, suffix string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(s.sessionJSON(ttl, suffix))
-}
-
 // rfBundle is one refresh scenario: clock, auth server, resolver.
 type rfBundle struct {
 	t     *testing.T
@@ -171,17 +173,24 @@ type rfBundle struct {
 
 func rfSetup(t *testing.T, real bool, mod func(*Config)) *rfBundle {
 	t.Helper()
+	return rfSetupBio(t, real, "", mod)
+}
+
+// rfSetupBio is rfSetup with bio as the user_metadata.bio of the user's
+// sessions.
+func rfSetupBio(t *testing.T, real bool, bio string, mod func(*Config)) *rfBundle {
+	t.Helper()
 	b := &rfBundle{t: t}
 	if !real {
 		b.clock = &rfClock{t: time.Unix(1900000000, 0)}
 	}
-	b.auth = rfNewAuthServer(t, b.clock)
+	b.auth = rfNewAuthServer(t, b.clock, bio)
 	// The default timeout (5 s) keeps a loaded test machine from turning
 	// a slow success into a failure; failure tests shorten it.
 	// RefreshWait equal to the timeout: these tests expect a refresh of a
 	// still-valid token in the same response (the background path has
 	// its own tests in refresh_backoff_test.go).
-	cfg := Config{ProjectURL: b.auth.URL, PublishableKeys: []string{rfAPIKey}, Refresh: true, RefreshWait: DefaultRefreshTimeout}
+	cfg := Config{ProjectURL: b.auth.URL(), PublishableKeys: []string{rfAPIKey}, Refresh: true, RefreshWait: DefaultRefreshTimeout}
 	if b.clock != nil {
 		cfg.Now = b.clock.Now
 	}
@@ -293,9 +302,9 @@ func (b *rfBundle) assertNewSession(res Result, wantRT string) {
 func TestRefreshBurstSharesOneCall(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, false, nil)
-	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		time.Sleep(50 * time.Millisecond) // keep the call in flight while the burst joins
-		b.auth.session(w, time.Hour, fmt.Sprint(n))
+		next.ServeHTTP(w, r)
 	})
 	cookies := b.cookies(30 * time.Second) // within the 60 s leeway
 	burst := func() []Result {
@@ -329,7 +338,12 @@ func TestRefreshBurstSharesOneCall(t *testing.T) {
 	if n := b.auth.calls.Load(); n != 2 {
 		t.Fatalf("after 10 s: %d calls in total, want 2", n)
 	}
-	b.assertNewSession(third[0], "newrefresh2")
+	// The old token again: the auth server answers its current session
+	// (GoTrue within the reuse interval), with a new access token.
+	b.assertNewSession(third[0], "newrefresh1")
+	if third[0].Auth.User.Token == second[0].Auth.User.Token {
+		t.Fatal("the call after 10 s brought no new access token")
+	}
 
 	// The request was exactly what auth-js sends.
 	b.auth.mu.Lock()
@@ -361,7 +375,7 @@ func TestRefreshValidTokenOutsideLeeway(t *testing.T) {
 func TestRefreshRejectedSignsOut(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, false, nil)
-	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
+	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 		w.Header().Set("X-Supabase-Api-Version", "2024-01-01")
 		w.WriteHeader(400)
 		io.WriteString(w, `{"code":"refresh_token_already_used","message":"Invalid Refresh Token: Already Used"}`)
@@ -418,9 +432,12 @@ func TestRefreshFailuresKeepSession(t *testing.T) {
 	closedURL := closed.URL
 	closed.Close()
 
-	type handler = func(w http.ResponseWriter, r *http.Request, n int64)
+	type handler = authstub.HookFunc
 	status := func(code int, body string) handler {
-		return func(w http.ResponseWriter, r *http.Request, n int64) { w.WriteHeader(code); io.WriteString(w, body) }
+		return func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
+			w.WriteHeader(code)
+			io.WriteString(w, body)
+		}
 	}
 	cases := []struct {
 		name    string
@@ -434,7 +451,7 @@ func TestRefreshFailuresKeepSession(t *testing.T) {
 		}},
 		{name: "429", handler: func(*rfAuthServer) handler { return status(429, `{"code":"over_request_rate_limit"}`) }},
 		{name: "timeout", handler: func(*rfAuthServer) handler {
-			return func(w http.ResponseWriter, r *http.Request, n int64) {
+			return func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 				select {
 				case <-r.Context().Done():
 				case <-time.After(30 * time.Second): // far beyond rfTimeout + slack
@@ -446,16 +463,16 @@ func TestRefreshFailuresKeepSession(t *testing.T) {
 			return status(200, `{"access_token":"x","token_type":"bearer","expires_in":3600}`)
 		}},
 		{name: "token that does not verify", handler: func(s *rfAuthServer) handler {
-			return func(w http.ResponseWriter, r *http.Request, n int64) {
+			return func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 				other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 				tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"sub": rfUserID, "exp": s.now().Add(time.Hour).Unix()})
-				tok.Header["kid"] = rfKID
+				tok.Header["kid"] = s.kid()
 				signed, _ := tok.SignedString(other)
 				fmt.Fprintf(w, `{"access_token":%q,"token_type":"bearer","expires_in":3600,"refresh_token":"newrefreshX"}`, signed)
 			}
 		}},
 		{name: "huge body", handler: func(*rfAuthServer) handler {
-			return func(w http.ResponseWriter, r *http.Request, n int64) {
+			return func(w http.ResponseWriter, r *http.Request, _ http.Handler) {
 				io.WriteString(w, `{"access_token":"`)
 				chunk := strings.Repeat("a", 64<<10)
 				for i := 0; i < 64; i++ { // 4 MiB
@@ -474,7 +491,7 @@ func TestRefreshFailuresKeepSession(t *testing.T) {
 				c.RefreshTimeout = rfTimeout
 				c.RefreshWait = rfTimeout
 				if tc.network {
-					// The JWKS still comes from the live fake; only the
+					// The JWKS still comes from the live auth server; only the
 					// token endpoint is unreachable.
 					c.JWKSURL = c.ProjectURL + "/auth/v1/.well-known/jwks.json"
 					c.Issuer = c.ProjectURL + "/auth/v1"
@@ -546,9 +563,7 @@ func TestRefreshNotAttemptedOnClaimsFailure(t *testing.T) {
 func TestRefreshNewTokenFailsClaims(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, false, func(c *Config) { c.Claims = MustClaimsOf[rfTenantClaims]() })
-	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, n int64) {
-		b.auth.session(w, time.Hour, "C") // no tenant_id in the new token either
-	})
+	// The auth server's new token has no tenant_id either.
 	res := b.rv.Resolve(rfRequest(b.cookies(-10 * time.Minute))) // expired: verification fails first, so refresh runs
 	if res.Auth.Kind != KindInvalid || res.Auth.Reason != ReasonClaims {
 		t.Fatalf("auth %+v, want invalid/claims", res.Auth)
@@ -560,11 +575,11 @@ func TestRefreshNewTokenFailsClaims(t *testing.T) {
 
 func TestRefreshConfigErrors(t *testing.T) {
 	t.Parallel()
-	auth := rfNewAuthServer(t, nil)
-	if _, err := New(context.Background(), &Config{ProjectURL: auth.URL, Refresh: true}); err == nil || !strings.Contains(err.Error(), "publishable key") {
+	auth := rfNewAuthServer(t, nil, "")
+	if _, err := New(context.Background(), &Config{ProjectURL: auth.URL(), Refresh: true}); err == nil || !strings.Contains(err.Error(), "publishable key") {
 		t.Fatalf("no key: %v", err)
 	}
-	rv, err := New(context.Background(), &Config{ProjectURL: auth.URL, PublishableKeys: []string{"k"}})
+	rv, err := New(context.Background(), &Config{ProjectURL: auth.URL(), PublishableKeys: []string{"k"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -268,7 +268,7 @@ func TestOAuthPKCERoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(u, b.gt.URL+"/auth/v1/authorize?provider=github&redirect_to=") ||
+	if !strings.HasPrefix(u, b.gt.URL()+"/auth/v1/authorize?provider=github&redirect_to=") ||
 		!strings.Contains(u, "&scopes=read%3Auser%20repo&code_challenge=") || !strings.HasSuffix(u, "&code_challenge_method=s256") {
 		t.Fatalf("authorize URL %s", u)
 	}
@@ -292,7 +292,7 @@ func TestOAuthPKCERoundTrip(t *testing.T) {
 	if len(verifier) != 112 || base64.RawURLEncoding.EncodeToString(sum[:]) != q.Get("code_challenge") || len(pending) != 1 || pending[0] != flowID {
 		t.Fatalf("verifier %q pending %v", verifier, pending)
 	}
-	b.gt.addCode("the-auth-code", q.Get("code_challenge"))
+	b.gt.AddAuthCode("the-auth-code", q.Get("code_challenge"))
 
 	cw := httptest.NewRecorder()
 	b.flows.ServeCallback(cw, b.req("GET", "/auth/callback?"+rq.Encode()+"&code=the-auth-code", cookies))
@@ -362,7 +362,7 @@ func TestPKCEFlowRing(t *testing.T) {
 	}
 	// Finishing flow 3 (by id) leaves the others pending.
 	sum := sha256.Sum256([]byte(mustVerifier(t, cookies, b.cookie, ids[3])))
-	b.gt.addCode("c3", base64.RawURLEncoding.EncodeToString(sum[:]))
+	b.gt.AddAuthCode("c3", base64.RawURLEncoding.EncodeToString(sum[:]))
 	w := httptest.NewRecorder()
 	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?code=c3&sb_flow_id="+ids[3], cookies))
 	if w.Code != 303 {
@@ -457,21 +457,21 @@ func TestSignOutScopes(t *testing.T) {
 func TestSignOutRefreshesExpiredToken(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	b.gt.ttl = 10 * time.Second // inside auth-js's 90 s margin
+	b.gt.SetTokenTTL(10 * time.Second) // inside auth-js's 90 s margin
 	cookies := b.signedIn()
-	b.gt.ttl = time.Hour
+	b.gt.SetTokenTTL(0)
 	n := b.gt.count()
 	if err := b.flows.SignOut(httptest.NewRecorder(), b.req("POST", "/", cookies), nil); err != nil {
 		t.Fatal(err)
 	}
-	if b.gt.count()-n != 2 || b.gt.calls[n].Query != "grant_type=refresh_token" {
-		t.Fatalf("calls %+v", b.gt.calls[n:])
+	if calls := b.gt.Calls(); len(calls)-n != 2 || calls[n].Query != "grant_type=refresh_token" {
+		t.Fatalf("calls %+v", calls[n:])
 	}
 	// "others" keeps this session: the refreshed one is stored, since the
 	// old refresh token is spent.
-	b.gt.ttl = 10 * time.Second
+	b.gt.SetTokenTTL(10 * time.Second)
 	cookies = b.signedIn()
-	b.gt.ttl = time.Hour
+	b.gt.SetTokenTTL(0)
 	w := httptest.NewRecorder()
 	if err := b.flows.SignOut(w, b.req("POST", "/", cookies), &SignOutOpts{Scope: "others"}); err != nil {
 		t.Fatal(err)
@@ -483,9 +483,9 @@ func TestSignOutRefreshesExpiredToken(t *testing.T) {
 		t.Fatalf("others with an expiring token: refreshed session not stored (%v)", ok)
 	}
 	// A session the server no longer refreshes is cleared even for "others".
-	b.gt.ttl = 10 * time.Second
+	b.gt.SetTokenTTL(10 * time.Second)
 	cookies = b.signedIn()
-	b.gt.ttl = time.Hour
+	b.gt.SetTokenTTL(0)
 	b.gt.set("/token", func(w http.ResponseWriter, r *http.Request) {
 		gotrueErr(w, 400, "refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found")
 	})
@@ -601,7 +601,7 @@ func TestOpenRedirectsRefused(t *testing.T) {
 		t.Fatalf("sign-out next: %d %s", w.Code, w.Header().Get("Location"))
 	}
 	w = httptest.NewRecorder()
-	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?token_hash=good-hash&type=email&next=https%3A%2F%2Fevil.example.net", nil))
+	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?token_hash="+b.tokenHash()+"&type=email&next=https%3A%2F%2Fevil.example.net", nil))
 	if w.Code != 303 || w.Header().Get("Location") != "https://app.example.com/" {
 		t.Fatalf("callback next: %d %s", w.Code, w.Header().Get("Location"))
 	}
@@ -665,10 +665,9 @@ func TestOTPSendStartsPKCEAndMagicLinkLands(t *testing.T) {
 		t.Fatalf("otp body %s", got.Body)
 	}
 	cookies := jar(nil, w)
-	redirect := b.gt.lastOTP.redirect
-	b.gt.addCode("magic", b.gt.lastOTP.challenge)
+	landing := b.followLink(b.gt.lastSent(t).Link)
 	cw := httptest.NewRecorder()
-	b.flows.ServeCallback(cw, b.req("GET", strings.TrimPrefix(redirect, b.site)+"&code=magic", cookies))
+	b.flows.ServeCallback(cw, b.req("GET", strings.TrimPrefix(landing, b.site), cookies))
 	if cw.Code != 303 || cw.Header().Get("Location") != "https://app.example.com/inbox" {
 		t.Fatalf("magic link callback %d %s %s", cw.Code, cw.Header().Get("Location"), cw.Body)
 	}
@@ -682,12 +681,16 @@ func TestOTPSendStartsPKCEAndMagicLinkLands(t *testing.T) {
 	if got := b.gt.last().Body; got != `{"phone":"15550001111","data":{},"create_user":true,"gotrue_meta_security":{},"channel":"sms"}` {
 		t.Fatalf("phone otp body %s", got)
 	}
+	hash := b.gt.lastSent(t).TokenHash
 	vw := httptest.NewRecorder()
-	b.flows.ServeCallback(vw, b.req("GET", "/auth/callback?token_hash=good-hash&type=magiclink", nil))
-	if vw.Code != 303 || b.gt.last().Body != `{"token_hash":"good-hash","type":"magiclink","gotrue_meta_security":{}}` {
+	b.flows.ServeCallback(vw, b.req("GET", "/auth/callback?token_hash="+hash+"&type=magiclink", nil))
+	if vw.Code != 303 || b.gt.last().Body != `{"token_hash":"`+hash+`","type":"magiclink","gotrue_meta_security":{}}` {
 		t.Fatalf("token hash callback %d %s", vw.Code, b.gt.last().Body)
 	}
-	if _, err := b.flows.VerifyOTP(httptest.NewRecorder(), b.req("POST", "/", nil), &VerifyRequest{Phone: "15550001111", Token: "123456", Type: "sms"}); err != nil {
+	if err := b.flows.SendOTP(httptest.NewRecorder(), b.req("POST", "/", nil), &OTPRequest{Phone: "15550001111"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.flows.VerifyOTP(httptest.NewRecorder(), b.req("POST", "/", nil), &VerifyRequest{Phone: "15550001111", Token: b.gt.lastSent(t).Code, Type: "sms"}); err != nil {
 		t.Fatal(err)
 	}
 	// A failed send removes the new verifier (no cookie survives).
@@ -779,4 +782,30 @@ func TestHandlerWrongMethod(t *testing.T) {
 	if b.gt.count() != n {
 		t.Fatal("a wrong method reached the auth server")
 	}
+}
+
+// tokenHash has the auth server send a code and link to a@example.com and
+// returns the link's token hash.
+func (b *bundle) tokenHash() string {
+	b.t.Helper()
+	if err := b.flows.SendOTP(httptest.NewRecorder(), b.req("POST", "/", nil), &OTPRequest{Email: "a@example.com"}); err != nil {
+		b.t.Fatal(err)
+	}
+	return b.gt.lastSent(b.t).TokenHash
+}
+
+// followLink opens a magic link at the auth server as a browser does and
+// returns where it redirects (the callback, with an auth code).
+func (b *bundle) followLink(link string) string {
+	b.t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(link)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("magic link: %d to %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return resp.Header.Get("Location")
 }

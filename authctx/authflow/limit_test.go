@@ -201,10 +201,11 @@ func TestOTPSendAndVerifyAreLimited(t *testing.T) {
 			t.Fatalf("send %d: %s", i+1, a)
 		}
 	}
-	if a := b.postForm("/auth/verify", url.Values{"email": {"a@example.com"}, "token": {"111111"}, "type": {"email"}}, addr); a.status != 401 {
+	sent := b.gt.lastSent(t)
+	if a := b.postForm("/auth/verify", url.Values{"email": {"a@example.com"}, "token": {wrongCode(sent.Code)}, "type": {"email"}}, addr); a.status != 401 {
 		t.Fatalf("wrong code: %s", a)
 	}
-	if a := b.postForm("/auth/verify", url.Values{"email": {"a@example.com"}, "token": {"123456"}, "type": {"email"}}, addr); a.status != 429 || a.retryAfter == "" {
+	if a := b.postForm("/auth/verify", url.Values{"email": {"a@example.com"}, "token": {sent.Code}, "type": {"email"}}, addr); a.status != 429 || a.retryAfter == "" {
 		t.Fatalf("right code past the limit: %s", a)
 	}
 	if a := b.postForm("/auth/otp", url.Values{"email": {"a@example.com"}}, addr); a.status != 429 {
@@ -212,7 +213,7 @@ func TestOTPSendAndVerifyAreLimited(t *testing.T) {
 	}
 	// Phone spellings share a key.
 	for i, p := range []string{"+1 555 000 1111", "15550001111", "1-555-000-1111"} {
-		a := b.postForm("/auth/verify", url.Values{"phone": {p}, "token": {"000000"}, "type": {"sms"}}, addr)
+		a := b.postForm("/auth/verify", url.Values{"phone": {p}, "token": {wrongCode(sent.Code)}, "type": {"sms"}}, addr)
 		if want := 401; i == 2 {
 			if a.status != 401 {
 				t.Fatalf("3rd wrong phone code: %s", a)
@@ -221,12 +222,12 @@ func TestOTPSendAndVerifyAreLimited(t *testing.T) {
 			t.Fatalf("wrong phone code %d: %s", i+1, a)
 		}
 	}
-	if a := b.postForm("/auth/verify", url.Values{"phone": {"+15550001111"}, "token": {"123456"}, "type": {"sms"}}, addr); a.status != 429 {
+	if a := b.postForm("/auth/verify", url.Values{"phone": {"+15550001111"}, "token": {sent.Code}, "type": {"sms"}}, addr); a.status != 429 {
 		t.Fatalf("4th phone attempt: %s", a)
 	}
 	// The token-hash callback: the address limit only (60 by default).
 	w := httptest.NewRecorder()
-	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?token_hash=good-hash&type=email", nil))
+	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?token_hash="+sent.TokenHash+"&type=email", nil))
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("token-hash link: %d %s", w.Code, w.Body)
 	}
@@ -290,4 +291,12 @@ func TestPasswordBurstIsLimited(t *testing.T) {
 	if a := b.postForm("/auth/sign-in", signInForm("a@example.com", testPassword), "198.51.100.1:1"); a.status != 429 {
 		t.Fatalf("right password after the burst: %s", a)
 	}
+}
+
+// wrongCode returns a six-digit code other than code.
+func wrongCode(code string) string {
+	if code == "000000" {
+		return "111111"
+	}
+	return "000000"
 }

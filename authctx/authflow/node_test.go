@@ -37,7 +37,7 @@ type nodeCookie struct {
 
 func (b *bundle) node(op string, cookies []*http.Cookie, extra map[string]any) nodeOut {
 	b.t.Helper()
-	in := map[string]any{"op": op, "url": b.gt.URL, "key": testKey}
+	in := map[string]any{"op": op, "url": b.gt.URL(), "key": testKey}
 	var cs []nodeCookie
 	for _, c := range cookies {
 		cs = append(cs, nodeCookie{c.Name, c.Value})
@@ -90,7 +90,7 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 			t.Fatalf("JS wrote %v, want %v and a flow slot", got, want)
 		}
 	}
-	b.gt.addCode("js-code", q.Get("code_challenge"))
+	b.gt.AddAuthCode("js-code", q.Get("code_challenge"))
 	// auth-js 2.119 appends no sb_flow_id by default: the legacy slot is used.
 	w := httptest.NewRecorder()
 	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?next=%2Fhome&code=js-code", cookies))
@@ -116,7 +116,7 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 	if len(pending) != 1 {
 		t.Fatalf("pending %v", pending)
 	}
-	b.gt.addCode("js-code-2", queryOf(t, *out.URL).Get("code_challenge"))
+	b.gt.AddAuthCode("js-code-2", queryOf(t, *out.URL).Get("code_challenge"))
 	w = httptest.NewRecorder()
 	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?code=js-code-2&sb_flow_id="+pending[0], cookies))
 	if w.Code != 303 {
@@ -149,7 +149,7 @@ func TestInteropGoStartsPKCEJSFinishes(t *testing.T) {
 		}
 		cookies := jar(nil, w)
 		flowID := queryOf(t, queryOf(t, u).Get("redirect_to")).Get(FlowIDParam)
-		b.gt.addCode("go-code", queryOf(t, u).Get("code_challenge"))
+		b.gt.AddAuthCode("go-code", queryOf(t, u).Get("code_challenge"))
 		extra := map[string]any{"code": "go-code"}
 		if byID {
 			extra["flowId"] = flowID
@@ -228,9 +228,9 @@ func TestInteropSessionAndSignOut(t *testing.T) {
 		}
 		// A JS client that kept the old cookie with an expired token
 		// cannot refresh: the server revoked the session.
-		b.gt.ttl = time.Second
+		b.gt.SetTokenTTL(time.Second)
 		stale := b.node("sign-in", nil, map[string]any{"email": "a@example.com", "password": testPassword, "encode": enc}).apply(nil)
-		b.gt.ttl = time.Hour
+		b.gt.SetTokenTTL(0)
 		if err := b.flows.SignOut(httptest.NewRecorder(), b.req("POST", "/", stale), &SignOutOpts{Scope: "global"}); err != nil {
 			t.Fatal(err)
 		}
@@ -277,9 +277,9 @@ func TestInteropJSMagicLinkGoCallback(t *testing.T) {
 		t.Fatalf("JS otp call %s %s", got.Path, got.Body)
 	}
 	cookies := out.apply(nil)
-	b.gt.addCode("link-code", b.gt.lastOTP.challenge)
+	landing := b.followLink(b.gt.lastSent(t).Link)
 	w := httptest.NewRecorder()
-	b.flows.ServeCallback(w, b.req("GET", strings.TrimPrefix(b.gt.lastOTP.redirect, b.site)+"&code=link-code", cookies))
+	b.flows.ServeCallback(w, b.req("GET", strings.TrimPrefix(landing, b.site), cookies))
 	if w.Code != 303 || w.Header().Get("Location") != "https://app.example.com/inbox" {
 		t.Fatalf("callback %d %s %s", w.Code, w.Header().Get("Location"), w.Body)
 	}

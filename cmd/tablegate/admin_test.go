@@ -53,7 +53,7 @@ func serveFixtureKeys(t *testing.T, extra map[string]any) (cfgPath string, ks *k
 	if err != nil {
 		t.Fatal(err)
 	}
-	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.PublicJWKS()) }))
 	t.Cleanup(jwks.Close)
 	cfg := map[string]any{
 		"base_path": "/v1",

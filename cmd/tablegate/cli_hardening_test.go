@@ -49,31 +49,6 @@ func TestPerCallerShareFromFlagAndConfig(t *testing.T) {
 	}
 }
 
-// TestDoctorRedactsJWKSPassword: doctor's JWKS check names the URL with
-// its password redacted, reachable or not.
-func TestDoctorRedactsJWKSPassword(t *testing.T) {
-	for _, u := range []string{"http://user:S3CRETPW@127.0.0.1:1/jwks.json"} {
-		c := checkJWKS(t.Context(), doctorOptions{jwksURL: u, getenv: func(string) string { return "" }}, nil, nil)
-		if strings.Contains(c.detail, "S3CRETPW") || !strings.Contains(c.detail, "user:xxxxx@") {
-			t.Errorf("detail %q", c.detail)
-		}
-	}
-}
-
-// TestDoctorOutputEscapesNames: a name holding a newline or a terminal
-// escape cannot print a line of its own.
-func TestDoctorOutputEscapesNames(t *testing.T) {
-	var b strings.Builder
-	printChecks(&b, []check{{statusWarn, "policies", "public.t policy evil\n✓ all good\x1b[2J: x", "fix\nit"}}, false)
-	out := b.String()
-	if strings.Contains(out, "\n✓ all good") || strings.Contains(out, "\x1b") || strings.Contains(out, "fix\nit") {
-		t.Errorf("output %q", out)
-	}
-	if !strings.Contains(out, `evil\n✓ all good\x1b[2J`) {
-		t.Errorf("the name is not shown escaped: %q", out)
-	}
-}
-
 // TestEverywhereNoted: a listener on every interface is said to be one.
 func TestEverywhereNoted(t *testing.T) {
 	for addr, want := range map[string]bool{"127.0.0.1:0": false, ":0": true, "0.0.0.0:0": true} {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/demo"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -40,7 +41,7 @@ type demoApp struct {
 	pool        *pgxpool.Pool
 	ks          *keySet
 	issuer      string
-	gotrue      *demoAuthServer
+	gotrue      *authstub.Server
 	publishable string
 	secret      string
 	// client keeps up to 64 idle connections (bursts reuse them).
@@ -81,8 +82,8 @@ func newDemoApp(t *testing.T, o *demoAppOptions) *demoApp {
 		publishable: "sb_publishable_attack", secret: "sb_secret_attack",
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}}
 	t.Cleanup(a.client.CloseIdleConnections)
-	ds := &demo.Routes{JWKS: ks.publicJWKS()}
-	gotrue := newDemoAuthServer(ks, a.issuer, a.publishable)
+	ds := &demo.Routes{JWKS: ks.PublicJWKS()}
+	gotrue := newAuthStub(t, authstub.Config{Keys: ks, Issuer: a.issuer, APIKey: a.publishable})
 	ds.Auth = demoAuth{gotrue}
 	a.gotrue = gotrue
 	first := demoHandler(ds) // the JWKS, before the resolver fetches it
@@ -152,7 +153,7 @@ func (a *demoApp) as(tok, method, path string, body any) response {
 func TestAttackRefreshQueryAPIKey(t *testing.T) {
 	t.Parallel()
 	a := newDemoApp(t, nil)
-	_, refresh, err := a.gotrue.signIn(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour})
+	_, refresh, err := a.gotrue.SignIn(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestAttackConnectionsArePinned(t *testing.T) {
 	url := pgtest.URL(t)
 	dir := t.TempDir()
 	ks := testKeySet(t, algES256)
-	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.PublicJWKS()) }))
 	defer jwks.Close()
 	cfgPath := dir + "/tablegate.json"
 	cfgJSON := `{"auth":{"jwks_url":"` + jwks.URL + `"},"tables":{"tenants":{"table":"tablegate.tenants"}},

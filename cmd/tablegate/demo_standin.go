@@ -4,11 +4,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/demo"
 )
 
-// demoStandIn gives the demo its signing keys (keys.go, token.go) and the
-// auth server stand-in (demo_gotrue.go): the one place the demo reaches
+// demoStandIn gives the demo its signing keys (internal/keys) and the
+// stand-in auth server (internal/authstub): the one place the demo reaches
 // them.
 func demoStandIn() demo.StandIn {
 	return demo.StandIn{
@@ -33,11 +34,13 @@ func demoStandIn() demo.StandIn {
 			}
 			return newDemoKeys(ks)
 		},
-		NewAuthServer: func(k demo.Keys, issuer, publishableKey, siteURL string, sent func(email, code, link string)) demo.AuthServer {
-			s := newDemoAuthServer(k.(*demoKeys).ks, issuer, publishableKey)
-			s.siteURL = siteURL
-			s.sent = func(m sentOTP) { sent(m.Email, m.Code, m.Link) }
-			return demoAuth{s}
+		NewAuthServer: func(k demo.Keys, issuer, publishableKey, siteURL string, sent func(email, code, link string)) (demo.AuthServer, error) {
+			s, err := authstub.New(authstub.Config{Keys: k.(*demoKeys).ks, Issuer: issuer, APIKey: publishableKey, SiteURL: siteURL,
+				SentFunc: func(m authstub.Sent) { sent(m.Email, m.Code, m.Link) }})
+			if err != nil {
+				return nil, err
+			}
+			return demoAuth{s}, nil
 		},
 	}
 }
@@ -49,15 +52,15 @@ type demoKeys struct {
 }
 
 func newDemoKeys(ks *keySet) (*demoKeys, error) {
-	signer, err := ks.signer()
+	signer, err := ks.Signer()
 	if err != nil {
 		return nil, err
 	}
-	return &demoKeys{ks: ks, kid: signer.kid}, nil
+	return &demoKeys{ks: ks, kid: signer.Kid}, nil
 }
 
 func (k *demoKeys) KID() string        { return k.kid }
-func (k *demoKeys) PublicJWKS() []byte { return k.ks.publicJWKS() }
+func (k *demoKeys) PublicJWKS() []byte { return k.ks.PublicJWKS() }
 func (k *demoKeys) Mint(t demo.Token, now time.Time) (string, error) {
 	return mintToken(k.ks, tokenSpecOf(t), now)
 }
@@ -67,10 +70,10 @@ func tokenSpecOf(t demo.Token) tokenSpec {
 }
 
 // demoAuth is the stand-in as the demo's auth server.
-type demoAuth struct{ s *demoAuthServer }
+type demoAuth struct{ s *authstub.Server }
 
-func (a demoAuth) Routes(mux *http.ServeMux) { a.s.routes(mux) }
+func (a demoAuth) Routes(mux *http.ServeMux) { a.s.Routes(mux) }
 func (a demoAuth) AddAccount(t demo.Token, email, phone, password string) {
-	a.s.addAccount(tokenSpecOf(t), email, phone, password)
+	a.s.AddAccount(authstub.Account{Token: tokenSpecOf(t), Email: email, Phone: phone, Password: password})
 }
-func (a demoAuth) SignIn(t demo.Token) (string, string, error) { return a.s.signIn(tokenSpecOf(t)) }
+func (a demoAuth) SignIn(t demo.Token) (string, string, error) { return a.s.SignIn(tokenSpecOf(t)) }

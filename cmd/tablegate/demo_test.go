@@ -1003,7 +1003,7 @@ func TestDemoWithOwnDatabaseKeysAndAuthURL(t *testing.T) {
 	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/auth/v1/.well-known/jwks.json" {
 			jwksHits.Add(1)
-			_, _ = w.Write(ks.publicJWKS())
+			_, _ = w.Write(ks.PublicJWKS())
 			return
 		}
 		http.NotFound(w, r)

@@ -128,7 +128,7 @@ func TestDoctorJWKSAndKeys(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		_, _ = w.Write(ks.publicJWKS())
+		_, _ = w.Write(ks.PublicJWKS())
 	}))
 	defer asym.Close()
 	hsOnly := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +165,7 @@ func TestDoctorJWKSAndKeys(t *testing.T) {
 	}
 	// SUPABASE_JWKS (inline) is read, not fetched: with only it set, the
 	// check passes without any server.
-	r = runCLI(t, map[string]string{"SUPABASE_JWKS": string(ks.publicJWKS())}, "doctor", "--database-url", bad, "--signing-keys", keys)
+	r = runCLI(t, map[string]string{"SUPABASE_JWKS": string(ks.PublicJWKS())}, "doctor", "--database-url", bad, "--signing-keys", keys)
 	if l := lineOf(r.stdout, "✓ JWKS"); !strings.Contains(l, "SUPABASE_JWKS (inline): 1 asymmetric key(s) (ES256)") {
 		t.Errorf("inline SUPABASE_JWKS: %q\n%s", lineOf(r.stdout, "JWKS"), r.stdout)
 	}
@@ -220,7 +220,7 @@ func TestSigningKeysPathFromSupabaseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := runCLI(t, nil, "keys", "jwks"); r.code != 0 || !strings.Contains(r.stdout, ks.keys[0].kid) {
+	if r := runCLI(t, nil, "keys", "jwks"); r.code != 0 || !strings.Contains(r.stdout, ks.Keys[0].Kid) {
 		t.Errorf("keys jwks: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := runCLI(t, nil, "token", "--sub", demoUserID); r.code != 0 || strings.Count(strings.TrimSpace(r.stdout), ".") != 2 {
@@ -238,7 +238,7 @@ func TestSigningKeysPathFromSupabaseConfig(t *testing.T) {
 	}
 	// A value of the wrong type elsewhere in [auth] hides nothing.
 	writeConfig("refresh_token_reuse_interval = \"10\"\nsigning_keys_path = \"./keys/local.json\"\n")
-	if r := runCLI(t, nil, "keys", "jwks"); r.code != 0 || !strings.Contains(r.stdout, ks.keys[0].kid) {
+	if r := runCLI(t, nil, "keys", "jwks"); r.code != 0 || !strings.Contains(r.stdout, ks.Keys[0].Kid) {
 		t.Errorf("keys jwks with a mistyped setting beside: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runCLI(t, nil, "doctor", "--database-url", bad)
@@ -280,24 +280,6 @@ func TestSigningKeysPathFromSupabaseConfig(t *testing.T) {
 	r = runCLI(t, nil, "doctor", "--database-url", bad)
 	if l := lineOf(r.stdout, "! refresh-token reuse interval"); !strings.Contains(l, "is not valid TOML") {
 		t.Errorf("broken config.toml: %q\n%s", lineOf(r.stdout, "refresh-token"), r.stdout)
-	}
-}
-
-// The checklist stays one line per check: a multi-line error (pgx lists
-// each address it tried as "\n\t…") prints as one line, never as a
-// literal \n\t; a bare newline in a name stays escaped.
-func TestDoctorPrintableOneLine(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"failed to connect to `user=x database=y`:\n\t127.0.0.1:1: dial error\n\t[::1]:1: dial error": "failed to connect to `user=x database=y`; 127.0.0.1:1: dial error; [::1]:1: dial error",
-		"x\n✓ all good":   `x\n✓ all good`,
-		"red \x1b[31m":    `red \x1b[31m`,
-		"trailing\n\t":    "trailing",
-		"plain text only": "plain text only",
-	} {
-		if got := printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

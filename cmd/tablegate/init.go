@@ -137,7 +137,7 @@ func runInit(_ context.Context, e *env, args []string) error {
 	}
 	vars := []envfile.Var{
 		{Key: "DATABASE_URL", Value: dbURL},
-		{Key: "SUPABASE_JWKS", Value: string(ks.publicJWKS())},
+		{Key: "SUPABASE_JWKS", Value: string(ks.PublicJWKS())},
 		{Key: "BASE_URL", Value: "http://" + initAddr},
 		{Key: "USER_ID", Value: userID},
 		{Key: "USER_TOKEN", Value: userToken},

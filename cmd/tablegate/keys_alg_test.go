@@ -79,32 +79,3 @@ func TestKeysNewAlgAndTokenSign(t *testing.T) {
 		t.Errorf("--alg HS256: exit %d, want 2 (usage)", r.code)
 	}
 }
-
-// TestParseKeyFileRejectsBadNewKeys: RSA and Ed25519 keys whose members
-// disagree or are too small are refused.
-func TestParseKeyFileRejectsBadNewKeys(t *testing.T) {
-	t.Parallel()
-	rs, _ := newSigningJWKFor(algRS256)
-	ed, _ := newSigningJWKFor(algEdDSA)
-	ed2, _ := newSigningJWKFor(algEdDSA)
-	badP := rs
-	badP.P = ed.X
-	edMismatch := ed
-	edMismatch.X = ed2.X
-	shortSeed := ed
-	shortSeed.D = "AAAA"
-	x25519 := ed
-	x25519.Crv = "X25519"
-	for name, k := range map[string]jwk{"rsa bad p": badP, "ed x mismatch": edMismatch, "ed short seed": shortSeed, "okp X25519": x25519} {
-		raw, _ := json.Marshal([]jwk{k})
-		if _, err := parseKeyFile(raw); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	for _, k := range []jwk{rs, ed} {
-		raw, _ := json.Marshal([]jwk{k})
-		if _, err := parseKeyFile(raw); err != nil {
-			t.Errorf("%s: %v", k.Alg, err)
-		}
-	}
-}

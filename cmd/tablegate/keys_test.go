@@ -11,6 +11,8 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+
+	signing "github.com/tablegate/tablegate/internal/keys"
 )
 
 func TestKeysNewWritesSupabaseFormat(t *testing.T) {
@@ -79,83 +81,11 @@ func TestKeysNewWritesSupabaseFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ks.keys) != 2 || !ks.keys[0].sign || ks.keys[1].sign {
-		t.Errorf("after append: %d keys, sign flags %v %v", len(ks.keys), ks.keys[0].sign, ks.keys[1].sign)
+	if len(ks.Keys) != 2 || !ks.Keys[0].Sign || ks.Keys[1].Sign {
+		t.Errorf("after append: %d keys, sign flags %v %v", len(ks.Keys), ks.Keys[0].Sign, ks.Keys[1].Sign)
 	}
-	if ks.keys[1].kid != k["kid"] {
+	if ks.Keys[1].Kid != k["kid"] {
 		t.Error("the old key should stay, for verification only")
-	}
-}
-
-// TestParseSupabaseUnpaddedKey reads a key as the Supabase CLI may write it:
-// a coordinate of 31 bytes (big.Int.Bytes without left padding).
-func TestParseSupabaseUnpaddedKey(t *testing.T) {
-	t.Parallel()
-	for i := 0; i < 2000; i++ {
-		k, err := newSigningJWK()
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, _ := base64.RawURLEncoding.DecodeString(k.X)
-		d, _ := base64.RawURLEncoding.DecodeString(k.D)
-		if x[0] != 0 && d[0] != 0 {
-			continue
-		}
-		// Strip the leading zero bytes as the CLI would.
-		k.X = b64(trimZeros(x))
-		k.D = b64(trimZeros(d))
-		raw, _ := json.Marshal([]jwk{k})
-		if _, err := parseKeyFile(raw); err != nil {
-			t.Fatalf("unpadded key rejected: %v", err)
-		}
-		return
-	}
-	t.Fatal("no key with a leading zero byte in 2000 tries")
-}
-
-func trimZeros(b []byte) []byte {
-	for len(b) > 1 && b[0] == 0 {
-		b = b[1:]
-	}
-	return b
-}
-
-func TestParseKeyFileErrors(t *testing.T) {
-	t.Parallel()
-	good, _ := newSigningJWK()
-	other, _ := newSigningJWK()
-	mismatch := good
-	mismatch.X = other.X
-	noD := good
-	noD.D = ""
-	cases := map[string]any{
-		"not json":     "hello",
-		"empty array":  []jwk{},
-		"hs256":        []jwk{{Kty: "oct", Kid: "k", K: "c2VjcmV0"}},
-		"rsa":          []jwk{{Kty: "RSA", Kid: "k", N: "AQAB"}},
-		"mismatched x": []jwk{mismatch},
-		"no d":         []jwk{noD},
-	}
-	for name, v := range cases {
-		var raw []byte
-		if s, ok := v.(string); ok {
-			raw = []byte(s)
-		} else {
-			raw, _ = json.Marshal(v)
-		}
-		ks, err := parseKeyFile(raw)
-		if err == nil {
-			t.Errorf("%s: accepted (%d keys)", name, len(ks.keys))
-			continue
-		}
-		if strings.Contains(err.Error(), good.D) {
-			t.Errorf("%s: error leaks the private key", name)
-		}
-	}
-	// A single JWK object (supabase gen signing-key without a path) is read.
-	raw, _ := json.Marshal(good)
-	if _, err := parseKeyFile(raw); err != nil {
-		t.Errorf("single object: %v", err)
 	}
 }
 
@@ -175,7 +105,7 @@ func TestTokenVerifiesWithPublishedJWKS(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("token: %s", r.stderr)
 	}
-	kf, err := keyfunc.NewJWKSetJSON(ks.publicJWKS())
+	kf, err := keyfunc.NewJWKSetJSON(ks.PublicJWKS())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,9 +115,9 @@ func TestTokenVerifiesWithPublishedJWKS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	signer, _ := ks.signer()
-	if tok.Header["kid"] != signer.kid {
-		t.Errorf("kid %v, want %s", tok.Header["kid"], signer.kid)
+	signer, _ := ks.Signer()
+	if tok.Header["kid"] != signer.Kid {
+		t.Errorf("kid %v, want %s", tok.Header["kid"], signer.Kid)
 	}
 	want := map[string]any{"sub": demoUserID, "aud": "authenticated", "role": "authenticated", "is_anonymous": true, "tenant_id": tenant}
 	for k, v := range want {
@@ -211,12 +141,12 @@ func TestTokenVerifiesWithPublishedJWKS(t *testing.T) {
 // testKeySet returns a key set of one new signing key of alg.
 func testKeySet(t *testing.T, alg string) *keySet {
 	t.Helper()
-	k, err := newSigningJWKFor(alg)
+	k, err := signing.NewJWK(alg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal([]jwk{k})
-	ks, err := parseKeyFile(raw)
+	ks, err := signing.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

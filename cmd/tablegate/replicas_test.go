@@ -80,7 +80,7 @@ func TestServeReadReplicas(t *testing.T) {
 	}
 
 	// A replica URL that does not parse: usage error, URL not echoed.
-	bad := map[string]string{"DATABASE_URL": rep.PrimaryURL, "SUPABASE_JWKS": string(ks.publicJWKS()),
+	bad := map[string]string{"DATABASE_URL": rep.PrimaryURL, "SUPABASE_JWKS": string(ks.PublicJWKS()),
 		envReplicaURLs: "postgres://u:s3cret@h:notaport/x"}
 	res := runCLI(t, bad, "serve", "--config", writeConfig(t, cfg))
 	if res.code != exitUsage || !strings.Contains(res.stderr, "read replica 1") || strings.Contains(res.stderr, "s3cret") {

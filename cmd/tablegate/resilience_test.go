@@ -50,7 +50,7 @@ func startServe(t *testing.T, dbURL string, cfg map[string]any, extra map[string
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	exit := make(chan result, 1)
-	vars := map[string]string{"DATABASE_URL": dbURL, "SUPABASE_JWKS": string(ks.publicJWKS())}
+	vars := map[string]string{"DATABASE_URL": dbURL, "SUPABASE_JWKS": string(ks.PublicJWKS())}
 	for k, v := range extra {
 		vars[k] = v
 	}
@@ -288,7 +288,7 @@ func TestServeJWKSDownAtStartRecovers(t *testing.T) {
 		t.Fatalf("valid token with the JWKS down: %d %s, want 503 with Retry-After", r.status, r.body)
 	}
 	mu.Lock()
-	jwks = ks.publicJWKS()
+	jwks = ks.PublicJWKS()
 	mu.Unlock()
 	up := time.Now()
 	for {

@@ -45,14 +45,14 @@ func TestServeCORS(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A Supabase service_role API-key JWT (no sub), and secret keys of both forms.
-	k, err := ks.signer()
+	k, err := ks.Signer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := jwt.NewWithClaims(k.method(), jwt.MapClaims{"iss": defaultIssuer, "aud": "authenticated", "role": "service_role",
+	st := jwt.NewWithClaims(k.Method(), jwt.MapClaims{"iss": defaultIssuer, "aud": "authenticated", "role": "service_role",
 		"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
-	st.Header["kid"] = k.kid
-	serviceJWT, err := st.SignedString(k.priv)
+	st.Header["kid"] = k.Kid
+	serviceJWT, err := st.SignedString(k.Private)
 	if err != nil {
 		t.Fatal(err)
 	}

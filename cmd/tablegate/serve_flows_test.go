@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/demo"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -64,7 +65,7 @@ func TestServeAuthFlows(t *testing.T) {
 
 	base, cancel, exit := serve("")
 	defer cancel()
-	gotrue.siteURL = base
+	gotrue.SetSiteURL(base)
 
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
@@ -346,7 +347,7 @@ func flowsDatabase(t *testing.T) string {
 type flowsProject struct {
 	srv                           *httptest.Server
 	ks                            *keySet
-	gotrue                        *demoAuthServer
+	gotrue                        *authstub.Server
 	issuer, publishable, password string
 }
 
@@ -356,9 +357,10 @@ func newFlowsProject(t *testing.T, publishable string, ttl time.Duration, wrap f
 	p := &flowsProject{ks: testKeySet(t, algES256), publishable: publishable, password: "demo-" + newUUID()[:18]}
 	p.srv = httptest.NewUnstartedServer(nil)
 	p.issuer = "http://" + p.srv.Listener.Addr().String() + "/auth/v1"
-	p.gotrue = newDemoAuthServer(p.ks, p.issuer, publishable)
-	p.gotrue.addAccount(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: ttl, Issuer: p.issuer}, demoUserEmail, "15550001111", p.password)
-	var h http.Handler = demoHandler(&demo.Routes{JWKS: p.ks.publicJWKS(), Auth: demoAuth{p.gotrue}})
+	p.gotrue = newAuthStub(t, authstub.Config{Keys: p.ks, Issuer: p.issuer, APIKey: publishable})
+	p.gotrue.AddAccount(authstub.Account{Token: tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: ttl, Issuer: p.issuer},
+		Email: demoUserEmail, Phone: "15550001111", Password: p.password})
+	var h http.Handler = demoHandler(&demo.Routes{JWKS: p.ks.PublicJWKS(), Auth: demoAuth{p.gotrue}})
 	if wrap != nil {
 		h = wrap(h)
 	}

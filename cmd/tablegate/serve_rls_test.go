@@ -58,7 +58,7 @@ grant select on public.pub to authenticated;`); err != nil {
 		t.Fatal(err)
 	}
 	ks := testKeySet(t, algES256)
-	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.PublicJWKS()) }))
 	defer jwks.Close()
 	vars := map[string]string{"DATABASE_URL": url}
 
@@ -148,7 +148,7 @@ grant select on public.pub to authenticated;`); err != nil {
 func TestServeStartErrorsNameTheFix(t *testing.T) {
 	t.Parallel()
 	ks := testKeySet(t, algES256)
-	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.PublicJWKS()) }))
 	defer jwks.Close()
 	cfg := writeServeConfig(t, jwks.URL, map[string]any{"todos": map[string]any{}})
 	serve := func(url string) result {

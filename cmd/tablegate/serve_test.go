@@ -96,7 +96,7 @@ func TestServeConfig(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	ks, _ := loadKeyFile(keys)
-	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.PublicJWKS()) }))
 	defer jwks.Close()
 	cfg := map[string]any{
 		"base_path":   "/v1",
@@ -305,7 +305,7 @@ func TestServeMCPStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	ks := testKeySet(t, algES256)
-	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.publicJWKS()) }))
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(ks.PublicJWKS()) }))
 	defer jwks.Close()
 	cfgPath := filepath.Join(t.TempDir(), "tablegate.json")
 	cfg := `{"auth":{"jwks_url":"` + jwks.URL + `"},"tables":{"todos":{"operations":["list","get"],"guard":["user","anonymous"]}}}`

@@ -27,6 +27,7 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authz"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/demo"
 	"github.com/tablegate/tablegate/internal/pgtest"
 	"github.com/tablegate/tablegate/rest"
@@ -41,7 +42,7 @@ type telBundle struct {
 	spans      *tracetest.InMemoryExporter
 	metrics    *sdkmetric.ManualReader
 	accessLog  *syncBuffer
-	auth       *demoAuthServer
+	auth       *authstub.Server
 	ks         *keySet
 	issuer     string
 	cookieName string
@@ -111,7 +112,7 @@ func setupTelemetryStack(t *testing.T) *telBundle {
 				http.Error(w, "down", http.StatusServiceUnavailable)
 				return
 			}
-			_, _ = w.Write(b.ks.publicJWKS())
+			_, _ = w.Write(b.ks.PublicJWKS())
 			return
 		case "/auth/v1/token": // the auth server, outside the instrumented stack
 			b.hooksMu.Lock()
@@ -126,7 +127,7 @@ func setupTelemetryStack(t *testing.T) *telBundle {
 	t.Cleanup(b.srv.Close)
 	b.issuer = b.srv.URL + "/auth/v1"
 	const publishable = "sb_publishable_telemetrytest"
-	b.auth = newDemoAuthServer(b.ks, b.issuer, publishable)
+	b.auth = newAuthStub(t, authstub.Config{Keys: b.ks, Issuer: b.issuer, APIKey: publishable})
 
 	rv, err := authctx.New(ctx, &authctx.Config{
 		ProjectURL: b.srv.URL, PublishableKeys: []string{publishable}, Refresh: true, Telemetry: tel,
@@ -441,7 +442,7 @@ func TestTelemetrySpans(t *testing.T) {
 
 	// cookie session refresh: the token expires within the leeway, the
 	// refresh call is a child of the resolution and carries traceparent.
-	access, refresh, err := b.auth.signIn(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: 30 * time.Second})
+	access, refresh, err := b.auth.SignIn(tokenSpec{Sub: demoUserID, Tenant: demoTenantA, TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,7 +625,7 @@ func TestTelemetryApprovalsAndEvents(t *testing.T) {
 	}
 	ks := testKeySet(t, algES256)
 	const issuer = "http://tablegate.test/auth/v1"
-	rv, err := authctx.New(ctx, &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: ks.publicJWKS(), Issuer: issuer}, Telemetry: tel})
+	rv, err := authctx.New(ctx, &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKS: ks.PublicJWKS(), Issuer: issuer}, Telemetry: tel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +635,7 @@ func TestTelemetryApprovalsAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(parts.Hub.Close)
-	demo := &demo.Routes{JWKS: ks.publicJWKS(), API: parts}
+	demo := &demo.Routes{JWKS: ks.PublicJWKS(), API: parts}
 	srv := httptest.NewServer(tel.Handler(rv.Middleware(rv.CrossSite(demoHandler(demo)))))
 	t.Cleanup(srv.Close)
 	mint := func(sub string, roles ...string) caller {

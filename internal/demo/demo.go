@@ -132,7 +132,7 @@ type StandIn struct {
 	// NewAuthServer returns the auth server stand-in issuing tokens as
 	// issuer with k, requiring the publishable key as apikey, redirecting
 	// under siteURL and handing the one-time codes it sends to sent.
-	NewAuthServer func(k Keys, issuer, publishableKey, siteURL string, sent func(email, code, link string)) AuthServer
+	NewAuthServer func(k Keys, issuer, publishableKey, siteURL string, sent func(email, code, link string)) (AuthServer, error)
 }
 
 // Run runs the demo until ctx ends, then stops the server and removes
@@ -321,9 +321,13 @@ func (r *runner) listen(context.Context) error {
 	}
 	if r.o.AuthURL == "" {
 		out := r.out
-		r.auth = r.o.StandIn.NewAuthServer(r.keys, r.issuer, r.publishable, r.baseURL, func(email, code, link string) {
+		auth, err := r.o.StandIn.NewAuthServer(r.keys, r.issuer, r.publishable, r.baseURL, func(email, code, link string) {
 			fmt.Fprintf(out, "▸ magic link for %s (code %s): %s\n", email, code, link)
 		})
+		if err != nil {
+			return err
+		}
+		r.auth = auth
 		r.password = newPassword()
 		r.auth.AddAccount(r.userToken(), UserEmail, "", r.password)
 	}

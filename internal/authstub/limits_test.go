@@ -1,34 +1,35 @@
-package main
+package authstub
 
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tablegate/tablegate/internal/keys"
 )
 
-// TestDemoAuthorizeFloodFromOneAddress: /authorize needs no key and each
+// TestAuthorizeFloodFromOneAddress: /authorize needs no key and each
 // call holds a flow state for 5 minutes. 10 050 calls from one client
 // address (in-process, so that it has its own address) hold at most
 // maxPendingPerAddress states and are then refused with GoTrue's
-// over_request_rate_limit, while a browser at another address completes
-// OAuth sign-ins during the flood and after it. Before, the flood took all
+// over_request_rate_limit, while a client at another address completes
+// OAuth sign-ins (/authorize, then the PKCE grant) during the flood and
+// after it. Before, the flood took all
 // 10 000 shared states and every later OAuth sign-in failed for 5 minutes.
-func TestDemoAuthorizeFloodFromOneAddress(t *testing.T) {
+func TestAuthorizeFloodFromOneAddress(t *testing.T) {
 	t.Parallel()
-	a := newFlowApp(t, time.Hour)
 	now := time.Now()
 	var clock atomic.Pointer[time.Time]
 	clock.Store(&now)
-	a.gotrue.now = func() time.Time { return *clock.Load() }
-	mux := http.NewServeMux()
-	a.gotrue.routes(mux)
+	a := startStub(t, func(c *Config) { c.Now = func() time.Time { return *clock.Load() } })
+	mux := a.gotrue
 	const flooder = "198.51.100.66:40000"
 	flood := func() (loc string) {
 		r := httptest.NewRequest("GET", "/auth/v1/authorize?provider=demo&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=s256", nil)
@@ -39,15 +40,8 @@ func TestDemoAuthorizeFloodFromOneAddress(t *testing.T) {
 	}
 	signIn := func(when string) {
 		t.Helper()
-		c := a.browser()
-		resp, err := c.Get(a.url + "/auth/oauth?provider=demo&next=%2Faccount")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || resp.Request.URL.Path != "/account" || !strings.Contains(string(body), demoUserID) {
-			t.Fatalf("OAuth sign-in %s: %d %s %.300s", when, resp.StatusCode, resp.Request.URL, body)
+		if err := a.oauthSignIn(); err != nil {
+			t.Fatalf("OAuth sign-in %s: %v", when, err)
 		}
 	}
 
@@ -102,18 +96,19 @@ func TestDemoAuthorizeFloodFromOneAddress(t *testing.T) {
 	}
 }
 
-// TestDemoPasswordGrantLimit: the demo's password grant allows
+// TestPasswordGrantLimit: the password grant allows
 // passwordAttempts wrong passwords per email or phone in passwordWindow;
 // then it answers 429 over_request_rate_limit with Retry-After, to the
 // right password too, until the window ends. An unknown address gets the
 // same answers, and a sign-in that succeeds does not count.
-func TestDemoPasswordGrantLimit(t *testing.T) {
+func TestPasswordGrantLimit(t *testing.T) {
 	t.Parallel()
-	ks := testKeySet(t, algES256)
 	now := time.Unix(1_800_000_000, 0)
-	s := newDemoAuthServer(ks, "http://demo/auth/v1", "sb_publishable_test")
-	s.now = func() time.Time { return now }
-	s.addAccount(tokenSpec{Sub: demoUserID, TTL: time.Hour}, demoUserEmail, "15550001111", "right-password")
+	s, err := New(Config{Keys: testKeySet(t), Issuer: "http://demo/auth/v1", APIKey: testAPIKey, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddAccount(Account{Token: keys.TokenSpec{Sub: testUserID, TTL: time.Hour}, Email: testEmail, Phone: testPhone, Password: testPassword})
 	type answer struct {
 		status     int
 		code       string
@@ -127,7 +122,7 @@ func TestDemoPasswordGrantLimit(t *testing.T) {
 		}
 		body, _ := json.Marshal(map[string]string{field: login, "password": password})
 		r := httptest.NewRequest("POST", "/auth/v1/token?grant_type=password", strings.NewReader(string(body)))
-		r.Header.Set("apikey", "sb_publishable_test")
+		r.Header.Set("apikey", testAPIKey)
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, r)
 		var m map[string]any
@@ -136,12 +131,12 @@ func TestDemoPasswordGrantLimit(t *testing.T) {
 		return answer{w.Code, code, w.Header().Get("Retry-After")}
 	}
 	// A success within the limit does not count.
-	if a := grant(demoUserEmail, "right-password"); a.status != 200 {
+	if a := grant(testEmail, testPassword); a.status != 200 {
 		t.Fatalf("right password: %+v", a)
 	}
 	var known, unknown []answer
 	for i := range passwordAttempts + 2 {
-		known = append(known, grant(demoUserEmail, fmt.Sprint("wrong-", i)))
+		known = append(known, grant(testEmail, fmt.Sprint("wrong-", i)))
 		unknown = append(unknown, grant("nobody@example.com", fmt.Sprint("wrong-", i)))
 		now = now.Add(time.Second)
 	}
@@ -156,15 +151,48 @@ func TestDemoPasswordGrantLimit(t *testing.T) {
 	}
 	// Another spelling of the address shares its limit; the right password
 	// is refused until the window ends.
-	if a := grant(" Demo-User@Example.com", "right-password"); a.status != 429 {
+	if a := grant(" Demo-User@Example.com", testPassword); a.status != 429 {
 		t.Fatalf("right password past the limit: %+v", a)
 	}
 	// The phone has its own key.
-	if a := grant("15550001111", "right-password"); a.status != 200 {
+	if a := grant("15550001111", testPassword); a.status != 200 {
 		t.Fatalf("phone: %+v", a)
 	}
 	now = now.Add(passwordWindow)
-	if a := grant(demoUserEmail, "right-password"); a.status != 200 {
+	if a := grant(testEmail, testPassword); a.status != 200 {
 		t.Fatalf("right password after the window: %+v", a)
 	}
+}
+
+// oauthSignIn signs the first account in as a browser does with the
+// server's own OAuth provider: /authorize, then the PKCE grant.
+func (a *stubApp) oauthSignIn() error {
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(a.url + "/auth/v1/authorize?provider=demo&code_challenge=" + testChallenge + "&code_challenge_method=s256")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		return fmt.Errorf("authorize: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	body, _ := json.Marshal(map[string]string{"auth_code": loc.Query().Get("code"), "code_verifier": testVerifier})
+	req, _ := http.NewRequest("POST", a.url+"/auth/v1/token?grant_type=pkce", strings.NewReader(string(body)))
+	req.Header.Set("apikey", testAPIKey)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var session struct {
+		AccessToken string `json:"access_token"`
+		User        struct {
+			ID string `json:"id"`
+		} `json:"user"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&session); err != nil || resp.StatusCode != 200 ||
+		session.AccessToken == "" || session.User.ID != testUserID {
+		return fmt.Errorf("PKCE grant: %d %+v %v", resp.StatusCode, session, err)
+	}
+	return nil
 }

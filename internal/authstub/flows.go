@@ -1,4 +1,4 @@
-package main
+package authstub
 
 import (
 	"crypto/rand"
@@ -16,17 +16,17 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/tablegate/tablegate/internal/keys"
 	"github.com/tablegate/tablegate/internal/ratelimit"
 )
 
-// The demo's auth server also answers the sign-in and sign-out calls of
-// auth-js and tablegate's authflow, so the whole session lifecycle runs
-// offline:
+// The server also answers the sign-in and sign-out calls of auth-js and
+// tablegate's authflow, so the whole session lifecycle runs offline:
 //
 //	POST /auth/v1/token?grant_type=password   {email|phone, password}
 //	GET  /auth/v1/authorize?provider=…&redirect_to=…&code_challenge=…&code_challenge_method=s256
-//	     → 302 redirect_to?code=<auth code> (the "provider" is the demo itself:
-//	       it signs the demo user in without asking)
+//	     → 302 redirect_to?code=<auth code> (the "provider" is the server itself:
+//	       it signs the first account in without asking)
 //	POST /auth/v1/token?grant_type=pkce       {auth_code, code_verifier}
 //	POST /auth/v1/otp?redirect_to=…           {email, code_challenge, …} (the link is printed)
 //	GET  /auth/v1/verify?token=…&type=…&redirect_to=… → 302 redirect_to?code=…
@@ -42,26 +42,41 @@ import (
 // flow state lifetime is 5 minutes).
 const flowStateTTL = 5 * time.Minute
 
-// demoAccount is a user of the demo's auth server.
-type demoAccount struct {
-	spec     tokenSpec
+// Account is a user who may sign in: with a password, by a code or magic
+// link sent to the email address or phone number, and through the
+// server's own OAuth provider (/authorize signs the first account in).
+type Account struct {
+	// Token is what the user's access tokens carry (its Email is the
+	// account's; its Issuer the server's).
+	Token    keys.TokenSpec
+	Email    string
+	Phone    string
+	Password string // "": no password sign-in
+	// UserMetadata is the user_metadata of the sessions' user; nil: {}.
+	UserMetadata map[string]any
+}
+
+// account is an Account the server holds.
+type account struct {
+	spec     keys.TokenSpec
 	email    string
 	phone    string
 	password string
+	metadata map[string]any
 	otpSent  time.Time // when the last code was sent (under the server's mu)
 }
 
 // flowState is one PKCE authorization waiting for its code exchange.
 type flowState struct {
 	challenge string
-	account   *demoAccount
+	account   *account
 	expires   time.Time
 	addr      string // the client address that started it (s.flowsBy)
 }
 
 // otpState is one sent code / magic link.
 type otpState struct {
-	account   *demoAccount
+	account   *account
 	code      string
 	challenge string
 	redirect  string
@@ -83,22 +98,15 @@ const (
 	defaultOTPInterval = 60 * time.Second
 )
 
-// sentOTP is what the demo "sends" (prints) for an OTP.
-type sentOTP struct {
-	Email, Code, TokenHash, Link string
-}
-
-// addAccount registers a user who may sign in with a password (and by
-// OTP / magic link and the demo OAuth provider).
-func (s *demoAuthServer) addAccount(spec tokenSpec, email, phone, password string) {
+// AddAccount registers a user who may sign in.
+func (s *Server) AddAccount(a Account) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	spec.Email = email
-	a := &demoAccount{spec: spec, email: email, phone: phone, password: password}
-	s.accounts = append(s.accounts, a)
+	a.Token.Email = a.Email
+	s.accounts = append(s.accounts, &account{spec: a.Token, email: a.Email, phone: a.Phone, password: a.Password, metadata: a.UserMetadata})
 }
 
-func (s *demoAuthServer) accountBy(email, phone string) *demoAccount {
+func (s *Server) accountBy(email, phone string) *account {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, a := range s.accounts {
@@ -109,21 +117,21 @@ func (s *demoAuthServer) accountBy(email, phone string) *demoAccount {
 	return nil
 }
 
-// sessionJSON issues a session for a and writes GoTrue's token response
+// writeSession issues a session for a and writes GoTrue's token response
 // (AccessTokenResponse member order, models.User fields).
-func (s *demoAuthServer) writeSession(w http.ResponseWriter, a *demoAccount) {
+func (s *Server) writeSession(w http.ResponseWriter, a *account) {
 	spec := a.spec
 	spec.SessionID = ""
-	access, refresh, err := s.signIn(spec)
+	access, refresh, ttl, err := s.signIn(spec, a.metadata)
 	if err != nil {
 		gotrueError(w, http.StatusInternalServerError, "unexpected_failure", "could not sign the token")
 		return
 	}
-	ttl := spec.TTL
-	if ttl <= 0 {
-		ttl = time.Hour
-	}
 	now := s.now()
+	metadata := a.metadata
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
 	type user struct {
 		ID           string         `json:"id"`
 		Aud          string         `json:"aud"`
@@ -147,7 +155,7 @@ func (s *demoAuthServer) writeSession(w http.ResponseWriter, a *demoAccount) {
 	}{access, "bearer", int(ttl.Seconds()), now.Add(ttl).Unix(), refresh, user{
 		ID: spec.Sub, Aud: "authenticated", Role: "authenticated", Email: a.email, Phone: a.phone,
 		AppMetadata:  map[string]any{"provider": "email", "providers": []string{"email"}},
-		UserMetadata: map[string]any{}, Identities: []any{},
+		UserMetadata: metadata, Identities: []any{},
 	}})
 }
 
@@ -163,7 +171,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 // passwordAttempts password grants may be tried per email address or
 // phone number in each passwordWindow, as tablegate's own sign-in routes
 // allow by default (authflow.DefaultAttemptsPerAccount); a grant that
-// succeeds does not count. The stand-in limits per account only: behind
+// succeeds does not count. The server limits per account only: behind
 // tablegate every grant comes from tablegate's own address, so a limit per
 // address here would let one client lock everyone out.
 const (
@@ -175,7 +183,7 @@ const (
 // of the email or phone (known to an account or not: the answers are the
 // same), it answers 429 over_request_rate_limit with Retry-After, even to
 // the right password, until the window ends.
-func (s *demoAuthServer) passwordGrant(w http.ResponseWriter, r *http.Request) {
+func (s *Server) passwordGrant(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Email, Phone, Password string
 	}
@@ -186,22 +194,28 @@ func (s *demoAuthServer) passwordGrant(w http.ResponseWriter, r *http.Request) {
 	if body.Email == "" {
 		key = "p:" + body.Phone
 	}
-	t, ok, wait := s.passwordTries.Take(key)
-	if !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		gotrueError(w, http.StatusTooManyRequests, "over_request_rate_limit", "Request rate limit reached")
-		return
+	var t ratelimit.Ticket
+	if s.passwordTries != nil {
+		var ok bool
+		var wait time.Duration
+		if t, ok, wait = s.passwordTries.Take(key); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+			gotrueError(w, http.StatusTooManyRequests, "over_request_rate_limit", "Request rate limit reached")
+			return
+		}
 	}
 	a := s.accountBy(body.Email, body.Phone)
 	if a == nil || body.Password == "" || !equalKeys(body.Password, a.password) {
 		gotrueError(w, http.StatusBadRequest, "invalid_credentials", "Invalid login credentials")
 		return
 	}
-	s.passwordTries.Give(t)
+	if s.passwordTries != nil {
+		s.passwordTries.Give(t)
+	}
 	s.writeSession(w, a)
 }
 
-// maxPending bounds the flow states and OTPs the demo keeps: /authorize
+// maxPending bounds the flow states and OTPs the server keeps: /authorize
 // needs no key, so a burst must not grow memory without bound. One client
 // address may hold maxPendingPerAddress of the flow states, so that a
 // flood from one client cannot take the capacity everyone shares (a
@@ -216,7 +230,7 @@ const (
 // maxPendingPerAddress, and everyone's when there are maxPending. Each
 // map has its own bound: a burst of /authorize calls (no key needed) must
 // not stop codes from being sent. Called with s.mu held.
-func (s *demoAuthServer) roomForFlow(addr string) bool {
+func (s *Server) roomForFlow(addr string) bool {
 	now := s.now()
 	if len(s.flowsBy[addr]) >= maxPendingPerAddress {
 		// Oldest first: the expired ones lead.
@@ -241,7 +255,7 @@ func (s *demoAuthServer) roomForFlow(addr string) bool {
 }
 
 // dropFlow forgets the flow state of code. Called with s.mu held.
-func (s *demoAuthServer) dropFlow(code string) {
+func (s *Server) dropFlow(code string) {
 	f := s.flows[code]
 	if f == nil {
 		return
@@ -255,7 +269,7 @@ func (s *demoAuthServer) dropFlow(code string) {
 	}
 }
 
-func (s *demoAuthServer) roomForOTP() bool {
+func (s *Server) roomForOTP() bool {
 	if len(s.otps) >= maxPending {
 		now := s.now()
 		for k, o := range s.otps {
@@ -273,8 +287,8 @@ func (s *demoAuthServer) roomForOTP() bool {
 // (verified) is not refused: it spends a code, which only a known
 // account's address gets, at most once a minute, so those flows are few,
 // and a burst of anonymous /authorize calls must not lock links out.
-func (s *demoAuthServer) newAuthCode(r *http.Request, a *demoAccount, challenge string, verified bool) string {
-	code := newUUID()
+func (s *Server) newAuthCode(r *http.Request, a *account, challenge string, verified bool) string {
+	code := keys.NewUUID()
 	addr := ratelimit.ClientAddr(r, "")
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -294,7 +308,7 @@ func tooMany(w http.ResponseWriter, r *http.Request, to string) {
 
 // pkceGrant answers POST /token?grant_type=pkce: one exchange per code,
 // the S256 of the verifier must equal the stored challenge.
-func (s *demoAuthServer) pkceGrant(w http.ResponseWriter, r *http.Request) {
+func (s *Server) pkceGrant(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		AuthCode     string `json:"auth_code"`
 		CodeVerifier string `json:"code_verifier"`
@@ -325,14 +339,17 @@ func (s *demoAuthServer) pkceGrant(w http.ResponseWriter, r *http.Request) {
 
 // safeRedirect returns redirect_to when it is under the site URL (GoTrue's
 // allow list), else the site URL.
-func (s *demoAuthServer) safeRedirect(to string) string {
+func (s *Server) safeRedirect(to string) string {
+	s.mu.Lock()
+	siteURL := s.siteURL
+	s.mu.Unlock()
 	u, err := url.Parse(to)
-	if err != nil || to == "" || s.siteURL == "" {
-		return s.siteURL
+	if err != nil || to == "" || siteURL == "" {
+		return siteURL
 	}
-	site, _ := url.Parse(s.siteURL)
+	site, _ := url.Parse(siteURL)
 	if u.Scheme != site.Scheme || u.Host != site.Host || u.User != nil {
-		return s.siteURL
+		return siteURL
 	}
 	return to
 }
@@ -351,10 +368,10 @@ func withQuery(to string, kv ...string) string {
 	return u.String()
 }
 
-// authorize answers GET /authorize: the demo is its own OAuth provider and
+// authorize answers GET /authorize: the server is its own OAuth provider and
 // signs the first account in without a consent screen, then redirects to
 // redirect_to with an auth code (PKCE only).
-func (s *demoAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	to := s.safeRedirect(q.Get("redirect_to"))
 	if q.Get("provider") == "" {
@@ -368,7 +385,7 @@ func (s *demoAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	var a *demoAccount
+	var a *account
 	if len(s.accounts) > 0 {
 		a = s.accounts[0]
 	}
@@ -386,9 +403,9 @@ func (s *demoAuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 }
 
 // otp answers POST /otp: it records a code and a token hash for a known
-// account and "sends" them through s.sent (the demo prints them). Unknown
+// account and "sends" them through s.sent (Config.SentFunc). Unknown
 // addresses get the same 200, as GoTrue does without create_user.
-func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
+func (s *Server) otp(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Email               string `json:"email"`
 		Phone               string `json:"phone"`
@@ -455,7 +472,7 @@ func (s *demoAuthServer) otp(w http.ResponseWriter, r *http.Request) {
 		}
 		link := withQuery(s.issuer+"/verify", "token", hash, "type", "magiclink", "redirect_to", st.redirect)
 		if s.sent != nil {
-			s.sent(sentOTP{Email: a.email, Code: st.code, TokenHash: hash, Link: link})
+			s.sent(Sent{Email: a.email, Code: st.code, TokenHash: hash, Link: link})
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -502,7 +519,7 @@ func foldKey(email string) string { return strings.ToLower(strings.ToUpper(email
 // fills the bound, one of them is forgotten for each new one, so nobody is
 // refused for the flood; an account's own interval, kept on the account,
 // holds whatever the map forgets.
-func (s *demoAuthServer) otpWait(addr string, a *demoAccount) (wait time.Duration, send bool) {
+func (s *Server) otpWait(addr string, a *account) (wait time.Duration, send bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.otpInterval <= 0 {
@@ -537,7 +554,7 @@ func (s *demoAuthServer) otpWait(addr string, a *demoAccount) (wait time.Duratio
 // code. A wrong code counts against the account's pending code, which
 // maxWrongCodes wrong codes burn: its code then matches nothing, its link
 // still does.
-func (s *demoAuthServer) takeOTP(hash, email, phone, code string) *otpState {
+func (s *Server) takeOTP(hash, email, phone, code string) *otpState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -561,9 +578,9 @@ func (s *demoAuthServer) takeOTP(hash, email, phone, code string) *otpState {
 }
 
 // verifyLink answers GET /verify (the magic link): with a PKCE challenge
-// it redirects with an auth code; without one with an error (the demo has
+// it redirects with an auth code; without one with an error (the server has
 // no implicit flow).
-func (s *demoAuthServer) verifyLink(w http.ResponseWriter, r *http.Request) {
+func (s *Server) verifyLink(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	st := s.takeOTP(q.Get("token"), "", "", "")
 	to := s.safeRedirect(q.Get("redirect_to"))
@@ -588,7 +605,7 @@ func (s *demoAuthServer) verifyLink(w http.ResponseWriter, r *http.Request) {
 }
 
 // verify answers POST /verify.
-func (s *demoAuthServer) verify(w http.ResponseWriter, r *http.Request) {
+func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		TokenHash string `json:"token_hash"`
 		Type      string `json:"type"`
@@ -615,7 +632,7 @@ func (s *demoAuthServer) verify(w http.ResponseWriter, r *http.Request) {
 // user and session; local revokes that session, global every session of
 // the user, others every other one. Revoked sessions answer
 // session_not_found on refresh.
-func (s *demoAuthServer) logout(w http.ResponseWriter, r *http.Request) {
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	scope := r.URL.Query().Get("scope")
 	if scope == "" {
 		scope = "global"
@@ -632,7 +649,7 @@ func (s *demoAuthServer) logout(w http.ResponseWriter, r *http.Request) {
 	claims := jwt.MapClaims{}
 	_, err := jwt.NewParser(jwt.WithValidMethods([]string{"ES256", "RS256", "EdDSA"}), jwt.WithExpirationRequired(),
 		jwt.WithIssuer(s.issuer), jwt.WithTimeFunc(s.now)).
-		ParseWithClaims(tok, claims, func(t *jwt.Token) (any, error) { return s.ks.publicKey(t) })
+		ParseWithClaims(tok, claims, func(t *jwt.Token) (any, error) { return s.ks.PublicKey(t) })
 	if err != nil {
 		gotrueError(w, http.StatusForbidden, "bad_jwt", "invalid JWT: unable to parse or verify signature")
 		return
@@ -673,21 +690,26 @@ func getOnly(allow string, h http.HandlerFunc) http.HandlerFunc {
 }
 
 // routes registers the auth server's endpoints on mux.
-func (s *demoAuthServer) routes(mux *http.ServeMux) {
-	mux.Handle("POST /auth/v1/token", s)
+// Routes registers the server's endpoints on mux, all but the JWKS (which
+// [Server.ServeHTTP] serves too).
+func (s *Server) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /auth/v1/token", s.hooked("/token", func(w http.ResponseWriter, r *http.Request) {
+		if s.requireAPIKey(w, r) {
+			s.token(w, r)
+		}
+	}))
 	// The browser opens these directly (no apikey, as behind the gateway).
 	// GET only: a HEAD (a link prefetcher, a mail scanner) must not spend a
 	// magic link or start a flow, and ServeMux serves HEAD with GET.
-	mux.HandleFunc("GET /auth/v1/authorize", getOnly("GET", s.authorize))
-	mux.HandleFunc("GET /auth/v1/verify", getOnly("GET, POST", s.verifyLink))
+	mux.HandleFunc("GET /auth/v1/authorize", s.hooked("/authorize", getOnly("GET", s.authorize)))
+	mux.HandleFunc("GET /auth/v1/verify", s.hooked("/verify", getOnly("GET, POST", s.verifyLink)))
 	for path, h := range map[string]http.HandlerFunc{
-		"POST /auth/v1/otp": s.otp, "POST /auth/v1/verify": s.verify, "POST /auth/v1/logout": s.logout,
+		"/otp": s.otp, "/verify": s.verify, "/logout": s.logout,
 	} {
-		h := h
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("POST /auth/v1"+path, s.hooked(path, func(w http.ResponseWriter, r *http.Request) {
 			if s.requireAPIKey(w, r) {
 				h(w, r)
 			}
-		})
+		}))
 	}
 }

@@ -1,14 +1,15 @@
-package main
+package authstub
 
 import (
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/tablegate/tablegate/internal/keys"
 )
 
-// TestDemoAuthOTPGuessing: the demo's auth server keeps one pending code
+// TestOTPGuessing: the server keeps one pending code
 // per account, burns it after maxWrongCodes wrong codes, and sends an
 // account a new one at most once per otpInterval (60 s: without that wait
 // a new code every five guesses allowed ≈ 5 000 guesses a second). Before, every
@@ -16,13 +17,13 @@ import (
 // nothing: with 2000 codes requested for demo-user, 3000 guesses at
 // /verify returned 2 sessions (knowing only the email and the publishable
 // key).
-func TestDemoAuthOTPGuessing(t *testing.T) {
+func TestOTPGuessing(t *testing.T) {
 	t.Parallel()
-	a := newFlowApp(t, time.Hour)
+	a := startStub(t, nil)
 	post := func(path, body string) int {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", a.url+path, strings.NewReader(body))
-		req.Header.Set("apikey", "sb_publishable_flows")
+		req.Header.Set("apikey", testAPIKey)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -33,7 +34,7 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 	}
 	sendCode := func() string {
 		t.Helper()
-		if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != 200 {
+		if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, testEmail)); st != 200 {
 			t.Fatalf("otp: %d", st)
 		}
 		a.mu.Lock()
@@ -41,17 +42,17 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 		return a.sent[len(a.sent)-1].Code
 	}
 	verify := func(code string) int {
-		return post("/auth/v1/verify", fmt.Sprintf(`{"type":"email","email":%q,"token":%q}`, demoUserEmail, code))
+		return post("/auth/v1/verify", fmt.Sprintf(`{"type":"email","email":%q,"token":%q}`, testEmail, code))
 	}
-	// The interval (the demo's default): a second code within it is
+	// The interval (the default): a second code within it is
 	// refused as GoTrue refuses it, and nothing is sent.
 	a.gotrue.mu.Lock()
 	a.gotrue.otpInterval = defaultOTPInterval
 	a.gotrue.mu.Unlock()
-	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != 200 {
+	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, testEmail)); st != 200 {
 		t.Fatalf("first otp: %d", st)
 	}
-	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != http.StatusTooManyRequests {
+	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, testEmail)); st != http.StatusTooManyRequests {
 		t.Fatalf("otp within the interval: %d", st)
 	}
 	// The account's phone shares the interval: the answer is the address's
@@ -98,7 +99,7 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 	a.mu.Lock()
 	sentBefore := len(a.sent)
 	a.mu.Unlock()
-	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, demoUserEmail)); st != http.StatusTooManyRequests && st != 200 {
+	if st := post("/auth/v1/otp", fmt.Sprintf(`{"email":%q}`, testEmail)); st != http.StatusTooManyRequests && st != 200 {
 		t.Fatalf("the account within its interval, addresses full: %d", st)
 	}
 	a.mu.Lock()
@@ -145,17 +146,17 @@ func TestDemoAuthOTPGuessing(t *testing.T) {
 	}
 }
 
-// TestDemoAuthFlowFloodLeavesCodes: /authorize needs no key, and each call
+// TestFlowFloodLeavesCodes: /authorize needs no key, and each call
 // holds a flow state for minutes; when they fill their bound, codes are
 // still sent and a magic link still signs in (before, one shared bound
 // made ≈ 10 000 anonymous GETs stop every code and link for 5 minutes).
-func TestDemoAuthFlowFloodLeavesCodes(t *testing.T) {
+func TestFlowFloodLeavesCodes(t *testing.T) {
 	t.Parallel()
-	a := newFlowApp(t, time.Hour)
+	a := startStub(t, nil)
 	g := a.gotrue
 	g.mu.Lock()
 	for range maxPending {
-		g.flows[newUUID()] = &flowState{challenge: "x", expires: g.now().Add(flowStateTTL)}
+		g.flows[keys.NewUUID()] = &flowState{challenge: "x", expires: g.now().Add(flowStateTTL)}
 	}
 	g.mu.Unlock()
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -170,8 +171,8 @@ func TestDemoAuthFlowFloodLeavesCodes(t *testing.T) {
 	}
 	// A code is sent, and its magic link (PKCE) still yields an auth code.
 	req, _ := http.NewRequest("POST", a.url+"/auth/v1/otp", strings.NewReader(
-		fmt.Sprintf(`{"email":%q,"code_challenge":"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM","code_challenge_method":"s256"}`, demoUserEmail)))
-	req.Header.Set("apikey", "sb_publishable_flows")
+		fmt.Sprintf(`{"email":%q,"code_challenge":"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM","code_challenge_method":"s256"}`, testEmail)))
+	req.Header.Set("apikey", testAPIKey)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -136,7 +136,7 @@ func subselectDepths(s string) (in, str []bool) {
 
 // checkPerRowHelpers warns about policies of the served tables that call a
 // helper once per row where a per-statement form exists (docs/tenant.md).
-func checkPerRowHelpers(ctx context.Context, pool *pgxpool.Pool, tables []string) check {
+func checkPerRowHelpers(ctx context.Context, pool *pgxpool.Pool, tables []string) Check {
 	const name = "policy cost"
 	var existing []string
 	for _, t := range tables {
@@ -146,7 +146,7 @@ func checkPerRowHelpers(ctx context.Context, pool *pgxpool.Pool, tables []string
 		}
 	}
 	if len(existing) == 0 {
-		return check{statusSkip, name, "no existing served tables", ""}
+		return Check{Skip, name, "no existing served tables", ""}
 	}
 	rows, err := pool.Query(ctx, `
 	  select format('%I.%I', c.relnamespace::regnamespace::text, c.relname), p.polname::text,
@@ -155,7 +155,7 @@ func checkPerRowHelpers(ctx context.Context, pool *pgxpool.Pool, tables []string
 	  where p.polrelid = any($1::regclass[])
 	  order by 1, 2`, existing)
 	if err != nil {
-		return check{statusFail, name, err.Error(), ""}
+		return Check{Fail, name, err.Error(), ""}
 	}
 	defer rows.Close()
 	var found []string
@@ -163,7 +163,7 @@ func checkPerRowHelpers(ctx context.Context, pool *pgxpool.Pool, tables []string
 	for rows.Next() {
 		var tbl, pol, qual, with string
 		if err := rows.Scan(&tbl, &pol, &qual, &with); err != nil {
-			return check{statusFail, name, err.Error(), ""}
+			return Check{Fail, name, err.Error(), ""}
 		}
 		policies++
 		seen := map[string]bool{}
@@ -179,13 +179,13 @@ func checkPerRowHelpers(ctx context.Context, pool *pgxpool.Pool, tables []string
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return check{statusFail, name, err.Error(), ""}
+		return Check{Fail, name, err.Error(), ""}
 	}
 	if len(found) > 0 {
-		return check{statusWarn, name, "helpers evaluated once per row: " + strings.Join(found, "; "),
+		return Check{Warn, name, "helpers evaluated once per row: " + strings.Join(found, "; "),
 			"wrap each call as a sub-select, e.g. tenant_id = (select tablegate.current_tenant_id()); " +
 				"for tenant + membership use tenant_id = (select id from tablegate.member_tenant); " +
 				"tables of tablegate.enable_tenant_policies: call it again (see docs/tenant.md)"}
 	}
-	return check{statusOK, name, fmt.Sprintf("%d polic(ies) of the served tables evaluate their helpers once per statement", policies), ""}
+	return Check{OK, name, fmt.Sprintf("%d polic(ies) of the served tables evaluate their helpers once per statement", policies), ""}
 }
