@@ -324,7 +324,7 @@ func (a *API) cacheHeaders(w http.ResponseWriter, r *http.Request) {
 
 // knownPreferences are the Prefer keys the data API reads.
 var knownPreferences = map[string]bool{"return": true, "count": true, "resolution": true, "missing": true,
-	"tx": true, "handling": true, "max-affected": true}
+	"tx": true, "handling": true, "max-affected": true, "params": true}
 
 // parsePrefer reads Prefer headers into key → value ("return" →
 // "representation").

@@ -28,6 +28,9 @@ type request struct {
 	relName string
 	prefer  map[string]string
 	applied []string
+	// bodyGiven reports that readJSON read a body that is not empty (a
+	// JSON null included).
+	bodyGiven bool
 }
 
 func (q *request) anon() bool { return q.auth.Kind == authctx.KindAnon || q.auth.Kind == "" }
