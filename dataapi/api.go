@@ -246,6 +246,13 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &request{api: a, cat: a.cat.Load(), w: w, r: r, auth: auth, query: q, schema: schema, prefer: parsePrefer(r.Header.Values("Prefer"))}
+	if a.d.HasReplicas() {
+		var e *Error
+		if req.pos, e = requestPosition(r); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
 	if req.prefer["handling"] == "strict" {
 		for k := range req.prefer {
 			if !knownPreferences[k] {

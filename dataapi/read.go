@@ -31,6 +31,10 @@ type request struct {
 	// bodyGiven reports that readJSON read a body that is not empty (a
 	// JSON null included).
 	bodyGiven bool
+	// pos is the position the request asks its reads to see (with read
+	// replicas); written receives a write's commit position.
+	pos     db.Position
+	written *db.Position
 }
 
 func (q *request) anon() bool { return q.auth.Kind == authctx.KindAnon || q.auth.Kind == "" }
@@ -552,9 +556,10 @@ func (q *request) read(rel *relation, decl *Table) {
 	var err error
 	scope := declScope(decl, info.Operation)
 	if hooked {
-		err = q.api.d.TxWith(q.r.Context(), q.auth.Caller(), scope, run)
+		// A permission check or AuthorizeFunc may write: the primary.
+		err = q.api.d.TxWith(q.readCtx(), q.auth.Caller(), scope, run)
 	} else {
-		err = q.api.d.ReadWith(q.r.Context(), q.auth.Caller(), scope, run)
+		err = q.api.d.ReplicaRead(q.readCtx(), q.auth.Caller(), scope, run)
 	}
 	if err != nil {
 		q.fail(err)

@@ -134,11 +134,18 @@ func (q *request) serveRPC(name string) {
 	// the function in a read-only transaction, as PostgREST does: a
 	// function that writes answers 405 (25006) there.
 	readOnly := q.r.Method != http.MethodPost || f.volatile == 's' || f.volatile == 'i'
+	// With read replicas a read-only call runs on one (that has replayed
+	// past the request's position); a volatile POST answers its commit
+	// position.
 	run := func(fn func(dq db.Querier) error) error {
 		if !readOnly {
-			return q.api.d.Read(ctx, caller, fn)
+			err := q.api.d.Read(q.writeCtx(), caller, fn)
+			if err == nil {
+				q.answerPosition()
+			}
+			return err
 		}
-		return q.api.d.Tx(ctx, caller, func(dq db.Querier) error {
+		return q.api.d.ReplicaTx(q.readCtx(), caller, nil, func(dq db.Querier) error {
 			if _, err := dq.Exec(ctx, "set transaction read only"); err != nil {
 				return err
 			}

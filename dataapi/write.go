@@ -265,10 +265,11 @@ func (q *request) runWrite(p *writePlan) {
 	}
 	var err error
 	scope := declScope(p.decl, p.op)
+	wctx := q.writeCtx()
 	if p.perRow != nil || rollback || maxAffected >= 0 || q.singular() {
-		err = q.api.d.TxWith(ctx, q.auth.Caller(), scope, run)
+		err = q.api.d.TxWith(wctx, q.auth.Caller(), scope, run)
 	} else {
-		err = q.api.d.ReadWith(ctx, q.auth.Caller(), scope, run)
+		err = q.api.d.ReadWith(wctx, q.auth.Caller(), scope, run)
 	}
 	if refusal != nil {
 		writeError(q.w, refusal)
@@ -277,6 +278,9 @@ func (q *request) runWrite(p *writePlan) {
 	if err != nil && !errors.Is(err, errRollback) {
 		q.fail(err)
 		return
+	}
+	if err == nil {
+		q.answerPosition()
 	}
 	var total *int64
 	if countMode != "" {
