@@ -193,10 +193,17 @@ func (q *request) runWrite(p *writePlan) {
 			q.applied = append(q.applied, "max-affected="+v)
 		}
 	}
-	needRows := p.ret == "representation" || p.ret == "headers-only" || q.singular()
+	// A declared table's After hook runs on every written row (its
+	// declared columns), in the transaction; its outputs are the rows
+	// answered.
+	after := p.decl != nil && p.decl.Resource.AfterHook(p.op)
+	needRows := p.ret == "representation" || p.ret == "headers-only" || q.singular() || after
 	compose := func() (string, *Error) {
 		if !needRows {
 			return p.stmt, nil
+		}
+		if after {
+			return "with _pgrst_src as (" + p.stmt + " returning _t.*) select count(*), coalesce(json_agg(_pgrst_src), '[]')::text from _pgrst_src", nil
 		}
 		sel := "_t.*"
 		if p.ret == "headers-only" && len(p.rel.pk) > 0 {
@@ -223,7 +230,7 @@ func (q *request) runWrite(p *writePlan) {
 		sql = s
 	}
 	var n int64
-	var body string
+	var body, written string
 	var refusal *Error
 	run := func(dq db.Querier) error {
 		if p.perRow != nil {
@@ -249,6 +256,14 @@ func (q *request) runWrite(p *writePlan) {
 			}
 			n = tag.RowsAffected()
 		}
+		if after {
+			written = body
+			out, err := q.afterRows(dq, p, body)
+			if err != nil {
+				return err
+			}
+			body = out
+		}
 		switch {
 		case maxAffected >= 0 && n > int64(maxAffected):
 			refusal = apiErr(http.StatusBadRequest, "PGRST124", "Query result exceeds max-affected preference constraint").
@@ -266,7 +281,7 @@ func (q *request) runWrite(p *writePlan) {
 	var err error
 	scope := declScope(p.decl, p.op)
 	wctx := q.writeCtx()
-	if p.perRow != nil || rollback || maxAffected >= 0 || q.singular() {
+	if p.perRow != nil || after || rollback || maxAffected >= 0 || q.singular() {
 		err = q.api.d.TxWith(wctx, q.auth.Caller(), scope, run)
 	} else {
 		err = q.api.d.ReadWith(wctx, q.auth.Caller(), scope, run)
@@ -292,6 +307,9 @@ func (q *request) runWrite(p *writePlan) {
 		return
 	case "headers-only":
 		if len(p.rel.pk) > 0 && n > 0 {
+			if written != "" {
+				body = written
+			}
 			var rows []map[string]any
 			if json.Unmarshal([]byte(body), &rows) == nil && len(rows) > 0 {
 				loc := "/" + p.rel.name + "?"
@@ -312,6 +330,58 @@ func (q *request) runWrite(p *writePlan) {
 	q.respondRows(status, 0, 0, total, "", false)
 }
 
+// afterRows runs a declared table's After hook (create or update) on each
+// written row of body (a JSON array of whole rows), inside the write's
+// transaction, and returns the JSON array of the hooks' outputs. Each row
+// holds the declared columns, as on the native route, whatever select=
+// asks.
+func (q *request) afterRows(dq db.Querier, p *writePlan, body string) (string, error) {
+	rows, err := decodeRows(body, allowedColumns(p.decl))
+	if err != nil {
+		return "", err
+	}
+	res := p.decl.Resource
+	keyName := res.Describe().Key.Name
+	outs := make([]any, len(rows))
+	for i, row := range rows {
+		var key any
+		if v, ok := row[keyName]; ok && v != nil {
+			if key, err = res.ParseKey(jsonText(v)); err != nil {
+				return "", err
+			}
+		}
+		if outs[i], err = res.AfterRow(q.r.Context(), &rest.WriteCheck{Operation: p.op, Auth: q.auth, DB: dq, Request: q.r, Key: key, Row: row}); err != nil {
+			return "", err
+		}
+	}
+	out, err := json.Marshal(outs)
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// decodeRows reads a JSON array of objects (numbers kept exact), keeping
+// only the allowed keys when allowed is not nil.
+func decodeRows(body string, allowed []string) ([]rest.Row, error) {
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var rows []rest.Row
+	if err := dec.Decode(&rows); err != nil {
+		return nil, err
+	}
+	if allowed != nil {
+		for _, row := range rows {
+			for k := range row {
+				if !contains(allowed, k) {
+					delete(row, k)
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
 func jsonText(v any) string {
 	switch t := v.(type) {
 	case string:
@@ -328,10 +398,6 @@ func jsonText(v any) string {
 func (q *request) insert(rel *relation, decl *Table) {
 	if _, ok := declaredOp(decl, rest.OpCreate); !ok {
 		writeError(q.w, notServed(q.r.Method))
-		return
-	}
-	if decl != nil && decl.Resource.AfterHook(rest.OpCreate) {
-		writeError(q.w, afterHookRefusal(rel, rest.OpCreate))
 		return
 	}
 	rows, e := q.bodyRows()
@@ -473,10 +539,6 @@ func (q *request) insertRows(rel *relation, decl *Table, rows []map[string]any, 
 func (q *request) update(rel *relation, decl *Table) {
 	if _, ok := declaredOp(decl, rest.OpUpdate); !ok {
 		writeError(q.w, notServed(q.r.Method))
-		return
-	}
-	if decl != nil && decl.Resource.AfterHook(rest.OpUpdate) {
-		writeError(q.w, afterHookRefusal(rel, rest.OpUpdate))
 		return
 	}
 	items, e := parseSelect(q.query.Get("select"))

@@ -121,9 +121,9 @@ func (r *Resource) RowHooked(op Operation) bool {
 }
 
 // AfterHook reports whether op has an After hook (AfterList, AfterGet,
-// AfterCreate or AfterUpdate), which only [Resource.Do] runs: a front
-// answering with its own statement refuses such an operation rather than
-// skip the hook.
+// AfterCreate or AfterUpdate): a front answering with its own statement
+// runs it with [Resource.AfterRow] or [Resource.AfterPage], or refuses
+// the operation, rather than skip the hook.
 func (r *Resource) AfterHook(op Operation) bool {
 	h := &r.hooks
 	switch op {
@@ -148,3 +148,47 @@ func (r *Resource) ParseKey(s string) (any, error) { return r.parseKey(s) }
 // Config.StatementTimeout or Config.StatementTimeouts), for a front that
 // runs op's statements itself; nil uses the DB's.
 func (r *Resource) Scope(op Operation) *db.ScopeOpts { return r.scope(op) }
+
+// AfterRow runs, for one row another front wrote or read in its own
+// transaction (w.DB), what [Resource.Do] runs after the statement: op's
+// After hook (OpCreate: Hooks.AfterCreateFunc, OpUpdate:
+// Hooks.AfterUpdateFunc, OpGet: Hooks.AfterGetFunc) on w.Row, and
+// returns its output, which the front answers in the row's place (w.Row
+// itself when op has no After hook). An error rolls the front's write
+// back; it is always a *problem.Problem.
+func (r *Resource) AfterRow(ctx context.Context, w *WriteCheck) (any, error) {
+	h := &r.hooks
+	var f func(*Ctx, Row) (any, error)
+	switch w.Operation {
+	case OpCreate:
+		f = h.AfterCreateFunc
+	case OpUpdate:
+		f = h.AfterUpdateFunc
+	case OpGet:
+		f = h.AfterGetFunc
+	}
+	if f == nil {
+		return w.Row, nil
+	}
+	call := &Call{Operation: w.Operation, Auth: w.Auth, Request: w.Request}
+	out, err := f(r.newCtx(ctx, call, w.Auth.Caller(), w.DB), w.Row)
+	if err != nil {
+		return nil, r.toProblem(call, hookErr(err))
+	}
+	return out, nil
+}
+
+// AfterPage runs Hooks.AfterListFunc on a page another front read in its
+// own transaction (w.DB) and returns its output (page itself without the
+// hook). The error is always a *problem.Problem.
+func (r *Resource) AfterPage(ctx context.Context, w *WriteCheck, page *Page) (any, error) {
+	if r.hooks.AfterListFunc == nil {
+		return page, nil
+	}
+	call := &Call{Operation: OpList, Auth: w.Auth, Request: w.Request}
+	out, err := r.hooks.AfterListFunc(r.newCtx(ctx, call, w.Auth.Caller(), w.DB), page)
+	if err != nil {
+		return nil, r.toProblem(call, hookErr(err))
+	}
+	return out, nil
+}
