@@ -196,8 +196,13 @@ func (q *request) runWrite(p *writePlan) {
 	// A declared table's After hook runs on every written row (its
 	// declared columns), in the transaction; its outputs are the rows
 	// answered.
-	after := p.decl != nil && p.decl.Resource.AfterHook(p.op)
-	needRows := p.ret == "representation" || p.ret == "headers-only" || q.singular() || after
+	// (perRow may change p.op: a hooked PUT is an update or a create.)
+	var after, needRows bool
+	decide := func() {
+		after = p.decl != nil && p.decl.Resource.AfterHook(p.op)
+		needRows = p.ret == "representation" || p.ret == "headers-only" || q.singular() || after
+	}
+	decide()
 	compose := func() (string, *Error) {
 		if !needRows {
 			return p.stmt, nil
@@ -237,8 +242,7 @@ func (q *request) runWrite(p *writePlan) {
 			if err := p.perRow(dq); err != nil {
 				return err
 			}
-		}
-		if p.perRow != nil {
+			decide()
 			s, e := compose()
 			if e != nil {
 				return e
@@ -749,36 +753,17 @@ func (q *request) remove(rel *relation, decl *Table) {
 	q.runWrite(p)
 }
 
-// hookedRefusal answers an update or delete of a declared table whose
-// permission or hooks run per row: the data API does not run them for
-// filtered writes yet, and never bypasses them.
-func hookedRefusal(rel *relation) *Error {
-	return apiErr(http.StatusMethodNotAllowed, "PGRST117", "This write is not served by the data API").
-		withDetails("'" + rel.qualified() + "' has a permission or Go hooks on this operation, which the data API does not run for filtered updates and deletes").
-		withHint("Use the table's native route, which runs them.")
-}
-
-// afterHookRefusal answers an operation of a declared table with an After
-// hook, which only the native route runs.
-func afterHookRefusal(rel *relation, op rest.Operation) *Error {
-	return apiErr(http.StatusMethodNotAllowed, "PGRST117", "This operation is not served by the data API").
-		withDetails("'" + rel.qualified() + "' has an After hook on " + string(op) + ", which only its native route runs").
-		withHint("Use the table's native route.")
-}
-
 // put answers PUT /{table}?pk=eq.v: an upsert of the one row the primary
 // key filters name, whose body must hold the same key.
 func (q *request) put(rel *relation, decl *Table) {
+	hooked := false
 	if decl != nil {
 		for _, op := range []rest.Operation{rest.OpCreate, rest.OpUpdate} {
 			if _, ok := declaredOp(decl, op); !ok {
 				writeError(q.w, notServed(q.r.Method))
 				return
 			}
-			if decl.Resource.RowHooked(op) || decl.Resource.AfterHook(op) {
-				writeError(q.w, hookedRefusal(rel))
-				return
-			}
+			hooked = hooked || decl.Resource.RowHooked(op) || decl.Resource.AfterHook(op)
 		}
 	}
 	cond, e := parseConditions(q.query)
@@ -817,5 +802,88 @@ func (q *request) put(rel *relation, decl *Table) {
 			return
 		}
 	}
+	if hooked {
+		q.putHooked(rel, decl, cond, obj)
+		return
+	}
 	q.insertRows(rel, decl, []map[string]any{obj}, rel.pk)
+}
+
+// putHooked answers PUT on a declared table with a permission or hooks
+// on create or update: in one transaction it reads the row the key names
+// under the caller's row-level security; found, the write is an update
+// of it (the update permission, AuthorizeFunc, BeforeUpdateFunc with the
+// current row, then AfterUpdateFunc), else a create (the create
+// permission, AuthorizeFunc, BeforeCreateFunc, then AfterCreateFunc),
+// each one statement with the values the Before hook returned. A row
+// that exists but that the caller cannot see is not overwritten: its
+// insert answers 409 (23505).
+func (q *request) putHooked(rel *relation, decl *Table, cond *conditions, obj map[string]any) {
+	items, e := parseSelect(q.query.Get("select"))
+	if e != nil {
+		writeError(q.w, e)
+		return
+	}
+	allowed := allowedColumns(decl)
+	if _, e := writeColumns(rel, []map[string]any{obj}, "", allowed); e != nil {
+		writeError(q.w, e)
+		return
+	}
+	ctx := q.r.Context()
+	res := decl.Resource
+	table := pgx.Identifier{rel.schema, rel.name}.Sanitize()
+	p := &writePlan{rel: rel, decl: decl, op: rest.OpCreate, b: &builder{rel: rel, req: q, cond: cond}, ret: q.returnMode(), status: http.StatusOK, items: items}
+	p.perRow = func(dq db.Querier) error {
+		bm := &builder{rel: rel, req: q, cond: cond}
+		var raw string
+		err := dq.QueryRow(ctx, "select to_json(_t)::text from "+table+" _t where "+bm.whereSQL(cond), bm.args...).Scan(&raw)
+		found := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		in := rest.Row{}
+		for k, v := range obj {
+			in[k] = v
+		}
+		check := &rest.WriteCheck{Operation: rest.OpCreate, Auth: q.auth, DB: dq, Request: q.r, Data: in}
+		if found {
+			rows, err := decodeRows("["+raw+"]", allowed)
+			if err != nil {
+				return err
+			}
+			check.Operation, check.Row = rest.OpUpdate, rows[0]
+			if v, ok := rows[0][res.Describe().Key.Name]; ok && v != nil {
+				if check.Key, err = res.ParseKey(jsonText(v)); err != nil {
+					return err
+				}
+			}
+		}
+		values, err := res.CheckWrite(ctx, check)
+		if err != nil {
+			return err
+		}
+		cols, e := writeColumns(rel, []map[string]any{values}, "", nil)
+		if e != nil {
+			return e
+		}
+		b := &builder{rel: rel, req: q, cond: cond}
+		body, _ := json.Marshal(values)
+		src := "json_populate_record(null::" + table + ", " + b.param(string(body)) + "::json)"
+		p.op, p.b = check.Operation, b
+		switch {
+		case !found && len(cols) == 0:
+			p.stmt = "insert into " + table + " as _t default values"
+		case !found:
+			p.stmt = "insert into " + table + " as _t (" + identList(cols) + ") select " + identList(cols) + " from " + src
+		case len(cols) == 0:
+			p.stmt = "update " + table + " as _t set " + ident(rel.pk[0]) + " = _t." + ident(rel.pk[0]) + " where " + b.whereSQL(cond)
+		default:
+			p.stmt = "update " + table + " as _t set (" + identList(cols) + ") = (select " + identList(cols) + " from " + src + ") where " + b.whereSQL(cond)
+			if len(cols) == 1 {
+				p.stmt = "update " + table + " as _t set " + ident(cols[0]) + " = (select " + ident(cols[0]) + " from " + src + ") where " + b.whereSQL(cond)
+			}
+		}
+		return nil
+	}
+	q.runWrite(p)
 }
