@@ -562,7 +562,7 @@ func (q *request) read(rel *relation, decl *Table) {
 	scope := declScope(decl, info.Operation)
 	if hooked {
 		// A permission check or AuthorizeFunc may write: the primary.
-		err = q.api.d.TxWith(q.readCtx(), q.auth.Caller(), scope, run)
+		err = q.decided(func() error { return q.api.d.TxWith(q.readCtx(), q.auth.Caller(), scope, run) })
 	} else {
 		err = q.api.d.ReplicaRead(q.readCtx(), q.auth.Caller(), scope, run)
 	}

@@ -286,7 +286,7 @@ func (q *request) runWrite(p *writePlan) {
 	scope := declScope(p.decl, p.op)
 	wctx := q.writeCtx()
 	if p.perRow != nil || after || rollback || maxAffected >= 0 || q.singular() {
-		err = q.api.d.TxWith(wctx, q.auth.Caller(), scope, run)
+		err = q.decided(func() error { return q.api.d.TxWith(wctx, q.auth.Caller(), scope, run) })
 	} else {
 		err = q.api.d.ReadWith(wctx, q.auth.Caller(), scope, run)
 	}
@@ -384,6 +384,26 @@ func decodeRows(body string, allowed []string) ([]rest.Row, error) {
 		}
 	}
 	return rows, nil
+}
+
+// decided runs tx, a transaction checking a declared table's permissions;
+// when the authorizer's decision needs work outside it (Decision.Then)
+// it runs that work once the transaction has ended and, when it allows,
+// tx once more (once), as the native routes do. Otherwise the answer is
+// the follow-up's problem (APPROVAL_REQUIRED with the approval, or
+// PERMISSION_DENIED).
+func (q *request) decided(tx func() error) error {
+	err := tx()
+	for retried := false; ; retried = true {
+		var dd *rest.DeferredDecision
+		if !errors.As(err, &dd) {
+			return err
+		}
+		if derr := dd.Decide(q.r.Context(), retried); derr != nil {
+			return derr
+		}
+		err = tx()
+	}
 }
 
 func jsonText(v any) string {
@@ -523,7 +543,11 @@ func (q *request) insertRows(rel *relation, decl *Table, rows []map[string]any, 
 		p.perRow = func(dq db.Querier) error {
 			out := make([]map[string]any, len(rows))
 			for i, r := range rows {
-				v, err := decl.Resource.CheckWrite(q.r.Context(), &rest.WriteCheck{Operation: rest.OpCreate, Auth: q.auth, DB: dq, Request: q.r, Data: rest.Row(r)})
+				data := rest.Row{} // a copy per run: a Before hook may change it
+				for k, v := range r {
+					data[k] = v
+				}
+				v, err := decl.Resource.CheckWrite(q.r.Context(), &rest.WriteCheck{Operation: rest.OpCreate, Auth: q.auth, DB: dq, Request: q.r, Data: data})
 				if err != nil {
 					return err
 				}
