@@ -164,6 +164,10 @@ func (b *bundle) do(method, path, user, body string, headers ...string) resp {
 	}
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ":")
+		if strings.EqualFold(strings.TrimSpace(k), "Content-Type") {
+			req.Header.Set("Content-Type", strings.TrimSpace(v))
+			continue
+		}
 		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	res, err := http.DefaultClient.Do(req)

@@ -53,6 +53,9 @@ func (q *request) readJSON() (any, *Error) {
 
 // bodyRows reads a write body: one object or an array of objects.
 func (q *request) bodyRows() ([]map[string]any, *Error) {
+	if mt, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type")); err == nil && mt == "text/csv" {
+		return q.csvRows()
+	}
 	v, e := q.readJSON()
 	if e != nil {
 		return nil, e
