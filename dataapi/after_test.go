@@ -150,6 +150,13 @@ func TestDeclaredAfterHooks(t *testing.T) {
 	if r := b.do("POST", "/todos", "invalid", `{"title":"x"}`); r.status != 401 {
 		t.Errorf("invalid token: %d %s", r.status, r.body)
 	}
+	// An anonymous sign-in is not a user to this guard.
+	anonymous := "anonymous:33333333-3333-3333-3333-333333333333"
+	for _, m := range []string{"GET", "POST", "PATCH"} {
+		if r := b.do(m, "/todos", anonymous, `{"title":"x"}`); (r.status != 401 && r.status != 403) || errCode(t, r) != "PGRST302" {
+			t.Errorf("%s by an anonymous sign-in: %d %s", m, r.status, r.body)
+		}
+	}
 }
 
 // TestDeclaredAfterGet: a table serving get (not list) runs AfterGetFunc

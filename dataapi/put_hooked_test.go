@@ -107,6 +107,8 @@ func TestDeclaredPutRunsHooks(t *testing.T) {
 		{alice, "/todos?id=eq.102", `{"id":102,"owner_id":"` + bob + `"}`, 400, "PGRST204"},
 		{alice, "/todos?id=eq.102", `{"id":102,"priority":"high"}`, 400, "22P02"},
 		{"", "/todos?id=eq.102", `{"id":102,"title":"x"}`, 401, "PGRST302"},
+		{"anonymous:" + bob, "/todos?id=eq.102", `{"id":102,"title":"x"}`, 403, "PGRST302"},
+		{"invalid", "/todos?id=eq.102", `{"id":102,"title":"x"}`, 401, "PGRST301"},
 	} {
 		r := b.do("PUT", tc.path, tc.user, tc.body)
 		if r.status != tc.status || errCode(t, r) != tc.code {

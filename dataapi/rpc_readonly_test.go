@@ -179,6 +179,12 @@ func TestRPCSingleObject(t *testing.T) {
 	if r.status != 200 || r.body != "[]" {
 		t.Errorf("anon sees no one's rows: %d %s", r.status, r.body)
 	}
+	// An anonymous sign-in is an authenticated caller with its own id: it
+	// sees none of the others' rows.
+	r = b.do("POST", "/rpc/my_todos", "anonymous:33333333-3333-3333-3333-333333333333", `{}`, so)
+	if r.status != 200 || r.body != "[]" {
+		t.Errorf("anonymous sign-in: %d %s", r.status, r.body)
+	}
 	// A volatile single-object function writes, as the caller.
 	r = b.do("POST", "/rpc/add_todo", bob, `{"title":"via rpc"}`, so)
 	if r.status != 200 || b.count("select count(*) from todos where title = 'via rpc' and owner_id = '"+bob+"'") != 1 {
