@@ -92,13 +92,18 @@ type API struct {
 	aggs     bool
 	cc       string
 	log      *slog.Logger
+	// listening and reloaded, when set (tests), are told that Listen
+	// listens and that a notification's reload ended.
+	listening func()
+	reloaded  func(error)
 }
 
 // New reads the exposed schemas' tables, views and functions from the
 // catalogue and returns the API. It fails when a schema does not exist,
 // when a declared table is not in an exposed schema, and (unless
 // AllowWithoutRLS) with [ErrUnprotected] naming the tables to protect.
-// Tables created later are served after a restart.
+// Tables created later are served after [API.Reload] (which [API.Listen]
+// runs on NOTIFY pgrst).
 func New(ctx context.Context, cfg *Config) (*API, error) {
 	if cfg == nil || cfg.DB == nil {
 		return nil, errors.New("dataapi: Config.DB is required")
