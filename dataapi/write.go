@@ -198,8 +198,8 @@ func (q *request) runWrite(p *writePlan) {
 	}
 	// A declared table's After hook runs on every written row (its
 	// declared columns), in the transaction; its outputs are the rows
-	// answered.
-	// (perRow may change p.op: a hooked PUT is an update or a create.)
+	// answered. (perRow may change p.op: a hooked PUT is an update or a
+	// create.)
 	var after, needRows bool
 	decide := func() {
 		after = p.decl != nil && p.decl.Resource.AfterHook(p.op)
@@ -263,14 +263,6 @@ func (q *request) runWrite(p *writePlan) {
 			}
 			n = tag.RowsAffected()
 		}
-		if after {
-			written = body
-			out, err := q.afterRows(dq, p, body)
-			if err != nil {
-				return err
-			}
-			body = out
-		}
 		switch {
 		case maxAffected >= 0 && n > int64(maxAffected):
 			refusal = apiErr(http.StatusBadRequest, "PGRST124", "Query result exceeds max-affected preference constraint").
@@ -280,7 +272,16 @@ func (q *request) runWrite(p *writePlan) {
 			refusal = apiErr(http.StatusNotAcceptable, "PGRST116", "Cannot coerce the result to a single JSON object").
 				withDetails("The result contains " + strconv.FormatInt(n, 10) + " rows")
 			return errRollback
-		case rollback:
+		}
+		if after {
+			written = body
+			out, err := q.afterRows(dq, p, body)
+			if err != nil {
+				return err
+			}
+			body = out
+		}
+		if rollback {
 			return errRollback
 		}
 		return nil
