@@ -92,13 +92,18 @@ type API struct {
 	aggs     bool
 	cc       string
 	log      *slog.Logger
+	// listening and reloaded, when set (tests), are told that Listen
+	// listens and that a notification's reload ended.
+	listening func()
+	reloaded  func(error)
 }
 
 // New reads the exposed schemas' tables, views and functions from the
 // catalogue and returns the API. It fails when a schema does not exist,
 // when a declared table is not in an exposed schema, and (unless
 // AllowWithoutRLS) with [ErrUnprotected] naming the tables to protect.
-// Tables created later are served after a restart.
+// Tables created later are served after [API.Reload] (which [API.Listen]
+// runs on NOTIFY pgrst).
 func New(ctx context.Context, cfg *Config) (*API, error) {
 	if cfg == nil || cfg.DB == nil {
 		return nil, errors.New("dataapi: Config.DB is required")
@@ -246,6 +251,13 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &request{api: a, cat: a.cat.Load(), w: w, r: r, auth: auth, query: q, schema: schema, prefer: parsePrefer(r.Header.Values("Prefer"))}
+	if a.d.HasReplicas() {
+		var e *Error
+		if req.pos, e = requestPosition(r); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
 	if req.prefer["handling"] == "strict" {
 		for k := range req.prefer {
 			if !knownPreferences[k] {
@@ -324,7 +336,7 @@ func (a *API) cacheHeaders(w http.ResponseWriter, r *http.Request) {
 
 // knownPreferences are the Prefer keys the data API reads.
 var knownPreferences = map[string]bool{"return": true, "count": true, "resolution": true, "missing": true,
-	"tx": true, "handling": true, "max-affected": true}
+	"tx": true, "handling": true, "max-affected": true, "params": true}
 
 // parsePrefer reads Prefer headers into key → value ("return" →
 // "representation").

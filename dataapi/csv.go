@@ -4,8 +4,49 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 )
+
+// csvRows reads a text/csv body as PostgREST does: a header line naming
+// the columns, then one line per row, each field its column's text (cast
+// by Postgres to the column's type); the unquoted or quoted text NULL is
+// null, an empty field the empty string.
+func (q *request) csvRows() ([]map[string]any, *Error) {
+	raw, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, MaxBodyBytes))
+	if err != nil {
+		return nil, apiErr(http.StatusRequestEntityTooLarge, "PGRST102", "The body is larger than "+strconv.Itoa(MaxBodyBytes)+" bytes or could not be read")
+	}
+	rd := csv.NewReader(bytes.NewReader(raw))
+	recs, err := rd.ReadAll()
+	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
+			return nil, apiErr(http.StatusBadRequest, "PGRST102", "All lines must have same number of fields")
+		}
+		return nil, apiErr(http.StatusBadRequest, "PGRST102", "Empty or invalid csv").withDetails(err.Error())
+	}
+	if len(recs) == 0 {
+		return nil, apiErr(http.StatusBadRequest, "PGRST102", "Empty or invalid csv")
+	}
+	header := recs[0]
+	rows := make([]map[string]any, 0, len(recs)-1)
+	for _, rec := range recs[1:] {
+		row := make(map[string]any, len(header))
+		for i, name := range header {
+			if rec[i] == "NULL" {
+				row[name] = nil
+			} else {
+				row[name] = rec[i]
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
 
 // wantsCSV reports Accept: text/csv.
 func (q *request) wantsCSV() bool {

@@ -42,7 +42,8 @@
 //
 // # Writes
 //
-// POST inserts one object or an array in one statement; Prefer:
+// POST inserts one object, an array or the lines of a text/csv body in
+// one statement; Prefer:
 // return=minimal|headers-only|representation, missing=default,
 // resolution=merge-duplicates|ignore-duplicates with on_conflict=,
 // count=exact, tx=rollback and handling=strict with max-affected apply,
@@ -54,9 +55,21 @@
 // runs Hooks.AuthorizeFunc and Hooks.BeforeCreateFunc for every row
 // inside the insert's transaction; a filtered update or delete reads the
 // matched rows under RLS and runs the permission, AuthorizeFunc and the
-// Before hook for each before writing exactly those rows. An operation
-// with an After hook, which only the native route runs, is refused (405)
-// rather than run without it.
+// Before hook for each before writing exactly those rows. After hooks
+// run in the same transaction: AfterCreateFunc and AfterUpdateFunc on
+// every written row, AfterListFunc on the page read (AfterGetFunc on each
+// row of a table serving get only); what they return is answered. PUT on
+// such a table is an update of the row the caller sees, else a create,
+// each with its permission and hooks. A decision needing an approval
+// answers APPROVAL_REQUIRED; Decision.Then runs after the transaction, as
+// on the native routes.
+//
+// # Read replicas
+//
+// With read replicas (db.Config.Replicas) reads run on a replica, and
+// writes answer the Tablegate-Position header (and cookie, for a cookie
+// session) that the caller's next reads carry to see them, as on the
+// native routes.
 //
 // # Functions
 //
@@ -64,7 +77,15 @@
 // json/jsonb parameter) and GET (query arguments) calls functions of the
 // exposed schemas: scalar, composite, SETOF and void (204); select,
 // filters, order and paging apply to set results. Postgres checks
-// EXECUTE as the caller's role.
+// EXECUTE as the caller's role. GET and HEAD, and POST to a STABLE or
+// IMMUTABLE function, run read-only (a write answers 405, 25006); Prefer:
+// params=single-object passes the whole body as the function's one
+// json/jsonb parameter.
+//
+// # Schema reloads
+//
+// [API.Listen] reloads the catalogue on NOTIFY pgrst, 'reload schema',
+// as PostgREST does; [API.Reload] does it on demand.
 //
 // # Description
 //

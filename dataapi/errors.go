@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -105,6 +106,10 @@ func toError(err error, anon bool) *Error {
 		}
 		if p.Permission != "" {
 			out.Details = "permission " + p.Permission
+		}
+		if p.Approval != nil && p.Approval.ID != "" {
+			out.Details = strings.TrimPrefix(out.Details+", approval "+p.Approval.ID, ", ")
+			out.Hint = "The approval " + p.Approval.ID + " must be granted first; send the request again once it is."
 		}
 		return out
 	}

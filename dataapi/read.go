@@ -1,6 +1,7 @@
 package dataapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -28,6 +29,13 @@ type request struct {
 	relName string
 	prefer  map[string]string
 	applied []string
+	// bodyGiven reports that readJSON read a body that is not empty (a
+	// JSON null included).
+	bodyGiven bool
+	// pos is the position the request asks its reads to see (with read
+	// replicas); written receives a write's commit position.
+	pos     db.Position
+	written *db.Position
 }
 
 func (q *request) anon() bool { return q.auth.Kind == authctx.KindAnon || q.auth.Kind == "" }
@@ -473,11 +481,8 @@ func (q *request) read(rel *relation, decl *Table) {
 		writeError(q.w, notServed(q.r.Method))
 		return
 	}
-	if decl != nil && decl.Resource.AfterHook(info.Operation) {
-		writeError(q.w, afterHookRefusal(rel, info.Operation))
-		return
-	}
-	hooked := decl != nil && decl.Resource.RowHooked(info.Operation)
+	after := decl != nil && decl.Resource.AfterHook(info.Operation)
+	hooked := after || decl != nil && decl.Resource.RowHooked(info.Operation)
 	items, e := parseSelect(q.query.Get("select"))
 	if e != nil {
 		writeError(q.w, e)
@@ -537,6 +542,13 @@ func (q *request) read(rel *relation, decl *Table) {
 		if err := dq.QueryRow(q.r.Context(), sql, b.args...).Scan(&totalN, &pageN, &body); err != nil {
 			return err
 		}
+		if after {
+			out, n, err := q.afterRead(dq, decl, info.Operation, body, totalN)
+			if err != nil {
+				return err
+			}
+			body, pageN = out, n
+		}
 		if countMode == "planned" || (countMode == "estimated" && totalN != nil && *totalN > int64(q.api.maxRows)) {
 			n, err := plannedCount(q, dq, "select "+sel+" from "+from+" where "+where, b.args)
 			if err != nil {
@@ -549,9 +561,10 @@ func (q *request) read(rel *relation, decl *Table) {
 	var err error
 	scope := declScope(decl, info.Operation)
 	if hooked {
-		err = q.api.d.TxWith(q.r.Context(), q.auth.Caller(), scope, run)
+		// A permission check or AuthorizeFunc may write: the primary.
+		err = q.decided(func() error { return q.api.d.TxWith(q.readCtx(), q.auth.Caller(), scope, run) })
 	} else {
-		err = q.api.d.ReadWith(q.r.Context(), q.auth.Caller(), scope, run)
+		err = q.api.d.ReplicaRead(q.readCtx(), q.auth.Caller(), scope, run)
 	}
 	if err != nil {
 		q.fail(err)
@@ -564,6 +577,89 @@ func (q *request) read(rel *relation, decl *Table) {
 		q.applied = append(q.applied, "count="+countMode)
 	}
 	q.respondRows(http.StatusOK, offset, pageN, totalN, body, true)
+}
+
+// afterRead runs a declared table's AfterGetFunc on each row read (op
+// get) or its AfterListFunc on the page (op list), in the read's
+// transaction, and returns the JSON array answered and its length. The
+// rows are as select= shaped them. An AfterListFunc answers rows: a
+// *rest.Page (its items), a JSON array, or an object with an items
+// array.
+func (q *request) afterRead(dq db.Querier, decl *Table, op rest.Operation, body string, total *int64) (string, int64, error) {
+	rows, err := decodeRows(body, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	res := decl.Resource
+	check := &rest.WriteCheck{Operation: op, Auth: q.auth, DB: dq, Request: q.r}
+	var items []any
+	if op == rest.OpGet {
+		for _, row := range rows {
+			check.Row = row
+			out, err := res.AfterRow(q.r.Context(), check)
+			if err != nil {
+				return "", 0, err
+			}
+			items = append(items, out)
+		}
+	} else {
+		out, err := res.AfterPage(q.r.Context(), check, &rest.Page{Items: rows, Count: total})
+		if err != nil {
+			return "", 0, err
+		}
+		if items, err = pageItems(out); err != nil {
+			return "", 0, err
+		}
+	}
+	if items == nil {
+		items = []any{}
+	}
+	raw, err := json.Marshal(items)
+	if err != nil {
+		return "", 0, err
+	}
+	return string(raw), int64(len(items)), nil
+}
+
+// pageItems reads the rows of what an AfterListFunc returned.
+func pageItems(out any) ([]any, error) {
+	switch p := out.(type) {
+	case *rest.Page:
+		if p == nil {
+			return nil, nil
+		}
+		return rowsAny(p.Items), nil
+	case rest.Page:
+		return rowsAny(p.Items), nil
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	switch t := v.(type) {
+	case []any:
+		return t, nil
+	case map[string]any:
+		if items, ok := t["items"].([]any); ok {
+			return items, nil
+		}
+	}
+	return nil, apiErr(http.StatusInternalServerError, "PGRST000", "The table's AfterListFunc returned a value the data API cannot answer as rows").
+		withHint("Return the page, a JSON array, or an object with an items array.")
+}
+
+func rowsAny(rows []rest.Row) []any {
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		out[i] = r
+	}
+	return out
 }
 
 // plannedCount is the planner's estimate of the rows the read without

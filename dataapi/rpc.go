@@ -43,11 +43,21 @@ func (q *request) serveRPC(name string) {
 			argNames[a.name] = true
 		}
 	}
+	// Prefer: params=single-object passes the whole body as the one
+	// json/jsonb parameter of the function (named or not), as PostgREST
+	// does; it applies to POST, whose body it is.
+	singleObject := q.r.Method == http.MethodPost && q.prefer["params"] == "single-object"
 	if q.r.Method == http.MethodPost {
 		v, e := q.readJSON()
 		if e != nil {
 			writeError(q.w, e)
 			return
+		}
+		if singleObject {
+			if v == nil && !q.bodyGiven {
+				v = map[string]any{}
+			}
+			rawBody, _ = json.Marshal(v)
 		}
 		switch t := v.(type) {
 		case nil:
@@ -69,14 +79,22 @@ func (q *request) serveRPC(name string) {
 			filterQuery[k] = vs
 		}
 	}
-	f, e := chooseFunction(key, overloads, args)
+	var f *function
+	var e *Error
+	if singleObject {
+		f, e = chooseSingleObject(key, overloads)
+	} else {
+		f, e = chooseFunction(key, overloads, args)
+	}
 	if e != nil {
 		writeError(q.w, e)
 		return
 	}
 	b := &builder{}
 	var argSQL []string
-	if len(f.args) == 1 && f.args[0].name == "" {
+	if singleObject {
+		argSQL = append(argSQL, b.param(string(rawBody))+"::"+f.args[0].typ)
+	} else if len(f.args) == 1 && f.args[0].name == "" {
 		// One unnamed parameter takes the whole body.
 		if v, ok := args[""]; ok && len(args) == 1 {
 			rawBody, _ = json.Marshal(v)
@@ -112,13 +130,22 @@ func (q *request) serveRPC(name string) {
 	call := pgx.Identifier{f.schema, f.name}.Sanitize() + "(" + strings.Join(argSQL, ", ") + ")"
 	ctx := q.r.Context()
 	caller := q.auth.Caller()
-	// A GET or HEAD runs the function in a read-only transaction, as
-	// PostgREST does: a function that writes answers 405 (25006) there.
+	// A GET or HEAD, and a POST to a STABLE or IMMUTABLE function, run
+	// the function in a read-only transaction, as PostgREST does: a
+	// function that writes answers 405 (25006) there.
+	readOnly := q.r.Method != http.MethodPost || f.volatile == 's' || f.volatile == 'i'
+	// With read replicas a read-only call runs on one (that has replayed
+	// past the request's position); a volatile POST answers its commit
+	// position.
 	run := func(fn func(dq db.Querier) error) error {
-		if q.r.Method == http.MethodPost {
-			return q.api.d.Read(ctx, caller, fn)
+		if !readOnly {
+			err := q.api.d.Read(q.writeCtx(), caller, fn)
+			if err == nil {
+				q.answerPosition()
+			}
+			return err
 		}
-		return q.api.d.Tx(ctx, caller, func(dq db.Querier) error {
+		return q.api.d.ReplicaTx(q.readCtx(), caller, nil, func(dq db.Querier) error {
 			if _, err := dq.Exec(ctx, "set transaction read only"); err != nil {
 				return err
 			}
@@ -237,6 +264,31 @@ func firstOf(vs []string) string {
 		return ""
 	}
 	return vs[0]
+}
+
+// chooseSingleObject picks the overload taking one json or jsonb
+// parameter, named or not, for Prefer: params=single-object (PGRST202
+// when none, PGRST203 when several), in PostgREST's words.
+func chooseSingleObject(key string, overloads []*function) (*function, *Error) {
+	var fits []*function
+	for _, f := range overloads {
+		if len(f.args) == 1 && !f.args[0].array && (f.args[0].typ == "json" || f.args[0].typ == "jsonb") {
+			fits = append(fits, f)
+		}
+	}
+	switch len(fits) {
+	case 1:
+		return fits[0], nil
+	case 0:
+		return nil, apiErr(http.StatusNotFound, "PGRST202", "Could not find the function "+key+" in the schema cache").
+			withDetails("Searched for the function " + key + " with a single json/jsonb parameter, but no matches were found in the schema cache.")
+	}
+	var sigs []string
+	for _, f := range fits {
+		sigs = append(sigs, key+"("+strings.TrimSpace(f.args[0].name+" => "+f.args[0].typ)+")")
+	}
+	return nil, apiErr(http.StatusMultipleChoices, "PGRST203", "Could not choose the best candidate function between: "+strings.Join(sigs, ", ")).
+		withHint("Try renaming the parameters or the function itself in the database so function overloading can be resolved")
 }
 
 // chooseFunction picks the overload whose arguments the call names:

@@ -70,8 +70,8 @@ var (
 	bob   = "22222222-2222-2222-2222-222222222222"
 )
 
-// testCaller reads the caller from X-Test-User: a user id, "anon" or
-// "invalid".
+// testCaller reads the caller from X-Test-User: a user id, "anon",
+// "invalid", or "anonymous:" and a user id for an anonymous sign-in.
 func testCaller(r *http.Request) (authctx.Auth, error) {
 	switch h := r.Header.Get("X-Test-User"); h {
 	case "", "anon":
@@ -79,6 +79,9 @@ func testCaller(r *http.Request) (authctx.Auth, error) {
 	case "invalid":
 		return authctx.Invalid(authctx.ReasonToken, nil), nil
 	default:
+		if id, ok := strings.CutPrefix(h, "anonymous:"); ok {
+			return authctx.NewUser(authctx.Claims{"sub": id, "role": "authenticated", "is_anonymous": true}, "t", nil), nil
+		}
 		return authctx.NewUser(authctx.Claims{"sub": h, "role": "authenticated"}, "t", nil), nil
 	}
 }
@@ -164,6 +167,10 @@ func (b *bundle) do(method, path, user, body string, headers ...string) resp {
 	}
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ":")
+		if strings.EqualFold(strings.TrimSpace(k), "Content-Type") {
+			req.Header.Set("Content-Type", strings.TrimSpace(v))
+			continue
+		}
 		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	res, err := http.DefaultClient.Do(req)

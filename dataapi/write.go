@@ -35,6 +35,7 @@ func (q *request) readJSON() (any, *Error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
+	q.bodyGiven = true
 	if ct := q.r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
@@ -52,6 +53,9 @@ func (q *request) readJSON() (any, *Error) {
 
 // bodyRows reads a write body: one object or an array of objects.
 func (q *request) bodyRows() ([]map[string]any, *Error) {
+	if mt, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type")); err == nil && mt == "text/csv" {
+		return q.csvRows()
+	}
 	v, e := q.readJSON()
 	if e != nil {
 		return nil, e
@@ -192,10 +196,22 @@ func (q *request) runWrite(p *writePlan) {
 			q.applied = append(q.applied, "max-affected="+v)
 		}
 	}
-	needRows := p.ret == "representation" || p.ret == "headers-only" || q.singular()
+	// A declared table's After hook runs on every written row (its
+	// declared columns), in the transaction; its outputs are the rows
+	// answered. (perRow may change p.op: a hooked PUT is an update or a
+	// create.)
+	var after, needRows bool
+	decide := func() {
+		after = p.decl != nil && p.decl.Resource.AfterHook(p.op)
+		needRows = p.ret == "representation" || p.ret == "headers-only" || q.singular() || after
+	}
+	decide()
 	compose := func() (string, *Error) {
 		if !needRows {
 			return p.stmt, nil
+		}
+		if after {
+			return "with _pgrst_src as (" + p.stmt + " returning _t.*) select count(*), coalesce(json_agg(_pgrst_src), '[]')::text from _pgrst_src", nil
 		}
 		sel := "_t.*"
 		if p.ret == "headers-only" && len(p.rel.pk) > 0 {
@@ -222,15 +238,14 @@ func (q *request) runWrite(p *writePlan) {
 		sql = s
 	}
 	var n int64
-	var body string
+	var body, written string
 	var refusal *Error
 	run := func(dq db.Querier) error {
 		if p.perRow != nil {
 			if err := p.perRow(dq); err != nil {
 				return err
 			}
-		}
-		if p.perRow != nil {
+			decide()
 			s, e := compose()
 			if e != nil {
 				return e
@@ -257,17 +272,27 @@ func (q *request) runWrite(p *writePlan) {
 			refusal = apiErr(http.StatusNotAcceptable, "PGRST116", "Cannot coerce the result to a single JSON object").
 				withDetails("The result contains " + strconv.FormatInt(n, 10) + " rows")
 			return errRollback
-		case rollback:
+		}
+		if after {
+			written = body
+			out, err := q.afterRows(dq, p, body)
+			if err != nil {
+				return err
+			}
+			body = out
+		}
+		if rollback {
 			return errRollback
 		}
 		return nil
 	}
 	var err error
 	scope := declScope(p.decl, p.op)
-	if p.perRow != nil || rollback || maxAffected >= 0 || q.singular() {
-		err = q.api.d.TxWith(ctx, q.auth.Caller(), scope, run)
+	wctx := q.writeCtx()
+	if p.perRow != nil || after || rollback || maxAffected >= 0 || q.singular() {
+		err = q.decided(func() error { return q.api.d.TxWith(wctx, q.auth.Caller(), scope, run) })
 	} else {
-		err = q.api.d.ReadWith(ctx, q.auth.Caller(), scope, run)
+		err = q.api.d.ReadWith(wctx, q.auth.Caller(), scope, run)
 	}
 	if refusal != nil {
 		writeError(q.w, refusal)
@@ -276,6 +301,9 @@ func (q *request) runWrite(p *writePlan) {
 	if err != nil && !errors.Is(err, errRollback) {
 		q.fail(err)
 		return
+	}
+	if err == nil {
+		q.answerPosition()
 	}
 	var total *int64
 	if countMode != "" {
@@ -287,6 +315,9 @@ func (q *request) runWrite(p *writePlan) {
 		return
 	case "headers-only":
 		if len(p.rel.pk) > 0 && n > 0 {
+			if written != "" {
+				body = written
+			}
 			var rows []map[string]any
 			if json.Unmarshal([]byte(body), &rows) == nil && len(rows) > 0 {
 				loc := "/" + p.rel.name + "?"
@@ -307,6 +338,78 @@ func (q *request) runWrite(p *writePlan) {
 	q.respondRows(status, 0, 0, total, "", false)
 }
 
+// afterRows runs a declared table's After hook (create or update) on each
+// written row of body (a JSON array of whole rows), inside the write's
+// transaction, and returns the JSON array of the hooks' outputs. Each row
+// holds the declared columns, as on the native route, whatever select=
+// asks.
+func (q *request) afterRows(dq db.Querier, p *writePlan, body string) (string, error) {
+	rows, err := decodeRows(body, allowedColumns(p.decl))
+	if err != nil {
+		return "", err
+	}
+	res := p.decl.Resource
+	keyName := res.Describe().Key.Name
+	outs := make([]any, len(rows))
+	for i, row := range rows {
+		var key any
+		if v, ok := row[keyName]; ok && v != nil {
+			if key, err = res.ParseKey(jsonText(v)); err != nil {
+				return "", err
+			}
+		}
+		if outs[i], err = res.AfterRow(q.r.Context(), &rest.WriteCheck{Operation: p.op, Auth: q.auth, DB: dq, Request: q.r, Key: key, Row: row}); err != nil {
+			return "", err
+		}
+	}
+	out, err := json.Marshal(outs)
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// decodeRows reads a JSON array of objects (numbers kept exact), keeping
+// only the allowed keys when allowed is not nil.
+func decodeRows(body string, allowed []string) ([]rest.Row, error) {
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var rows []rest.Row
+	if err := dec.Decode(&rows); err != nil {
+		return nil, err
+	}
+	if allowed != nil {
+		for _, row := range rows {
+			for k := range row {
+				if !contains(allowed, k) {
+					delete(row, k)
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
+// decided runs tx, a transaction checking a declared table's permissions;
+// when the authorizer's decision needs work outside it (Decision.Then)
+// it runs that work once the transaction has ended and, when it allows,
+// tx once more (once), as the native routes do. Otherwise the answer is
+// the follow-up's problem (APPROVAL_REQUIRED with the approval, or
+// PERMISSION_DENIED).
+func (q *request) decided(tx func() error) error {
+	err := tx()
+	for retried := false; ; retried = true {
+		var dd *rest.DeferredDecision
+		if !errors.As(err, &dd) {
+			return err
+		}
+		if derr := dd.Decide(q.r.Context(), retried); derr != nil {
+			return derr
+		}
+		err = tx()
+	}
+}
+
 func jsonText(v any) string {
 	switch t := v.(type) {
 	case string:
@@ -323,10 +426,6 @@ func jsonText(v any) string {
 func (q *request) insert(rel *relation, decl *Table) {
 	if _, ok := declaredOp(decl, rest.OpCreate); !ok {
 		writeError(q.w, notServed(q.r.Method))
-		return
-	}
-	if decl != nil && decl.Resource.AfterHook(rest.OpCreate) {
-		writeError(q.w, afterHookRefusal(rel, rest.OpCreate))
 		return
 	}
 	rows, e := q.bodyRows()
@@ -448,7 +547,11 @@ func (q *request) insertRows(rel *relation, decl *Table, rows []map[string]any, 
 		p.perRow = func(dq db.Querier) error {
 			out := make([]map[string]any, len(rows))
 			for i, r := range rows {
-				v, err := decl.Resource.CheckWrite(q.r.Context(), &rest.WriteCheck{Operation: rest.OpCreate, Auth: q.auth, DB: dq, Request: q.r, Data: rest.Row(r)})
+				data := rest.Row{} // a copy per run: a Before hook may change it
+				for k, v := range r {
+					data[k] = v
+				}
+				v, err := decl.Resource.CheckWrite(q.r.Context(), &rest.WriteCheck{Operation: rest.OpCreate, Auth: q.auth, DB: dq, Request: q.r, Data: data})
 				if err != nil {
 					return err
 				}
@@ -468,10 +571,6 @@ func (q *request) insertRows(rel *relation, decl *Table, rows []map[string]any, 
 func (q *request) update(rel *relation, decl *Table) {
 	if _, ok := declaredOp(decl, rest.OpUpdate); !ok {
 		writeError(q.w, notServed(q.r.Method))
-		return
-	}
-	if decl != nil && decl.Resource.AfterHook(rest.OpUpdate) {
-		writeError(q.w, afterHookRefusal(rel, rest.OpUpdate))
 		return
 	}
 	items, e := parseSelect(q.query.Get("select"))
@@ -682,36 +781,17 @@ func (q *request) remove(rel *relation, decl *Table) {
 	q.runWrite(p)
 }
 
-// hookedRefusal answers an update or delete of a declared table whose
-// permission or hooks run per row: the data API does not run them for
-// filtered writes yet, and never bypasses them.
-func hookedRefusal(rel *relation) *Error {
-	return apiErr(http.StatusMethodNotAllowed, "PGRST117", "This write is not served by the data API").
-		withDetails("'" + rel.qualified() + "' has a permission or Go hooks on this operation, which the data API does not run for filtered updates and deletes").
-		withHint("Use the table's native route, which runs them.")
-}
-
-// afterHookRefusal answers an operation of a declared table with an After
-// hook, which only the native route runs.
-func afterHookRefusal(rel *relation, op rest.Operation) *Error {
-	return apiErr(http.StatusMethodNotAllowed, "PGRST117", "This operation is not served by the data API").
-		withDetails("'" + rel.qualified() + "' has an After hook on " + string(op) + ", which only its native route runs").
-		withHint("Use the table's native route.")
-}
-
 // put answers PUT /{table}?pk=eq.v: an upsert of the one row the primary
 // key filters name, whose body must hold the same key.
 func (q *request) put(rel *relation, decl *Table) {
+	hooked := false
 	if decl != nil {
 		for _, op := range []rest.Operation{rest.OpCreate, rest.OpUpdate} {
 			if _, ok := declaredOp(decl, op); !ok {
 				writeError(q.w, notServed(q.r.Method))
 				return
 			}
-			if decl.Resource.RowHooked(op) || decl.Resource.AfterHook(op) {
-				writeError(q.w, hookedRefusal(rel))
-				return
-			}
+			hooked = hooked || decl.Resource.RowHooked(op) || decl.Resource.AfterHook(op)
 		}
 	}
 	cond, e := parseConditions(q.query)
@@ -750,5 +830,88 @@ func (q *request) put(rel *relation, decl *Table) {
 			return
 		}
 	}
+	if hooked {
+		q.putHooked(rel, decl, cond, obj)
+		return
+	}
 	q.insertRows(rel, decl, []map[string]any{obj}, rel.pk)
+}
+
+// putHooked answers PUT on a declared table with a permission or hooks
+// on create or update: in one transaction it reads the row the key names
+// under the caller's row-level security; found, the write is an update
+// of it (the update permission, AuthorizeFunc, BeforeUpdateFunc with the
+// current row, then AfterUpdateFunc), else a create (the create
+// permission, AuthorizeFunc, BeforeCreateFunc, then AfterCreateFunc),
+// each one statement with the values the Before hook returned. A row
+// that exists but that the caller cannot see is not overwritten: its
+// insert answers 409 (23505).
+func (q *request) putHooked(rel *relation, decl *Table, cond *conditions, obj map[string]any) {
+	items, e := parseSelect(q.query.Get("select"))
+	if e != nil {
+		writeError(q.w, e)
+		return
+	}
+	allowed := allowedColumns(decl)
+	if _, e := writeColumns(rel, []map[string]any{obj}, "", allowed); e != nil {
+		writeError(q.w, e)
+		return
+	}
+	ctx := q.r.Context()
+	res := decl.Resource
+	table := pgx.Identifier{rel.schema, rel.name}.Sanitize()
+	p := &writePlan{rel: rel, decl: decl, op: rest.OpCreate, b: &builder{rel: rel, req: q, cond: cond}, ret: q.returnMode(), status: http.StatusOK, items: items}
+	p.perRow = func(dq db.Querier) error {
+		bm := &builder{rel: rel, req: q, cond: cond}
+		var raw string
+		err := dq.QueryRow(ctx, "select to_json(_t)::text from "+table+" _t where "+bm.whereSQL(cond), bm.args...).Scan(&raw)
+		found := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		in := rest.Row{}
+		for k, v := range obj {
+			in[k] = v
+		}
+		check := &rest.WriteCheck{Operation: rest.OpCreate, Auth: q.auth, DB: dq, Request: q.r, Data: in}
+		if found {
+			rows, err := decodeRows("["+raw+"]", allowed)
+			if err != nil {
+				return err
+			}
+			check.Operation, check.Row = rest.OpUpdate, rows[0]
+			if v, ok := rows[0][res.Describe().Key.Name]; ok && v != nil {
+				if check.Key, err = res.ParseKey(jsonText(v)); err != nil {
+					return err
+				}
+			}
+		}
+		values, err := res.CheckWrite(ctx, check)
+		if err != nil {
+			return err
+		}
+		cols, e := writeColumns(rel, []map[string]any{values}, "", nil)
+		if e != nil {
+			return e
+		}
+		b := &builder{rel: rel, req: q, cond: cond}
+		body, _ := json.Marshal(values)
+		src := "json_populate_record(null::" + table + ", " + b.param(string(body)) + "::json)"
+		p.op, p.b = check.Operation, b
+		switch {
+		case !found && len(cols) == 0:
+			p.stmt = "insert into " + table + " as _t default values"
+		case !found:
+			p.stmt = "insert into " + table + " as _t (" + identList(cols) + ") select " + identList(cols) + " from " + src
+		case len(cols) == 0:
+			p.stmt = "update " + table + " as _t set " + ident(rel.pk[0]) + " = _t." + ident(rel.pk[0]) + " where " + b.whereSQL(cond)
+		default:
+			p.stmt = "update " + table + " as _t set (" + identList(cols) + ") = (select " + identList(cols) + " from " + src + ") where " + b.whereSQL(cond)
+			if len(cols) == 1 {
+				p.stmt = "update " + table + " as _t set " + ident(cols[0]) + " = (select " + ident(cols[0]) + " from " + src + ") where " + b.whereSQL(cond)
+			}
+		}
+		return nil
+	}
+	q.runWrite(p)
 }

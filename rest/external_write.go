@@ -37,16 +37,57 @@ type WriteCheck struct {
 // always a *problem.Problem. After hooks do not run: a front that writes
 // with its own statement renders the rows itself.
 //
-// It returns an error when the operation is not served by the resource
-// or when its permission needs an approval decided outside the
-// transaction (Decision.Then), which only Do can wait for.
+// It returns an error when the operation is not served by the resource.
+// When the permission's decision needs work outside the transaction
+// (Decision.Then) the error is a *DeferredDecision: the front ends its
+// transaction, then calls [DeferredDecision.Decide].
 func (r *Resource) CheckWrite(ctx context.Context, w *WriteCheck) (Row, error) {
 	call := &Call{Operation: w.Operation, Auth: w.Auth, Request: w.Request}
 	values, err := r.checkWrite(ctx, call, w)
+	if dd, ok := err.(*deferredDecision); ok {
+		return nil, &DeferredDecision{r: r, call: call, dd: dd}
+	}
 	if err != nil {
 		return nil, r.toProblem(call, err)
 	}
 	return values, nil
+}
+
+// DeferredDecision is returned by [Resource.CheckWrite] when the
+// authorizer's decision needs work outside the request's transaction
+// (Decision.Then), such as recording an approval that must survive the
+// refusal.
+type DeferredDecision struct {
+	r    *Resource
+	call *Call
+	dd   *deferredDecision
+}
+
+// Error says a permission's decision waits for the end of the
+// transaction.
+func (d *DeferredDecision) Error() string {
+	return "rest: the decision on permission " + d.dd.perm + " is deferred past the transaction"
+}
+
+// Decide runs the decision's follow-up (Decision.Then), as [Resource.Do]
+// does: call it only once the front's transaction has ended and its
+// connection is back in the pool. It returns nil when the follow-up
+// allows — run the request once more from the start — and otherwise the
+// *problem.Problem to answer (APPROVAL_REQUIRED with the approval, or
+// PERMISSION_DENIED). retried reports that the request already ran once
+// more: an Allow then is answered as a denial.
+func (d *DeferredDecision) Decide(ctx context.Context, retried bool) error {
+	dec, err := d.dd.then(ctx)
+	if err != nil {
+		return d.r.toProblem(d.call, hookErr(err))
+	}
+	if dec.Effect == Allow && !retried {
+		return nil
+	}
+	if dec.Effect == Allow {
+		dec = Decision{Effect: Deny, ApprovalID: dec.ApprovalID, Reason: "allowed again after a retry"}
+	}
+	return d.r.toProblem(d.call, decisionProblem(d.dd.perm, dec))
 }
 
 func (r *Resource) checkWrite(ctx context.Context, call *Call, w *WriteCheck) (Row, error) {
@@ -60,9 +101,6 @@ func (r *Resource) checkWrite(ctx context.Context, call *Call, w *WriteCheck) (R
 	c := r.newCtx(ctx, call, w.Auth.Caller(), w.DB)
 	t := &Target{ID: w.Key, Row: w.Row, Data: w.Data}
 	if err := r.check(c, r.perms[op], t); err != nil {
-		if _, deferred := err.(*deferredDecision); deferred {
-			return nil, decisionProblem(r.perms[op], Decision{Effect: Deny, Reason: "needs an approval decided outside the transaction"})
-		}
 		return nil, err
 	}
 	h := &r.hooks
@@ -121,9 +159,9 @@ func (r *Resource) RowHooked(op Operation) bool {
 }
 
 // AfterHook reports whether op has an After hook (AfterList, AfterGet,
-// AfterCreate or AfterUpdate), which only [Resource.Do] runs: a front
-// answering with its own statement refuses such an operation rather than
-// skip the hook.
+// AfterCreate or AfterUpdate): a front answering with its own statement
+// runs it with [Resource.AfterRow] or [Resource.AfterPage], or refuses
+// the operation, rather than skip the hook.
 func (r *Resource) AfterHook(op Operation) bool {
 	h := &r.hooks
 	switch op {
@@ -148,3 +186,47 @@ func (r *Resource) ParseKey(s string) (any, error) { return r.parseKey(s) }
 // Config.StatementTimeout or Config.StatementTimeouts), for a front that
 // runs op's statements itself; nil uses the DB's.
 func (r *Resource) Scope(op Operation) *db.ScopeOpts { return r.scope(op) }
+
+// AfterRow runs, for one row another front wrote or read in its own
+// transaction (w.DB), what [Resource.Do] runs after the statement: op's
+// After hook (OpCreate: Hooks.AfterCreateFunc, OpUpdate:
+// Hooks.AfterUpdateFunc, OpGet: Hooks.AfterGetFunc) on w.Row, and
+// returns its output, which the front answers in the row's place (w.Row
+// itself when op has no After hook). An error rolls the front's write
+// back; it is always a *problem.Problem.
+func (r *Resource) AfterRow(ctx context.Context, w *WriteCheck) (any, error) {
+	h := &r.hooks
+	var f func(*Ctx, Row) (any, error)
+	switch w.Operation {
+	case OpCreate:
+		f = h.AfterCreateFunc
+	case OpUpdate:
+		f = h.AfterUpdateFunc
+	case OpGet:
+		f = h.AfterGetFunc
+	}
+	if f == nil {
+		return w.Row, nil
+	}
+	call := &Call{Operation: w.Operation, Auth: w.Auth, Request: w.Request}
+	out, err := f(r.newCtx(ctx, call, w.Auth.Caller(), w.DB), w.Row)
+	if err != nil {
+		return nil, r.toProblem(call, hookErr(err))
+	}
+	return out, nil
+}
+
+// AfterPage runs Hooks.AfterListFunc on a page another front read in its
+// own transaction (w.DB) and returns its output (page itself without the
+// hook). The error is always a *problem.Problem.
+func (r *Resource) AfterPage(ctx context.Context, w *WriteCheck, page *Page) (any, error) {
+	if r.hooks.AfterListFunc == nil {
+		return page, nil
+	}
+	call := &Call{Operation: OpList, Auth: w.Auth, Request: w.Request}
+	out, err := r.hooks.AfterListFunc(r.newCtx(ctx, call, w.Auth.Caller(), w.DB), page)
+	if err != nil {
+		return nil, r.toProblem(call, hookErr(err))
+	}
+	return out, nil
+}

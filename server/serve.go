@@ -302,10 +302,13 @@ func buildServeHandler(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.R
 	}
 	var data http.Handler
 	if cfg.DataAPI != nil {
-		if data, err = buildDataAPI(ctx, cfg, d, resources); err != nil {
+		var stopData func()
+		if data, stopData, err = buildDataAPI(ctx, cfg, d, resources); err != nil {
 			closeHub()
 			return nil, nil, nil, err
 		}
+		closeStreams := closeHub
+		closeHub = func() { stopData(); closeStreams() }
 	}
 	if !cfg.MCP && data == nil {
 		return api.Handler(), resources, closeHub, nil
@@ -334,8 +337,9 @@ func buildServeHandler(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.R
 
 // buildDataAPI builds the PostgREST-compatible data API of "data_api",
 // mounted under its path: the declared tables keep their select, guard,
-// permissions and hooks.
-func buildDataAPI(ctx context.Context, cfg *Config, d *db.DB, resources map[string]*rest.Resource) (http.Handler, error) {
+// permissions and hooks. It reloads the schema on NOTIFY pgrst until the
+// returned stop function is called.
+func buildDataAPI(ctx context.Context, cfg *Config, d *db.DB, resources map[string]*rest.Resource) (http.Handler, func(), error) {
 	dc := cfg.DataAPI
 	tables := map[string]*dataapi.Table{}
 	for _, name := range cfg.TableNames() {
@@ -347,9 +351,12 @@ func buildDataAPI(ctx context.Context, cfg *Config, d *db.DB, resources map[stri
 	api, err := dataapi.New(ctx, &dataapi.Config{DB: d, Schemas: dc.Schemas, MaxRows: dc.MaxRows,
 		AllowWithoutRLS: dc.AllowWithoutRLS, Aggregates: dc.Aggregates, Tables: tables, Caller: callerOf})
 	if err != nil {
-		return nil, fmt.Errorf("data_api: %w", err)
+		return nil, nil, fmt.Errorf("data_api: %w", err)
 	}
-	return http.StripPrefix(dc.Path, api), nil
+	lctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = api.Listen(lctx) }()
+	return http.StripPrefix(dc.Path, api), func() { stop(); <-done }, nil
 }
 
 // mcpTools builds the MCP tools of the resources, each table's tools behind

@@ -242,4 +242,24 @@ func TestServeDataAPIUnprotected(t *testing.T) {
 	if code != 401 || !strings.Contains(body, `"PGRST301"`) {
 		t.Errorf("bad token: %d %s", code, body)
 	}
+	// A migration ending with NOTIFY pgrst is served without a restart.
+	// (The notification is sent again until seen: the listener may start
+	// after the server answers.)
+	if _, err := pool.Exec(context.Background(), `create table later_notes (id int primary key, title text);
+	  grant select on later_notes to anon; insert into later_notes values (1, 'later')`); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := pool.Exec(context.Background(), `notify pgrst, 'reload schema'`); err != nil {
+			t.Fatal(err)
+		}
+		code, _, body = getURL(t, "http://"+addr+"/rest/v1/later_notes?select=title", nil)
+		if code == 200 && body == `[{"title":"later"}]` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a table created and announced with NOTIFY pgrst is not served: %d %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
