@@ -15,7 +15,7 @@ import (
 )
 
 // TestBadInput feeds malformed credentials through Middleware + Guard:
-// each yields the state the spec names and a Problem Details answer, never
+// each yields the caller state its row expects and a Problem Details answer, never
 // a panic or a 500.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
