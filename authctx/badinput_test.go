@@ -25,13 +25,12 @@ func TestBadInput(t *testing.T) {
 	deep := `{"sub":"u","exp":4102444800,"act":` + strings.Repeat(`{"sub":"a","act":`, 2000) + `{"sub":"z"}` + strings.Repeat("}", 2000) + "}"
 
 	type tc struct {
-		name       string
-		req        func() *http.Request
-		kind       Kind
-		reason     Reason
-		status     int
-		code       problem.Code
-		bodyAbsent []string
+		name   string
+		req    func() *http.Request
+		kind   Kind
+		reason Reason
+		status int
+		code   problem.Code
 	}
 	hdr := func(vals ...string) func() *http.Request {
 		return func() *http.Request {

@@ -25,8 +25,6 @@ func TestCallerStateTransitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const tenant = "33333333-3333-4333-8333-333333333333"
-
 	type row struct {
 		name string
 		// build returns the request and may adjust the bundle.

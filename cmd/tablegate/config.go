@@ -424,14 +424,3 @@ func (c *serveConfig) tableNames() []string {
 	sort.Strings(names)
 	return names
 }
-
-// jwksURL is where the config's tokens verify, or "".
-func (a authConfig) jwksURL() string {
-	if a.JWKSURL != "" {
-		return a.JWKSURL
-	}
-	if a.URL != "" {
-		return strings.TrimRight(a.URL, "/") + "/auth/v1/.well-known/jwks.json"
-	}
-	return ""
-}

@@ -214,7 +214,7 @@ func demo(ctx context.Context, e *env, o demoOptions) (err error) {
 		done(err, "")
 		if err != nil {
 			if errors.Is(err, pgcluster.ErrNoBinaries) {
-				return fmt.Errorf("%w; or pass --database-url postgres://...", err)
+				return fmt.Errorf("%w; or pass --database-url postgres://USER@HOST:PORT/DB", err)
 			}
 			return err
 		}

@@ -22,12 +22,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// defaultSigningKeysPath is where keys new writes and where token and
-// doctor look when --signing-keys is not given and supabase/config.toml sets
-// no [auth] signing_keys_path (the Supabase CLI's conventional path,
-// relative to the project directory); see signingKeysDefault.
-const defaultSigningKeysPath = "supabase/signing_keys.json"
-
 // jwk is one JSON Web Key in the shape the Supabase CLI writes to
 // signing_keys_path (config.JWK): base64url values without padding.
 type jwk struct {
