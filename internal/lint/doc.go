@@ -2,6 +2,5 @@
 // (make test): every exported name of the library carries a doc comment,
 // and no comment or test name in any module speaks of how the code was
 // planned (a planning document and its numbered parts, a ticket, a
-// delivery round)
-// instead of what it does.
+// delivery round) instead of what it does.
 package lint
