@@ -2,6 +2,10 @@
 
 GO        ?= go
 SQLC      := GOWORK=off $(GO) tool -modfile=tools/go.mod sqlc
+# staticcheck is pinned in tools/go.mod too. "go tool -n" builds it outside
+# the workspace and prints the binary's path; the binary then runs in each
+# module with the workspace on, so that the modules resolve each other.
+STATICCHECK := GOWORK=off $(GO) tool -modfile=tools/go.mod -n staticcheck
 NODE_DIR  := integration/node
 # Redocly, Spectral, openapi-typescript, openapi-fetch and tsc, pinned apart
 # (TestOpenAPIThirdPartyTools in cmd/tablegate runs them on the demo's document).
@@ -36,9 +40,10 @@ verify: ## fail when generated code is stale
 schema: ## regenerate sql/schema.sql, the pg_dump of what the migrations create (needs Postgres and pg_dump)
 	$(GO) test -count=1 -run '^TestSchemaSnapshot$$' ./sql/migrations -update
 
-lint: ## gofmt and go vet on every module
+lint: ## gofmt, go vet and staticcheck on every module; any finding fails
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@sc=$$($(STATICCHECK)) || exit 1; \
+	  for m in $(MODULES); do echo "== go vet, staticcheck $$m"; (cd $$m && $(GO) vet ./... && "$$sc" ./...) || exit 1; done
 
 # The demo is built, then run (not with "go run", which exits 1 on Ctrl-C).
 # In a terminal, bash's job control (set -m) gives the demo the terminal's

@@ -29,10 +29,10 @@ func (b *rfBundle) serveFixed(body []byte) {
 }
 
 // A refresh that turns a single-cookie session into a chunked one writes,
-// through Result.Apply, the lines of vector V2 of the research notes:
+// through Result.Apply, the lines @supabase/ssr 0.12.7 writes for it:
 // delete the bare name, then .0 (3180 characters, prefix included) and .1,
 // each with "; Max-Age=34560000; Path=/; SameSite=Lax" in that order.
-func TestApplyWritesV2Lines(t *testing.T) {
+func TestApplyWritesChunkedSessionLikeSSR(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, false, nil)
 	body := b.rfFixedSession(strings.Repeat("x", 2000))
@@ -157,11 +157,10 @@ func TestApplyHandFilledCookies(t *testing.T) {
 	}
 }
 
-// Seed 3 with Config.CookieOptions {Domain: ".example.com", Secure: true}:
-// a rejected refresh deletes the chunks exactly as @supabase/ssr's signOut
-// does in vector V3 of the research notes — host-only deletes first, then
-// the deletes with the Domain.
-func TestRefreshRejectedClearsLikeV3(t *testing.T) {
+// With Config.CookieOptions {Domain: ".example.com", Secure: true}, a
+// rejected refresh deletes the chunks exactly as @supabase/ssr's signOut
+// does: host-only deletes first, then the deletes with the Domain.
+func TestRefreshRejectedClearsLikeSSRSignOut(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, false, func(c *Config) {
 		c.CookieName = "sb-abcdefghijklmnopqrst-auth-token"
@@ -180,12 +179,12 @@ func TestRefreshRejectedClearsLikeV3(t *testing.T) {
 		t.Fatalf("auth %+v, want anon/signed_out", res.Auth)
 	}
 	h := applied(res)
-	want := []string{ // V3, verbatim
+	want := []string{ // @supabase/ssr's sign-out, verbatim
 		"sb-abcdefghijklmnopqrst-auth-token.0=; Max-Age=0; Path=/; Secure; SameSite=Lax",
 		"sb-abcdefghijklmnopqrst-auth-token.1=; Max-Age=0; Path=/; Secure; SameSite=Lax",
 		"sb-abcdefghijklmnopqrst-auth-token.0=; Max-Age=0; Domain=.example.com; Path=/; Secure; SameSite=Lax",
 		"sb-abcdefghijklmnopqrst-auth-token.1=; Max-Age=0; Domain=.example.com; Path=/; Secure; SameSite=Lax",
-		// tablegate's own addition after V3: the sign-out marker (signed_out.go).
+		// tablegate's own addition after those: the sign-out marker (signed_out.go).
 		"sb-abcdefghijklmnopqrst-auth-token-signed-out=1; Domain=.example.com; Path=/; HttpOnly; Secure; SameSite=Lax",
 	}
 	if got := h.Values("Set-Cookie"); strings.Join(got, "\n") != strings.Join(want, "\n") {

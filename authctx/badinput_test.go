@@ -15,7 +15,7 @@ import (
 )
 
 // TestBadInput feeds malformed credentials through Middleware + Guard:
-// each yields the state the spec names and a Problem Details answer, never
+// each yields the caller state its row expects and a Problem Details answer, never
 // a panic or a 500.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
@@ -25,13 +25,12 @@ func TestBadInput(t *testing.T) {
 	deep := `{"sub":"u","exp":4102444800,"act":` + strings.Repeat(`{"sub":"a","act":`, 2000) + `{"sub":"z"}` + strings.Repeat("}", 2000) + "}"
 
 	type tc struct {
-		name       string
-		req        func() *http.Request
-		kind       Kind
-		reason     Reason
-		status     int
-		code       problem.Code
-		bodyAbsent []string
+		name   string
+		req    func() *http.Request
+		kind   Kind
+		reason Reason
+		status int
+		code   problem.Code
 	}
 	hdr := func(vals ...string) func() *http.Request {
 		return func() *http.Request {

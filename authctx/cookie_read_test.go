@@ -13,8 +13,8 @@ import (
 )
 
 // TestReadSessionCookieVectors decodes the Set-Cookie values that
-// @supabase/ssr 0.12.7 wrote (testdata/supabase-cookie-vectors.json, from
-// the research notes) back to the exact session JSON.
+// @supabase/ssr 0.12.7 wrote (testdata/supabase-cookie-vectors.json,
+// captured in Node) back to the exact session JSON.
 func TestReadSessionCookieVectors(t *testing.T) {
 	t.Parallel()
 	vec := loadCookieVectors(t)
@@ -183,7 +183,8 @@ func TestCookieHeaderMatchesSSR(t *testing.T) {
 	}
 }
 
-// cookieVectors are the @supabase/ssr 0.12.7 vectors of the research notes.
+// cookieVectors are the @supabase/ssr 0.12.7 outputs of
+// testdata/supabase-cookie-vectors.json.
 type cookieVectors struct {
 	Small, Large struct {
 		SessionJSON string   `json:"session_json"`

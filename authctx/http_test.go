@@ -13,8 +13,8 @@ import (
 )
 
 // TestOverHTTP runs the stack on a real server and client: Middleware,
-// CrossSite and Guard answer with the statuses and Problem bodies the
-// seed names.
+// CrossSite and Guard answer with the statuses and Problem bodies of the
+// problem catalogue.
 func TestOverHTTP(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)

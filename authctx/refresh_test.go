@@ -297,7 +297,7 @@ func (b *rfBundle) assertNewSession(res Result, wantRT string) {
 	}
 }
 
-// Seed 3: a burst of 100 requests with one expiring session makes one
+// A burst of 100 requests with one expiring session makes one
 // refresh call; a second burst within 10 s makes none; after 10 s, one.
 func TestRefreshBurstSharesOneCall(t *testing.T) {
 	t.Parallel()
@@ -356,7 +356,7 @@ func TestRefreshBurstSharesOneCall(t *testing.T) {
 	}
 }
 
-// Seed 3: a valid token outside the leeway: no network call, no cookie.
+// A valid token outside the leeway: no network call, no cookie.
 func TestRefreshValidTokenOutsideLeeway(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, false, nil)
@@ -370,7 +370,7 @@ func TestRefreshValidTokenOutsideLeeway(t *testing.T) {
 	}
 }
 
-// Seed 3: rejection signs out, clears every chunk (stray .5 included) and
+// Rejection signs out, clears every chunk (stray .5 included) and
 // is reused for 10 s.
 func TestRefreshRejectedSignsOut(t *testing.T) {
 	t.Parallel()
@@ -423,7 +423,7 @@ func TestRefreshRejectedSignsOut(t *testing.T) {
 	}
 }
 
-// Seed 3: network failure, 5xx, timeout and bad answers keep the session:
+// Network failure, 5xx, timeout and bad answers keep the session:
 // user while the old token is unexpired, else anon/refresh_failed; no
 // cookie, no cache header; each ends within the refresh timeout.
 func TestRefreshFailuresKeepSession(t *testing.T) {
@@ -543,7 +543,7 @@ type rfTenantClaims struct {
 	TenantID string `json:"tenant_id"`
 }
 
-// Seed 3: a verified token whose claims fail the schema is invalid/claims,
+// A verified token whose claims fail the schema is invalid/claims,
 // and no refresh is attempted, even within the leeway.
 func TestRefreshNotAttemptedOnClaimsFailure(t *testing.T) {
 	t.Parallel()

@@ -183,7 +183,7 @@ func (cfg *Config) validate(cop *http.CrossOriginProtection) error {
 // Set-Cookie lines malformed or ignored by browsers.
 func checkCookieOptions(o ssrcookie.Options) error {
 	if o.Path != "" && o.Path[0] != '/' {
-		return fmt.Errorf("Path %q must start with '/'", o.Path)
+		return fmt.Errorf("cookie path %q must start with '/'", o.Path)
 	}
 	if o.SameSite < 0 || o.SameSite > http.SameSiteNoneMode {
 		return fmt.Errorf("unknown SameSite value %d", o.SameSite)

@@ -16,16 +16,15 @@ import (
 const claimsNeedTenant = `{"type":"object","required":["tenant_id"],
  "properties":{"tenant_id":{"type":"string","format":"uuid"}}}`
 
-// TestSeedSection3 walks every non-refresh row of the seed's section 3
-// transition table.
-func TestSeedSection3(t *testing.T) {
+// TestCallerStateTransitions walks every way a request can present (or
+// fail to present) a credential, refresh aside, and checks the caller
+// state and reason each one resolves to.
+func TestCallerStateTransitions(t *testing.T) {
 	t.Parallel()
 	schema, err := ClaimsJSONSchema([]byte(claimsNeedTenant))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const tenant = "33333333-3333-4333-8333-333333333333"
-
 	type row struct {
 		name string
 		// build returns the request and may adjust the bundle.
@@ -252,7 +251,8 @@ func TestSeedSection3(t *testing.T) {
 	}
 }
 
-// TestGuardMatrix walks every cell of the seed's 5.3 admission matrix.
+// TestGuardMatrix walks every cell of the admission matrix: each allow
+// list against a full user, an anonymous sign-in and no session.
 func TestGuardMatrix(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
@@ -279,7 +279,7 @@ func TestGuardMatrix(t *testing.T) {
 		{[]Allow{AllowAnonymous}, map[string]cell{"full user": {403, problem.CodeCallerNotAllowed}, "anonymous signin": ok, "no session": {401, problem.CodeAuthRequired}}},
 		// default allow list = ['user']
 		{nil, map[string]cell{"full user": ok, "anonymous signin": {403, problem.CodeAnonymousUser}, "no session": {401, problem.CodeAuthRequired}}},
-		// seed 9: 'anon' alone never admits an anonymous sign-in
+		// 'anon' alone never admits an anonymous sign-in
 		{[]Allow{AllowAnon}, map[string]cell{"full user": {403, problem.CodeCallerNotAllowed}, "anonymous signin": {403, problem.CodeAnonymousUser}, "no session": ok}},
 	}
 	for _, m := range matrix {

@@ -47,8 +47,7 @@ func (discardSpans) Shutdown(context.Context) error                             
 // each; <name>/off, the ratio of the mean throughputs (on/off: target
 // ≥ 0.90), and <name>/off-median, the median of the rounds' ratios (less
 // moved by one disturbed round); each server's CPU per request; off/floor
-// (compare with the GET ratio recorded in BENCHMARKS.md before telemetry
-// existed).
+// (compare with BenchmarkHTTP's GET ratio in BENCHMARKS.md).
 func BenchmarkTelemetryGet(b *testing.B) {
 	st := newTelemetryStacks(b)
 	fx := st.fx

@@ -34,10 +34,7 @@ func (r relationship) names() []string {
 	if r.fn != nil {
 		return []string{r.fn.name}
 	}
-	out := []string{r.fk.name}
-	for _, c := range r.fk.cols {
-		out = append(out, c)
-	}
+	out := append([]string{r.fk.name}, r.fk.cols...)
 	if r.fk2 != nil {
 		out = append(out, r.fk2.name, r.fk.from.name)
 	}

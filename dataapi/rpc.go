@@ -57,7 +57,6 @@ func (q *request) serveRPC(name string) {
 			if v == nil && !q.bodyGiven {
 				v = map[string]any{}
 			}
-			rawBody, _ = json.Marshal(v)
 		}
 		switch t := v.(type) {
 		case nil:

@@ -93,13 +93,13 @@ func jwksResolver(t *testing.T) (*authctx.Resolver, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pad := func(b []byte) string {
-		out := make([]byte, 32)
-		copy(out[32-len(b):], b)
-		return base64.RawURLEncoding.EncodeToString(out)
+	point, err := priv.PublicKey.Bytes() // 0x04 | X | Y, 32 bytes each
+	if err != nil {
+		t.Fatal(err)
 	}
+	b64 := base64.RawURLEncoding.EncodeToString
 	set := fmt.Sprintf(`{"keys":[{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"k1","x":%q,"y":%q}]}`,
-		pad(priv.PublicKey.X.Bytes()), pad(priv.PublicKey.Y.Bytes()))
+		b64(point[1:33]), b64(point[33:]))
 	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, set) }))
 	t.Cleanup(jwks.Close)
 	rv, err := authctx.New(context.Background(), &authctx.Config{VerifierConfig: authctx.VerifierConfig{JWKSURL: jwks.URL}})

@@ -37,7 +37,7 @@ var ErrPoolClosed = errors.New("db: the connection pool is closed")
 // only while its statements run, so a few connections per core keep the
 // CPUs busy while others wait on the network. Fewer make requests queue
 // twice under load (for the pool in Go, then for a CPU): measured from
-// outside on 2 CPUs (bench/BENCHMARKS.md), 16 connections served the
+// outside on 2 CPUs (make bench-floor), 16 connections served the
 // demo's GET about 15% faster than 8. Size the sum over every instance below the server's
 // max_connections (docs/operations.md).
 func DefaultMaxConns() int32 {

@@ -101,15 +101,6 @@ func (s *subscriber) cut() bool {
 	return first
 }
 
-func (s *subscriber) isCut() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // identityOf keys the visibility checks: callers with the same role and
 // claims see the same rows, so they share one statement per batch.
 func identityOf(c authctx.Caller) string {

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -209,14 +208,14 @@ func setup(t *testing.T, fo *fixtureOpts) *bundle {
 }
 
 func newResolver(t *testing.T, pub *ecdsa.PublicKey) *authctx.Resolver {
-	pad := func(n *big.Int) string {
-		buf := make([]byte, 32)
-		n.FillBytes(buf)
-		return base64.RawURLEncoding.EncodeToString(buf)
+	point, err := pub.Bytes() // 0x04 | X | Y, 32 bytes each
+	if err != nil {
+		t.Fatal(err)
 	}
+	b64 := base64.RawURLEncoding.EncodeToString
 	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{
 		"kty": "EC", "crv": "P-256", "kid": "k1", "alg": "ES256", "use": "sig",
-		"x": pad(pub.X), "y": pad(pub.Y)}}})
+		"x": b64(point[1:33]), "y": b64(point[33:])}}})
 	rv, err := authctx.New(context.Background(), &authctx.Config{ProjectURL: project, VerifierConfig: authctx.VerifierConfig{JWKS: jwks}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,11 +19,10 @@ func TestCursorRoundTripAndTamper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, err := r.signCursor(lq, []any{"7", nil, "42"})
-	if err == nil {
+	if _, err := r.signCursor(lq, []any{"7", nil, "42"}); err == nil {
 		t.Fatal("wrong arity accepted")
 	}
-	cur, err = r.signCursor(lq, []any{nil, "42"})
+	cur, err := r.signCursor(lq, []any{nil, "42"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,9 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 )
 
-// TestFullStack runs the seed's section 7 rows that involve the caller
-// through the real authctx resolver, cross-site check and guard in front
+// TestFullStack runs the caller's way through tablegate (token, cookie,
+// refusals for a bad token, no session, an anonymous sign-in and a
+// cross-site post) through the real authctx resolver, cross-site check and guard in front
 // of a resource that reads the caller from the request context (no
 // Config.Caller).
 func TestFullStack(t *testing.T) {
@@ -79,7 +80,7 @@ func TestFullStack(t *testing.T) {
 	if r.status != 200 || !strings.Contains(r.body, "alice 1") {
 		t.Fatalf("cookie list: %s", r)
 	}
-	// Section 7 rows.
+	// Refusals, each with its status and code.
 	m := isProblem(t, do(t, s, "GET", "/api/todos", "", "", "Authorization", "Bearer "+aliceTok+"x"), 401, "unauthorized")
 	if m["code"] != "TOKEN_SIGNATURE_INVALID" {
 		t.Errorf("invalid token: %v", m)

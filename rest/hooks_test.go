@@ -174,7 +174,7 @@ func hookedTodos(b *bundle, l *hookLog, az Authorizer, logs *syncBuffer) *Resour
 	})
 }
 
-// TestHooksScenarios runs the seed's 4.3/4.4 rows through HTTP and checks
+// TestHooksScenarios runs the hook scenarios of reads and writes through HTTP and checks
 // which hooks fired, in which order.
 func TestHooksScenarios(t *testing.T) {
 	t.Parallel()

@@ -66,7 +66,6 @@ type Server struct {
 
 	closeStreams func()
 	closeOnce    sync.Once
-	closers      []func()
 }
 
 // New checks cfg, connects to the database (refusing one tablegate's

@@ -44,7 +44,7 @@ var ErrDefine = errors.New("spec: invalid API definition")
 // Info is the document's info object.
 type Info struct {
 	// Title and Version are required; Version is the API's version
-	// chosen by the integrator (seed 9), not the OpenAPI version.
+	// chosen by the integrator, not the OpenAPI version.
 	Title, Version string
 	// Description is optional CommonMark text.
 	Description string
@@ -73,7 +73,8 @@ type PermissionDescriber interface {
 	DescribePermission(key string) string
 }
 
-// Config configures DefineAPI (the seed's defineApi options).
+// Config configures DefineAPI: the document's info, where the API is
+// mounted, the resources it serves and the guard in front of each.
 type Config struct {
 	// Info is the document's title and version.
 	Info Info

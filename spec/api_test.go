@@ -137,7 +137,8 @@ func TestSecurityFromAllow(t *testing.T) {
 	}
 }
 
-// TestDocumentShape checks the parts of the document the issue names.
+// TestDocumentShape checks the document's info, servers, operation ids,
+// service permissions, 403 examples and typed key parameters.
 func TestDocumentShape(t *testing.T) {
 	b := setup(t)
 	doc, _ := fetchDoc(t, b.api.Handler())

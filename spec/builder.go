@@ -299,14 +299,6 @@ func allowStrings(allow []authctx.Allow) []string {
 
 func ptr[T any](v T) *T { return &v }
 
-func stringsAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}
-
 func crudText(name string, d *rest.Description, op rest.Operation) (summary, description string) {
 	switch op {
 	case rest.OpList:

@@ -26,10 +26,10 @@ func (c *testClock) add(d time.Duration) {
 
 // answer is what a client sees of one form post.
 type answer struct {
-	status            int
-	retryAfter, body  string
-	contentType, code string
-	cookies           int
+	status           int
+	retryAfter, body string
+	contentType      string
+	cookies          int
 }
 
 func (a answer) String() string {

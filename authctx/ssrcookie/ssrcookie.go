@@ -319,7 +319,7 @@ func Write(name string, value []byte, request []*http.Cookie, opts Options) (set
 }
 
 // Clear returns the deletes of every session chunk present in the request
-// (name and name.N), as @supabase/ssr emits them on sign-out (vector V3):
+// (name and name.N), as @supabase/ssr emits them on sign-out:
 // host-only deletes first when opts.Domain is set, then deletes with the
 // configured options. set is empty when the request carries no session
 // cookie. requestAfter is the request cookies without the deleted ones.

@@ -14,9 +14,9 @@ import (
 
 const vectorName = "sb-abcdefghijklmnopqrst-auth-token"
 
-// vectors are the @supabase/ssr 0.12.7 outputs captured in node (research
-// §1.9). The test data copy is byte-identical to
-// /work/shared/research/supabase-cookie-vectors.json.
+// vectors are the @supabase/ssr 0.12.7 outputs captured in Node
+// (testdata/supabase-cookie-vectors.json, the same file as
+// authctx/testdata/supabase-cookie-vectors.json).
 type vectors struct {
 	Small struct {
 		SessionJSON   string            `json:"session_json"`

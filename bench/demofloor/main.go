@@ -27,7 +27,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
@@ -124,10 +123,14 @@ func fetchKeys(u string) (map[string]*ecdsa.PublicKey, error) {
 		}
 		x, err1 := base64.RawURLEncoding.DecodeString(k.X)
 		y, err2 := base64.RawURLEncoding.DecodeString(k.Y)
-		if err1 != nil || err2 != nil {
+		if err1 != nil || err2 != nil || len(x) != 32 || len(y) != 32 {
 			return nil, errors.New("jwks: bad EC key")
 		}
-		keys[k.Kid] = &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+		pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+		if err != nil {
+			return nil, fmt.Errorf("jwks: %w", err)
+		}
+		keys[k.Kid] = pub
 	}
 	if len(keys) == 0 {
 		return nil, errors.New("jwks: no P-256 key")

@@ -159,10 +159,7 @@ func testDemoPasswordSignInAndSignOut(t *testing.T, a *flowApp, tokensOnly bool)
 	}
 	// The session's refresh token, for the check after sign-out.
 	u, _ := url.Parse(a.url)
-	var stored []*http.Cookie
-	for _, ck := range c.Jar.Cookies(u) {
-		stored = append(stored, ck)
-	}
+	stored := c.Jar.Cookies(u)
 	sess, ok := authctx.ReadSessionCookie(stored, a.cookie)
 	if !ok {
 		t.Fatal("no session cookie")

@@ -448,7 +448,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 	})
 
-	// The guard matrix of the seed's section 5.3.
+	// The guard matrix: each allow list against each kind of caller.
 	t.Run("guard matrix", func(t *testing.T) {
 		type want struct {
 			status int

@@ -11,12 +11,6 @@ import (
 	signing "github.com/tablegate/tablegate/internal/keys"
 )
 
-// defaultSigningKeysPath is where keys new writes and where token and
-// doctor look when --signing-keys is not given and supabase/config.toml sets
-// no [auth] signing_keys_path (the Supabase CLI's conventional path,
-// relative to the project directory); see signingKeysDefault.
-const defaultSigningKeysPath = "supabase/signing_keys.json"
-
 // The names the rest of the command (demo, init, token and their tests)
 // uses for internal/keys, imported as signing: package main has a keys
 // helper in its tests.

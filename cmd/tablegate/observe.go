@@ -183,7 +183,7 @@ func setupObservability(ctx context.Context, getenv func(string) string) (_ *obs
 	reg := prometheus.NewRegistry()
 	pexp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
-		return nil, fmt.Errorf("Prometheus exporter: %w", err)
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
 	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(pexp)}
 	if slices.Contains(metrics, "otlp") {

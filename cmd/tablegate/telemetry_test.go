@@ -223,7 +223,7 @@ func names(spans []tracetest.SpanStub) []string {
 func attrs(s tracetest.SpanStub) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -515,17 +515,17 @@ func TestTelemetrySpans(t *testing.T) {
 	for _, s := range append(b.seen, b.spans.GetSpans()...) {
 		haystack = append(haystack, s.Name, s.Status.Description)
 		for _, kv := range s.Attributes {
-			haystack = append(haystack, string(kv.Key)+"="+kv.Value.Emit())
+			haystack = append(haystack, string(kv.Key)+"="+kv.Value.String())
 		}
 		for _, ev := range s.Events {
 			haystack = append(haystack, ev.Name)
 			for _, kv := range ev.Attributes {
-				haystack = append(haystack, string(kv.Key)+"="+kv.Value.Emit())
+				haystack = append(haystack, string(kv.Key)+"="+kv.Value.String())
 			}
 		}
 	}
 	for _, kv := range metricAttrs(rm) {
-		haystack = append(haystack, string(kv.Key)+"="+kv.Value.Emit())
+		haystack = append(haystack, string(kv.Key)+"="+kv.Value.String())
 	}
 	haystack = append(haystack, b.accessLog.String())
 	if len(haystack) < 20 {
@@ -689,7 +689,7 @@ func TestTelemetryApprovalsAndEvents(t *testing.T) {
 			if s, ok := m.Data.(metricdata.Sum[int64]); ok {
 				for _, p := range s.DataPoints {
 					for _, kv := range p.Attributes.ToSlice() {
-						got[m.Name] += fmt.Sprintf("%s=%s:%d ", kv.Key, kv.Value.Emit(), p.Value)
+						got[m.Name] += fmt.Sprintf("%s=%s:%d ", kv.Key, kv.Value.String(), p.Value)
 					}
 				}
 			}
@@ -792,7 +792,7 @@ func TestTelemetryJWKSFetchInRequest(t *testing.T) {
 	wantAttrs(t, fetch, map[string]string{"tablegate.outcome": "error", "http.response.status_code": "503"})
 	wantAttrs(t, resolve, map[string]string{"tablegate.caller.kind": "invalid"})
 	for _, kv := range fetch.Attributes {
-		if v := kv.Value.Emit(); strings.Contains(v, "jwks.json") || strings.Contains(v, "down") {
+		if v := kv.Value.String(); strings.Contains(v, "jwks.json") || strings.Contains(v, "down") {
 			t.Errorf("the fetch span carries %s=%s", kv.Key, v)
 		}
 	}

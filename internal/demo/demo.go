@@ -205,7 +205,7 @@ func (r *runner) startPostgres(ctx context.Context) error {
 		done(err, "")
 		if err != nil {
 			if errors.Is(err, pgcluster.ErrNoBinaries) {
-				return fmt.Errorf("%w; or pass --database-url postgres://...", err)
+				return fmt.Errorf("%w; or pass --database-url postgres://USER@HOST:PORT/DB", err)
 			}
 			return err
 		}

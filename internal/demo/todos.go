@@ -54,18 +54,6 @@ func withTitleLimits(s *jsonschema.Schema) *jsonschema.Schema {
 	return s
 }
 
-// claimRoles lists the strings of the roles claim.
-func claimRoles(c map[string]any) []string {
-	list, _ := c["roles"].([]any)
-	var out []string
-	for _, v := range list {
-		if s, ok := v.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // demoTodoOptions are the options of /api/todos.
 func demoTodoOptions() *rest.Config {
 	// complete and export return rows as the resource renders them

@@ -1,3 +1,6 @@
 // Package lint holds repository-wide checks that run as ordinary tests
-// (make test): every exported name of the library carries a doc comment.
+// (make test): every exported name of the library carries a doc comment,
+// and no comment or test name in any module speaks of how the code was
+// planned (a planning document and its numbered parts, a ticket, a
+// delivery round) instead of what it does.
 package lint

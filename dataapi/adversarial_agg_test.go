@@ -2,9 +2,9 @@ package dataapi
 
 import "testing"
 
-// TestAttack39Aggregates: with aggregates on, counts, sums and filters
+// TestAdversarialAggregates: with aggregates on, counts, sums and filters
 // on embedded resources see only the caller's rows.
-func TestAttack39Aggregates(t *testing.T) {
+func TestAdversarialAggregates(t *testing.T) {
 	b := attackBundle(t)
 	b.serve(&Config{AllowWithoutRLS: true, MaxRows: 50, Aggregates: true})
 	cases := []struct{ path, user, body, cr string }{

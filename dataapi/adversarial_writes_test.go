@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestAttack39Writes: upserts, PUT and PATCH cannot take or move
+// TestAdversarialWrites: upserts, PUT and PATCH cannot take or move
 // another user's rows; rpc reaches only exposed, executable functions;
 // odd methods, paths and preferences answer 4xx.
-func TestAttack39Writes(t *testing.T) {
+func TestAdversarialWrites(t *testing.T) {
 	b := attackBundle(t)
 	type p struct {
 		m, path, user, body string

@@ -54,7 +54,10 @@ func bad(r resp) string {
 	return ""
 }
 
-func TestAttack39Probe(t *testing.T) {
+// TestAdversarialProbe sends hostile reads, writes, preferences and
+// selects: none answers a 5xx or shows SQL text, and bob's rows stay as
+// they were.
+func TestAdversarialProbe(t *testing.T) {
 	b := attackBundle(t)
 	q := url.QueryEscape
 	type p struct {
@@ -187,9 +190,9 @@ func TestAttack39Probe(t *testing.T) {
 	}
 }
 
-// TestAttack39RLS: another user's rows stay out of reads, counts and
+// TestAdversarialRLS: another user's rows stay out of reads, counts and
 // embeds.
-func TestAttack39RLS(t *testing.T) {
+func TestAdversarialRLS(t *testing.T) {
 	b := attackBundle(t)
 	if r := b.do("GET", "/secrets?select=id", alice, "", "Prefer: count=exact"); r.body != `[{"id":1}]` || r.header.Get("Content-Range") != "0-0/1" {
 		t.Errorf("alice count: %s %q", r.body, r.header.Get("Content-Range"))
@@ -220,10 +223,10 @@ func TestAttack39RLS(t *testing.T) {
 	}
 }
 
-// TestAttack39Bounds: nesting, JSON paths and select width are refused
+// TestAdversarialBounds: nesting, JSON paths and select width are refused
 // with a 400 before Postgres sees them (they were a 500 from 54001/54011,
 // and or=() nesting was quadratic parse work).
-func TestAttack39Bounds(t *testing.T) {
+func TestAdversarialBounds(t *testing.T) {
 	b := attackBundle(t)
 	deep := strings.Repeat("or(", 50000) + "id.eq.1" + strings.Repeat(")", 50000)
 	cases := []string{
@@ -252,9 +255,9 @@ func TestAttack39Bounds(t *testing.T) {
 	}
 }
 
-// TestAttack39Burst: many concurrent requests of one caller all answer
+// TestAdversarialBurst: many concurrent requests of one caller all answer
 // (queued in the caller's share, never a 5xx).
-func TestAttack39Burst(t *testing.T) {
+func TestAdversarialBurst(t *testing.T) {
 	b := attackBundle(t)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
