@@ -16,40 +16,20 @@ import (
 	"github.com/tablegate/tablegate/telemetry"
 )
 
-// ServeHTTP serves the resource's routes relative to its mount point
-// (mount with http.StripPrefix, or use [NewResourceSet]): it parses the route,
-// key, body and caller, runs [Resource.Do] and writes the result or the
-// problem. HEAD is served like GET without a body.
-//
-// The collection is the mount point itself and the mount point with a
-// slash: register both patterns on an [http.ServeMux], so that /api/todos
-// answers the list without the mux's redirect to /api/todos/:
-//
-//	h := http.StripPrefix("/api/todos", todos)
-//	mux.Handle("/api/todos", h)
-//	mux.Handle("/api/todos/", h)
-//
-// A nil *Resource (the result of a failed [NewResource] whose error was not
-// checked) answers every request with a 500 problem instead of panicking.
-func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if r == nil {
-		problem.Write(w, problem.New(problem.KindUnexpected, "This resource is not available."))
-		return
+// writeUnavailable is the answer of a nil *Resource.
+func writeUnavailable(w http.ResponseWriter) {
+	problem.Write(w, problem.New(problem.KindUnexpected, "This resource is not available."))
+}
+
+// serve serves one routed request (see [Resource.ServeHTTP]).
+func (r *Resource) serve(w http.ResponseWriter, req *http.Request, rt *route) {
+	call := &Call{Request: req, Operation: rt.op}
+	if rt.item {
+		call.Key = req.PathValue(keyParam)
 	}
-	segs, ok := splitPath(req.URL.EscapedPath())
-	if !ok {
-		r.opts.Problems.Write(w, routeNotFound())
-		return
-	}
-	method := req.Method
-	if method == http.MethodHead {
-		method = http.MethodGet
-	}
-	call := &Call{Request: req}
 	if ids := req.Header.Values(telemetry.RequestIDHeader); len(ids) == 1 && telemetry.ValidRequestID(ids[0]) {
 		call.RequestID = ids[0]
 	}
-	r.cacheHeaders(w, req)
 	// Do recovers the pipeline's panics; this covers what runs before it
 	// (Config.Caller, reading the body).
 	defer func() {
@@ -60,43 +40,7 @@ func (r *Resource) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			r.opts.Problems.Write(w, r.unexpected(call, fmt.Errorf("panic: %v\n%s", p, debug.Stack())))
 		}
 	}()
-	ba, key, actionAllow, concrete := r.matchAction(method, segs)
-	takesBody := false
-	switch {
-	case ba != nil:
-		call.Operation, call.Key = Operation(ba.name), key
-		takesBody = ba.Input != nil || method != http.MethodGet
-	case concrete && len(segs) > 0:
-		// An action's own path (/purge) asked with another method: its
-		// methods only, never the item routes of a key "purge".
-		r.opts.Problems.Write(w, methodNotAllowed(allowHeader(nil, actionAllow)))
-		return
-	case len(segs) == 0 && method == http.MethodGet && r.ops[OpList]:
-		call.Operation = OpList
-	case len(segs) == 0 && method == http.MethodPost && r.ops[OpCreate]:
-		call.Operation, takesBody = OpCreate, true
-	case len(segs) == 1 && method == http.MethodGet && r.ops[OpGet]:
-		call.Operation, call.Key = OpGet, segs[0]
-	case len(segs) == 1 && method == http.MethodPatch && r.ops[OpUpdate]:
-		call.Operation, call.Key, takesBody = OpUpdate, segs[0], true
-	case len(segs) == 1 && method == http.MethodDelete && r.ops[OpDelete]:
-		call.Operation, call.Key = OpDelete, segs[0]
-	default:
-		var crud []string
-		switch len(segs) {
-		case 0:
-			crud = append(crud, r.allowCRUD[0])
-		case 1:
-			crud = append(crud, r.allowCRUD[1])
-		}
-		a := allowHeader(crud, actionAllow)
-		if a == "" {
-			r.opts.Problems.Write(w, routeNotFound())
-			return
-		}
-		r.opts.Problems.Write(w, methodNotAllowed(a))
-		return
-	}
+	ba, takesBody := rt.ba, rt.takesBody
 	r.reportRoute(req, call.Operation, ba)
 	// Parse the query once, where it is read (list, actions, hooks through
 	// Target.Query) or present (item routes and creates refuse filters).
@@ -247,10 +191,7 @@ func (r *Resource) reportRoute(req *http.Request, op Operation, ba *boundAction)
 	case op == OpGet || op == OpUpdate || op == OpDelete:
 		pattern = r.itemRoute
 	}
-	// The ServeMux pattern that routed here (kept through http.StripPrefix)
-	// names the mount point's wildcards in the route.
-	telemetry.MountPattern(req.Context(), req.Pattern)
-	telemetry.SetRoute(req.Context(), req.URL.EscapedPath(), pattern, string(op), r.table)
+	telemetry.SetRoute(req.Context(), localPath(req), pattern, string(op), r.table)
 }
 
 // cacheHeaders marks every response as depending on the credentials, and
@@ -335,25 +276,6 @@ func (r *Resource) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *
 		return nil, problem.New(problem.KindUnsupportedMediaType, "The body must be application/json.")
 	}
 	return body, nil
-}
-
-// splitPath splits an escaped path relative to the mount point into
-// unescaped segments; "" and "/" give none. A trailing slash is ignored.
-func splitPath(p string) ([]string, bool) {
-	p = strings.TrimPrefix(p, "/")
-	p = strings.TrimSuffix(p, "/")
-	if p == "" {
-		return nil, true
-	}
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		u, err := url.PathUnescape(s)
-		if err != nil || u == "" {
-			return nil, false
-		}
-		parts[i] = u
-	}
-	return parts, true
 }
 
 // collectionPath is the request's original path without a trailing slash

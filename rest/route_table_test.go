@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
 
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/problem"
 	"testing"
 )
 
@@ -114,14 +116,15 @@ func TestRouteTable(t *testing.T) {
 	}
 }
 
-// setPath sets an escaped path on req as a server would parse it.
+// setPath sets an escaped path on req as a server would parse it (dot
+// segments and double slashes kept).
 func setPath(req *http.Request, escaped string) error {
-	u, err := req.URL.Parse(escaped)
-	if err != nil {
-		return err
-	}
-	if escaped == "" {
-		u.Path, u.RawPath = "", ""
+	u := &url.URL{}
+	if escaped != "" {
+		var err error
+		if u, err = url.ParseRequestURI(escaped); err != nil {
+			return err
+		}
 	}
 	req.URL = u
 	req.RequestURI = escaped
@@ -159,3 +162,76 @@ func benchRoute(b *testing.B, method, path string, status int) {
 		}
 	}
 }
+
+// TestRouteKey: the key a routed request carries (r.PathValue("key"), the
+// Call's Key) is the first segment unescaped, whatever it holds.
+func TestRouteKey(t *testing.T) {
+	t.Parallel()
+	var got struct {
+		key, pattern string
+	}
+	none := func(*Ctx, ActionInput[None, None]) (None, error) { return None{}, nil }
+	r := mustFake(t, &Config{
+		Operations: []Operation{OpList, OpGet, OpUpdate},
+		Actions: map[string]*Action{
+			"complete": DefineAction(ActionDef[None, None, None]{Method: "POST", Path: "/{id}/complete", Handler: none}),
+			"export":   DefineAction(ActionDef[None, None, None]{Method: "GET", Path: "/export", Handler: none}),
+		},
+		Caller: func(req *http.Request) (authctx.Auth, error) {
+			got.key, got.pattern = req.PathValue("key"), req.Pattern
+			return authctx.Auth{}, errRouteKey
+		},
+	})
+	long := strings.Repeat("k", 10000)
+	for _, c := range []struct{ method, path, key, pattern string }{
+		{"GET", "/5", "5", "GET /{key}"},
+		{"GET", "/5/", "5", "GET /{key}"},
+		{"GET", "/%35", "5", "GET /{key}"},
+		{"GET", "/a%2Fb", "a/b", "GET /{key}"},
+		{"GET", "/%2F", "/", ""},
+		{"PATCH", "/%2f", "/", ""},
+		{"POST", "/%2F/complete", "/", ""},
+		{"POST", "/%2F/complete/", "/", ""},
+		{"GET", "/..", "..", "GET /{key}"},
+		{"GET", "/.", ".", "GET /{key}"},
+		{"POST", "/../complete", "..", "POST /{key}/complete"},
+		{"GET", "/%2E%2E", "..", "GET /{key}"},
+		{"GET", "/5%20", "5 ", "GET /{key}"},
+		{"GET", "/%00", "\x00", "GET /{key}"},
+		{"GET", "/" + long, long, "GET /{key}"},
+		{"POST", "/" + long + "/complete", long, "POST /{key}/complete"},
+		{"GET", "/export", "", "GET /export"},
+		{"GET", "/%65xport/", "", "GET /export"},
+		{"GET", "//", "", "GET /{$}"},
+		{"GET", "", "", "GET /{$}"},
+	} {
+		got.key, got.pattern = "", ""
+		req := httptest.NewRequest(c.method, "http://x/", nil)
+		if err := setPath(req, c.path); err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		if w.Code != http.StatusForbidden || got.key != c.key || got.pattern != c.pattern {
+			t.Errorf("%s %s: %d key %q pattern %q, want 403 key %q pattern %q", c.method, short(c.path), w.Code,
+				short(got.key), got.pattern, short(c.key), c.pattern)
+		}
+		if req.Pattern != "" {
+			t.Errorf("%s %s: the caller's request was given the pattern %q", c.method, short(c.path), req.Pattern)
+		}
+	}
+	// Paths with an empty segment name no route.
+	for _, p := range []string{"//5", "/5//", "//complete", "/5//complete", "///"} {
+		req := httptest.NewRequest("GET", "http://x/", nil)
+		if err := setPath(req, p); err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		if w.Code != http.StatusNotFound || w.Header().Get("Content-Type") != "application/problem+json" {
+			t.Errorf("GET %s: %d %s", p, w.Code, w.Body)
+		}
+	}
+}
+
+var errRouteKey = problem.New(problem.KindForbidden, "Routed.")
