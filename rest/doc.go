@@ -127,5 +127,7 @@
 // not-null violations; 503 with Retry-After when the database is down. A
 // hook's error that is a *problem.Problem is sent as is; any other error or
 // a panic becomes a 500 of kind unexpected carrying a request id, logged
-// with log/slog.
+// with log/slog. Panics are recovered in one place, the pipeline's run
+// (pipeline.go), which both [Resource.Do] and [Resource.ServeHTTP] go
+// through: the caller's resolution and the body's reading are inside it.
 package rest

@@ -59,10 +59,14 @@ func (r *Resource) checkWrite(ctx context.Context, call *Call, w *WriteCheck) (R
 	}
 	c := r.newCtx(ctx, call, w.Auth.Caller(), w.DB)
 	t := &Target{ID: w.Key, Row: w.Row, Data: w.Data}
-	if err := r.check(c, r.perms[op], t); err != nil {
-		if _, deferred := err.(*deferredDecision); deferred {
-			return nil, decisionProblem(r.perms[op], Decision{Effect: Deny, Reason: "needs an approval decided outside the transaction"})
-		}
+	d, err := r.authorize(c, r.perms[op], t)
+	if err != nil {
+		return nil, err
+	}
+	if d.deferred() {
+		d = Decision{Effect: Deny, Reason: "needs an approval decided outside the transaction"}
+	}
+	if err := decisionProblem(r.perms[op], d); err != nil {
 		return nil, err
 	}
 	h := &r.hooks
@@ -72,7 +76,6 @@ func (r *Resource) checkWrite(ctx context.Context, call *Call, w *WriteCheck) (R
 		}
 	}
 	values := w.Data
-	var err error
 	switch op {
 	case OpCreate:
 		if h.BeforeCreateFunc != nil {

@@ -2,12 +2,10 @@ package rest
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -30,59 +28,49 @@ func (r *Resource) serve(w http.ResponseWriter, req *http.Request, rt *route) {
 	if ids := req.Header.Values(telemetry.RequestIDHeader); len(ids) == 1 && telemetry.ValidRequestID(ids[0]) {
 		call.RequestID = ids[0]
 	}
-	// Do recovers the pipeline's panics; this covers what runs before it
-	// (Config.Caller, reading the body).
-	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				panic(p)
-			}
-			r.opts.Problems.Write(w, r.unexpected(call, fmt.Errorf("panic: %v\n%s", p, debug.Stack())))
-		}
-	}()
 	ba, takesBody := rt.ba, rt.takesBody
 	r.reportRoute(req, call.Operation, ba)
-	// Parse the query once, where it is read (list, actions, hooks through
-	// Target.Query) or present (item routes and creates refuse filters).
-	// Not URL.Query(): it drops pairs it cannot decode (and every pair past
-	// Go's parameter limit), which would silently ignore filters.
-	reads := call.Operation == OpList || ba != nil || r.hasHooks
-	if reads || req.URL.RawQuery != "" {
-		q, err := url.ParseQuery(req.URL.RawQuery)
+	// run recovers the panics of prepare too (Config.Caller, reading the
+	// body).
+	prepare := func(call *Call) error {
+		// Parse the query once, where it is read (list, actions, hooks through
+		// Target.Query) or present (item routes and creates refuse filters).
+		// Not URL.Query(): it drops pairs it cannot decode (and every pair past
+		// Go's parameter limit), which would silently ignore filters.
+		reads := call.Operation == OpList || ba != nil || r.hasHooks
+		if reads || req.URL.RawQuery != "" {
+			q, err := url.ParseQuery(req.URL.RawQuery)
+			if err != nil {
+				return badQuery("The query string is malformed (bad escape, ';' separator or too many parameters).")
+			}
+			if p := r.refuseItemFilters(call.Operation, ba, q); p != nil {
+				return p
+			}
+			if reads {
+				call.Query = q
+			}
+		}
+		if takesBody {
+			body, p := r.readBody(w, req)
+			if p != nil {
+				return p
+			}
+			call.Body = body
+		}
+		auth, err := r.caller(req)
 		if err != nil {
-			r.opts.Problems.Write(w, badQuery("The query string is malformed (bad escape, ';' separator or too many parameters)."))
-			return
+			return err
 		}
-		if p := r.refuseItemFilters(call.Operation, ba, q); p != nil {
-			r.opts.Problems.Write(w, p)
-			return
+		call.Auth = auth
+		if r.d.HasReplicas() {
+			var p *problem.Problem
+			if call.Position, p = requestPosition(req); p != nil {
+				return p
+			}
 		}
-		if reads {
-			call.Query = q
-		}
+		return nil
 	}
-	if takesBody {
-		body, p := r.readBody(w, req)
-		if p != nil {
-			r.opts.Problems.Write(w, p)
-			return
-		}
-		call.Body = body
-	}
-	auth, err := r.caller(req)
-	if err != nil {
-		r.opts.Problems.Write(w, r.toProblem(call, err))
-		return
-	}
-	call.Auth = auth
-	if r.d.HasReplicas() {
-		var p *problem.Problem
-		if call.Position, p = requestPosition(req); p != nil {
-			r.opts.Problems.Write(w, p)
-			return
-		}
-	}
-	res, err := r.Do(req.Context(), call)
+	res, err := r.run(req.Context(), call, prepare)
 	if err != nil {
 		p, _ := problem.As(err)
 		r.opts.Problems.Write(w, p)
