@@ -157,7 +157,7 @@ func (ba *boundAction) pattern() (string, bool) {
 }
 
 // ServeHTTP serves the resource's routes relative to its mount point
-// (mount with http.StripPrefix, or use [NewResourceSet]): it routes the
+// (mount with http.StripPrefix, or use [NewRouter]): it routes the
 // request, parses the key, body and caller, runs [Resource.Do] and writes
 // the result or the problem. HEAD is served like GET without a body.
 // Inside the resource's hooks and actions, the request's
