@@ -79,7 +79,7 @@ type Resource struct {
 	// itemRoute is the item route pattern, "/{<key>}", for telemetry.
 	itemRoute string
 
-	routes, paths *http.ServeMux // route.go
+	routes, paths *http.ServeMux // handler.go
 	maxSegs       int            // segments of the longest route
 
 	ops         map[Operation]bool
