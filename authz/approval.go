@@ -33,11 +33,11 @@ const (
 //     caller's active tenant is approved, unexpired and unused, and marks
 //     it used (single use) — so a request that fails later and rolls back
 //     does not spend its approval;
-//  2. otherwise the decision carries Then: once the request's transaction
-//     has rolled back and released its connection, rest's pipeline calls
-//     it, and approval_request reuses or opens the pending approval (or
-//     reports a denial or an expiry) in a short transaction of its own
-//     bound to the same caller. A refused request therefore never waits
+//  2. otherwise the decision is deferred (rest.Defer) to Then: once
+//     the request's transaction has rolled back and released its
+//     connection, rest's pipeline calls it, and approval_request reuses
+//     or opens the pending approval (or reports a denial or an expiry) in
+//     a short transaction of its own bound to the same caller. A refused request therefore never waits
 //     for a second pooled connection while holding one.
 func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
 	if req.Caller.Actor.Type != authctx.ActorUser || !isUUID(req.Caller.Actor.ID) {
@@ -60,7 +60,7 @@ func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest
 		return rest.Decision{Effect: rest.Allow, ApprovalID: id, Reason: "approval " + id}, nil
 	}
 	caller, perm, table := req.Caller, req.Permission, req.Table
-	return rest.Decision{Effect: rest.NeedsApproval, Reason: "no usable approval",
+	return rest.Decision{Effect: rest.Defer, Reason: "no usable approval",
 		Then: func(ctx context.Context) (rest.Decision, error) {
 			return a.requestApproval(ctx, caller, perm, table, key)
 		}}, nil

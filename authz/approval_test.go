@@ -582,7 +582,7 @@ func TestApprovalLongTarget(t *testing.T) {
 			}
 			want := rest.Deny
 			if len(k.(string)) == 500 {
-				want = rest.NeedsApproval
+				want = rest.Defer
 			}
 			if d.Effect != want {
 				t.Errorf("key of %d: %v, want %v", len(k.(string)), d, want)

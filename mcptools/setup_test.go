@@ -431,9 +431,9 @@ func restCaller(r *http.Request) (authctx.Auth, error) { return authctx.AuthFrom
 // restHandler is the REST routes as an application mounts them: the
 // resolver's middleware, then authctx's guard (full users only).
 func (b *bundle) restHandler() http.Handler {
-	set, err := rest.NewResourceSet(map[string]*rest.Resource{"todos": b.todos, "tags": b.tags}, nil)
+	set, err := rest.NewRouter(&rest.RouterConfig{BasePath: "/api", Resources: map[string]*rest.Resource{"todos": b.todos, "tags": b.tags}})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return b.keys.rv.Middleware(authctx.Guard()(http.StripPrefix("/api", set)))
+	return b.keys.rv.Middleware(authctx.Guard()(set))
 }

@@ -74,6 +74,8 @@ func (r *Resource) bindAction(name string, a *Action) (*boundAction, error) {
 				ba.item = true
 				ba.segs = append(ba.segs, "")
 				doc = append(doc, "{"+r.key.Name+"}")
+			case seg == "." || seg == "..":
+				return nil, fmt.Errorf("action %q: path %q: segment %q would be resolved away by any ServeMux in front", name, a.Path, seg)
 			case strings.ContainsAny(seg, "{}*?#%"):
 				return nil, fmt.Errorf("action %q: path %q: segment %q holds a reserved character", name, a.Path, seg)
 			default:
@@ -147,46 +149,6 @@ func (r *Resource) checkRouteClashes() error {
 		seen[k] = name
 	}
 	return nil
-}
-
-// matchAction finds the action route for path segments (nil segs is
-// "/"). As in OpenAPI, the path with the most literal segments wins over
-// the templated ones: /purge is purge's path for every method, not the
-// item /{key}. It returns the action for the method on that path, the raw
-// key, the methods served there, and concrete: whether that path has
-// literal segments, so that the key-only CRUD routes do not apply.
-func (r *Resource) matchAction(method string, segs []string) (ba *boundAction, key string, allow []string, concrete bool) {
-	bestLit := -1
-	for _, name := range r.actionNames {
-		a := r.actions[name]
-		if len(a.segs) != len(segs) {
-			continue
-		}
-		lit, ok := 0, true
-		k := ""
-		for i, s := range a.segs {
-			if s == "" {
-				k = segs[i]
-				continue
-			}
-			if s != segs[i] {
-				ok = false
-				break
-			}
-			lit++
-		}
-		if !ok || lit < bestLit {
-			continue
-		}
-		if lit > bestLit { // a more specific path: forget the others
-			bestLit, ba, key, allow = lit, nil, "", allow[:0]
-		}
-		allow = append(allow, a.Method)
-		if a.Method == method && ba == nil {
-			ba, key = a, k
-		}
-	}
-	return ba, key, allow, bestLit > 0
 }
 
 // schemaType returns the JSON type a query value is decoded as: Type, or

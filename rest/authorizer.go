@@ -20,6 +20,9 @@ const (
 	// NeedsApproval refuses until an approval is granted: 403
 	// APPROVAL_REQUIRED with approval.id = Decision.ApprovalID.
 	NeedsApproval
+	// Defer decides outside the request's transaction: Decision.Then
+	// gives the decision (see there). Without Then it denies.
+	Defer
 )
 
 // Decision is an authorizer's answer for one request or row.
@@ -29,17 +32,23 @@ type Decision struct {
 	ApprovalID string
 	// Reason explains a denial for logs; it is not sent to the caller.
 	Reason string
-	// Then, on a decision that does not allow, is work the decision needs
-	// outside the request's transaction, such as recording an approval
-	// that must survive the refusal. The pipeline first rolls the
-	// request's transaction back and releases its connection, then calls
-	// Then; its decision replaces this one. A refusal is answered as
-	// usual; Allow runs the request once more from the start (once: a
-	// second Allow from Then is answered as a denial). So a request never
-	// holds a pooled connection while Then waits for another. Callers of
-	// Authorize outside the pipeline must call Then themselves.
+	// Then, on a Defer decision (or any other that does not allow), is
+	// work the decision needs outside the request's transaction, such as
+	// recording an approval that must survive the refusal. The pipeline
+	// first rolls the request's transaction back and releases its
+	// connection, then calls Then; its decision replaces this one. A
+	// refusal is answered as usual; Allow runs the request once more from
+	// the start (once: a second Allow from Then is answered as a denial).
+	// So a request never holds a pooled connection while Then waits for
+	// another. Callers of Authorize outside the pipeline must call Then
+	// themselves. A list's AuthorizeRows drops a row whose decision is
+	// deferred, without calling Then.
 	Then func(ctx context.Context) (Decision, error)
 }
+
+// deferred reports a decision to be made by Then after the request's
+// transaction.
+func (d Decision) deferred() bool { return d.Effect != Allow && d.Then != nil }
 
 // Allowed returns the decision that allows.
 func Allowed() Decision { return Decision{Effect: Allow} }
@@ -49,6 +58,12 @@ func Denied() Decision { return Decision{Effect: Deny} }
 
 // ApprovalRequired returns the decision that waits for approval id.
 func ApprovalRequired(id string) Decision { return Decision{Effect: NeedsApproval, ApprovalID: id} }
+
+// Deferred returns the decision that then makes outside the request's
+// transaction (see Decision.Then).
+func Deferred(then func(ctx context.Context) (Decision, error)) Decision {
+	return Decision{Effect: Defer, Then: then}
+}
 
 // AuthzRequest is what the authorizer sees for one check: the permission
 // key, the table and operation, the caller, the key and row (item

@@ -286,7 +286,7 @@ func TestWideTable(t *testing.T) {
 	}
 }
 
-// TestResourcesSet: many tables under one handler, mounted under a prefix.
+// TestResourcesSet: many tables under one Router, below a base path.
 func TestResourcesSet(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -297,7 +297,7 @@ func TestResourcesSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := NewResourceSet(rs, nil)
+	set, err := NewRouter(&RouterConfig{BasePath: "/v1", Resources: rs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestResourcesSet(t *testing.T) {
 		t.Errorf("names %s", got)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", http.StripPrefix("/v1", set))
+	mux.Handle("/v1/", set)
 	var accessLog syncbuf.Buffer
 	tel, err := telemetry.New(&telemetry.Config{AccessLog: slog.New(slog.NewJSONHandler(&accessLog, nil))})
 	if err != nil {

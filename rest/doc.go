@@ -9,8 +9,11 @@
 //	PATCH  /{key}   update → 200 row
 //	DELETE /{key}   delete → 204
 //
-// plus the custom [Action]s declared in [Config.Actions]. [NewResourceSet]
-// serves many tables under one handler, one path segment per table.
+// plus the custom [Action]s declared in [Config.Actions], each resource
+// routed by an [http.ServeMux] of its own (r.PathValue("key") is the key).
+// [NewRouter] serves many tables, described handlers and mounts under one
+// base path, one path segment per table; package spec builds one with the
+// API's description.
 //
 // Every statement runs bound to the caller (see package db): row-level
 // security decides which rows exist.
@@ -127,5 +130,7 @@
 // not-null violations; 503 with Retry-After when the database is down. A
 // hook's error that is a *problem.Problem is sent as is; any other error or
 // a panic becomes a 500 of kind unexpected carrying a request id, logged
-// with log/slog.
+// with log/slog. Panics are recovered in one place, the pipeline's run
+// (pipeline.go), which both [Resource.Do] and [Resource.ServeHTTP] go
+// through: the caller's resolution and the body's reading are inside it.
 package rest

@@ -44,7 +44,7 @@ type WriteCheck struct {
 func (r *Resource) CheckWrite(ctx context.Context, w *WriteCheck) (Row, error) {
 	call := &Call{Operation: w.Operation, Auth: w.Auth, Request: w.Request}
 	values, err := r.checkWrite(ctx, call, w)
-	if dd, ok := err.(*deferredDecision); ok {
+	if dd := call.deferred; dd != nil {
 		return nil, &DeferredDecision{r: r, call: call, dd: dd}
 	}
 	if err != nil {
@@ -60,7 +60,7 @@ func (r *Resource) CheckWrite(ctx context.Context, w *WriteCheck) (Row, error) {
 type DeferredDecision struct {
 	r    *Resource
 	call *Call
-	dd   *deferredDecision
+	dd   *deferral
 }
 
 // Error says a permission's decision waits for the end of the
@@ -77,7 +77,7 @@ func (d *DeferredDecision) Error() string {
 // PERMISSION_DENIED). retried reports that the request already ran once
 // more: an Allow then is answered as a denial.
 func (d *DeferredDecision) Decide(ctx context.Context, retried bool) error {
-	dec, err := d.dd.then(ctx)
+	dec, err := d.dd.Then(ctx)
 	if err != nil {
 		return d.r.toProblem(d.call, hookErr(err))
 	}
@@ -100,7 +100,7 @@ func (r *Resource) checkWrite(ctx context.Context, call *Call, w *WriteCheck) (R
 	}
 	c := r.newCtx(ctx, call, w.Auth.Caller(), w.DB)
 	t := &Target{ID: w.Key, Row: w.Row, Data: w.Data}
-	if err := r.check(c, r.perms[op], t); err != nil {
+	if err := r.check(c, call, r.perms[op], t); err != nil {
 		return nil, err
 	}
 	h := &r.hooks

@@ -42,6 +42,8 @@ type Call struct {
 	// replica that has replayed past it, or on the primary. Zero asks for
 	// nothing; writes ignore it.
 	Position db.Position
+
+	deferred *deferral // a deferred decision of the current attempt (run)
 }
 
 // Result is the successful outcome of a [Call].
@@ -76,15 +78,35 @@ const jsonType = "application/json"
 // The error is always a *problem.Problem. Unexpected errors and panics are
 // logged with the request id and returned as a 500 of kind unexpected
 // that reveals nothing internal.
-func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) {
+func (r *Resource) Do(ctx context.Context, call *Call) (*Result, error) {
+	return r.run(ctx, call, nil)
+}
+
+// run is [Resource.Do] after prepare, which completes the call from its
+// HTTP request (see serve). It is the one place where the panics of a
+// request are recovered, the pipeline's and prepare's (Config.Caller,
+// reading the body): logged and answered as a 500 problem; a panic with
+// http.ErrAbortHandler in prepare is left to net/http.
+//
+// A deferred decision (Decision.Then) is a value the authorizer check
+// leaves in call.deferred while its refusal rolls the transaction back;
+// run then calls Then and, on Allow, runs the pipeline once more.
+func (r *Resource) run(ctx context.Context, call *Call, prepare func(*Call) error) (res *Result, err error) {
 	var written *db.Position // a write's commit position (with replicas)
+	preparing := prepare != nil
 	defer func() {
 		if p := recover(); p != nil {
+			if preparing && p == http.ErrAbortHandler {
+				panic(p)
+			}
 			res, err = nil, r.unexpected(call, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
 			return
 		}
 		if err == nil && res != nil && written != nil {
 			res.Position = *written
+		}
+		if _, ok := err.(*problem.Problem); ok && preparing {
+			return // prepare's own answer (a bad query or body, the Caller's problem)
 		}
 		if err != nil {
 			p := *r.toProblem(call, err) // a copy: hooks may return shared problem values
@@ -96,18 +118,22 @@ func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) 
 			res, err = nil, &p
 		}
 	}()
+	if preparing {
+		if err := prepare(call); err != nil {
+			return nil, err
+		}
+		preparing = false
+	}
 	if r.d.HasReplicas() {
 		ctx, written = r.consistency(ctx, call)
 	}
 	res, err = r.do(ctx, call)
-	for retried := false; ; retried = true {
-		var dd *deferredDecision
-		if !errors.As(err, &dd) {
-			return res, err
-		}
+	for retried := false; call.deferred != nil; retried = true {
+		dd := call.deferred
+		call.deferred = nil
 		// The request's transaction has ended and its connection is back
 		// in the pool: only now may the authorizer's follow-up use one.
-		d, derr := dd.then(ctx)
+		d, derr := dd.Then(ctx)
 		if derr != nil {
 			return nil, hookErr(derr)
 		}
@@ -119,16 +145,14 @@ func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) 
 		}
 		res, err = r.do(ctx, call)
 	}
+	return res, err
 }
 
-// deferredDecision carries a Decision.Then out of the request's
-// transaction (see Decision.Then); Do runs it after the rollback.
-type deferredDecision struct {
+// deferral is a deferred decision and the permission it decides.
+type deferral struct {
 	perm string
-	then func(ctx context.Context) (Decision, error)
+	Decision
 }
-
-func (d *deferredDecision) Error() string { return "rest: decision deferred past the transaction" }
 
 func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 	op := call.Operation
@@ -220,25 +244,37 @@ func (r *Resource) permission(op Operation) string {
 	return r.perms[op]
 }
 
-// check asks the authorizer for one request; a denial is a problem.
-func (r *Resource) check(c *Ctx, perm string, t *Target) error {
+// check asks the authorizer for one request; a refusal is a problem. A
+// deferred decision is kept in call.deferred for run, and refused for now
+// (the refusal rolls the transaction back).
+func (r *Resource) check(c *Ctx, call *Call, perm string, t *Target) error {
+	d, err := r.authorize(c, perm, t)
+	if err != nil {
+		return err
+	}
+	if d.deferred() {
+		call.deferred = &deferral{perm: perm, Decision: d}
+		return decisionProblem(perm, Denied())
+	}
+	return decisionProblem(perm, d)
+}
+
+// authorize returns the authorizer's decision for one request.
+func (r *Resource) authorize(c *Ctx, perm string, t *Target) (Decision, error) {
 	if perm == "" {
-		return nil
+		return Allowed(), nil
 	}
 	if r.authz == nil {
-		return problem.PermissionDenied(perm)
+		return Denied(), nil
 	}
 	_, span := authzSpan(c, perm, c.Operation, r.table)
 	d, err := r.authz.Authorize(c, &AuthzRequest{Permission: perm, Table: r.table, Operation: c.Operation,
 		Key: t.ID, Row: t.Row, Data: t.Data, Caller: c.Caller, DB: c.DB})
 	telemetry.EndSpan(span, err)
 	if err != nil {
-		return hookErr(err)
+		return Decision{}, hookErr(err)
 	}
-	if d.Effect != Allow && d.Then != nil {
-		return &deferredDecision{perm: perm, then: d.Then}
-	}
-	return decisionProblem(perm, d)
+	return d, nil
 }
 
 // fetch reads the addressed row under RLS into t.Row.
@@ -277,7 +313,7 @@ func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Caller, t
 		if err != nil {
 			return err
 		}
-		if err := r.check(c, perm, t); err != nil {
+		if err := r.check(c, call, perm, t); err != nil {
 			return err
 		}
 		if h.AuthorizeFunc != nil {
@@ -324,7 +360,7 @@ func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Caller,
 				return err
 			}
 		}
-		if err := r.check(c, perm, t); err != nil {
+		if err := r.check(c, call, perm, t); err != nil {
 			return err
 		}
 		if h.AuthorizeFunc != nil {
@@ -581,7 +617,7 @@ func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Caller
 			}
 			in.row = t.Row
 		}
-		if err := r.check(c, ba.Permission, t); err != nil {
+		if err := r.check(c, call, ba.Permission, t); err != nil {
 			return err
 		}
 		if r.hooks.AuthorizeFunc != nil {

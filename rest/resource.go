@@ -79,6 +79,9 @@ type Resource struct {
 	// itemRoute is the item route pattern, "/{<key>}", for telemetry.
 	itemRoute string
 
+	routes, paths *http.ServeMux // handler.go
+	maxSegs       int            // segments of the longest route
+
 	ops         map[Operation]bool
 	allowCRUD   [2]string // Allow header values: collection, item
 	perms       map[Operation]string
@@ -388,6 +391,7 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 	}
 
 	r.allowCRUD = [2]string{r.allowed(false), r.allowed(true)}
+	r.buildRoutes()
 	r.describe()
 	return nil
 }

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"path"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
-	"github.com/tablegate/tablegate/telemetry"
 )
 
 // OpenAPIVersion is the OpenAPI version of every document DefineAPI builds.
@@ -158,23 +155,18 @@ type DocsPage struct {
 // and the resources it describes. Build it with DefineAPI. An API is
 // immutable and safe for concurrent use.
 type API struct {
-	base      string
-	jsonDoc   []byte
-	yamlDoc   []byte
-	html      []byte
-	ops       []Route
-	handler   http.Handler
-	problems  problem.Writer
-	resources map[string]*rest.Resource
+	base     string
+	jsonDoc  []byte
+	yamlDoc  []byte
+	html     []byte
+	router   *rest.Router
+	problems problem.Writer
 }
 
 // Route is one documented operation: method, path (the full path below
-// the server, i.e. starting with BasePath) and operation id.
-type Route struct {
-	Method      string
-	Path        string
-	OperationID string
-}
+// the server, i.e. starting with BasePath) and operation id. The route
+// table is the router's ([rest.Router.Routes]).
+type Route = rest.Route
 
 // validate checks the definition before the document is built.
 func (opts *Config) validate() error {
@@ -250,7 +242,7 @@ func DefineAPI(opts *Config) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &API{base: base, ops: b.routes, problems: b.problems, resources: opts.Resources}
+	a := &API{base: base, problems: b.problems}
 	// The JSON, YAML and HTML renderers read the ordered tree of the
 	// typed document.
 	t, err := tree(typed)
@@ -270,7 +262,9 @@ func DefineAPI(opts *Config) (*API, error) {
 	if a.html, err = renderHTML(doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDefine, err)
 	}
-	a.handler = a.newHandler(opts)
+	if a.router, err = a.newRouter(opts, b.streamIDs); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDefine, err)
+	}
 	return a, nil
 }
 
@@ -318,72 +312,51 @@ func (a *API) YAML() []byte { return a.yamlDoc }
 func (a *API) HTML() []byte { return a.html }
 
 // Routes returns every documented operation (meta routes included),
-// sorted by path, then method.
-func (a *API) Routes() []Route { return slices.Clone(a.ops) }
+// sorted by path, then method: the routes of [API.Router].
+func (a *API) Routes() []Route { return a.router.Routes() }
 
-// Handler returns the handler serving, below BasePath, every resource
-// (BasePath/<segment>/...), the document (BasePath/openapi.json and
-// BasePath/openapi.yaml) and the reference page (BasePath/docs).
-func (a *API) Handler() http.Handler { return a.handler }
+// Router returns the [rest.Router] serving, below BasePath, every
+// resource and handler (BasePath/<segment>/...), the event streams, the
+// document (BasePath/openapi.json and BasePath/openapi.yaml) and the
+// reference page (BasePath/docs).
+func (a *API) Router() *rest.Router { return a.router }
 
-func (a *API) newHandler(opts *Config) http.Handler {
-	mux := http.NewServeMux()
-	// handle registers h at pattern and reports route for it to
-	// telemetry.Handler (see routeAs).
-	handle := func(pattern, route string, h http.Handler) { mux.Handle(pattern, routeAs(route, h)) }
-	names := make([]string, 0, len(opts.Resources))
-	for n := range opts.Resources {
-		names = append(names, n)
+// Handler returns [API.Router] as an http.Handler.
+func (a *API) Handler() http.Handler { return a.router }
+
+// newRouter builds the router of the resources, handlers and streams of
+// opts, with the description's routes as mounts; streamIDs names each
+// stream's operation id.
+func (a *API) newRouter(opts *Config, streamIDs map[string]string) (*rest.Router, error) {
+	var mounts []rest.Mount
+	for n, es := range opts.Streams {
+		// The stream admits callers itself (its own allow list) and
+		// answers other methods 405: every method of this path is its
+		// own, never the item routes of a key "events".
+		p := "/" + n + PathEvents
+		mounts = append(mounts, rest.Mount{Path: p, Handler: es,
+			Routes: []rest.Route{{Method: http.MethodGet, Path: p, OperationID: streamIDs[n]}}})
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		var h http.Handler = apiCSP(http.StripPrefix(a.base+"/"+n, opts.Resources[n]))
-		if opts.Guard != nil {
-			h = opts.Guard(allowOf(opts, n)...)(h)
-		}
-		handle(a.base+"/"+n, a.base+"/"+n, h)
-		handle(a.base+"/"+n+"/", a.base+"/"+n+"/{path...}", h)
-		if es := opts.Streams[n]; es != nil {
-			// The stream admits callers itself (its own allow list) and
-			// answers other methods 405: every method of this path is its
-			// own, never the item routes of a key "events".
-			p := a.base + "/" + n + PathEvents
-			handle(p, p, es)
-		}
+	meta := func(path, id string, h http.Handler, subtree bool) {
+		mounts = append(mounts, rest.Mount{Path: path, Handler: h, Subtree: subtree,
+			Routes: []rest.Route{{Method: http.MethodGet, Path: path, OperationID: id}}})
 	}
-	for name, dh := range opts.Handlers {
-		var h http.Handler = apiCSP(http.StripPrefix(a.base+"/"+name, dh))
-		if opts.Guard != nil {
-			h = opts.Guard(allowOf(opts, name)...)(h)
-		}
-		handle(a.base+"/"+name, a.base+"/"+name, h)
-		handle(a.base+"/"+name+"/", a.base+"/"+name+"/{path...}", h)
-	}
-	handle(a.base+PathJSON, a.base+PathJSON, a.meta("application/json", a.jsonDoc))
-	handle(a.base+PathYAML, a.base+PathYAML, a.meta("application/yaml", a.yamlDoc))
+	meta(PathJSON, metaJSONID, a.meta("application/json", a.jsonDoc), false)
+	meta(PathYAML, metaYAMLID, a.meta("application/yaml", a.yamlDoc), false)
 	if opts.Docs != nil {
-		docs := opts.Docs(DocsPage{Path: a.base + PathDocs, DocumentURL: a.base + PathJSON, Title: opts.Info.Title})
-		handle(a.base+PathDocs, a.base+PathDocs, docs)
-		handle(a.base+PathDocs+"/", a.base+PathDocs+"/{path...}", docs)
+		meta(PathDocs, metaDocsID, opts.Docs(DocsPage{Path: a.base + PathDocs, DocumentURL: a.base + PathJSON, Title: opts.Info.Title}), true)
 	} else {
-		handle(a.base+PathDocs, a.base+PathDocs, a.meta("text/html; charset=utf-8", a.html))
+		meta(PathDocs, metaDocsID, a.meta("text/html; charset=utf-8", a.html), false)
 	}
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.problems.Write(w, problem.New(problem.KindNotFound, "No such route."))
-	}))
-	return mux
-}
-
-// routeAs reports route to telemetry.Handler before h runs, so that a
-// route is named also when the mux sits below middleware that copies the
-// request: an event stream's or a document's, and, for a request the
-// guard refuses before it reaches its resource, the resource's mount (a
-// resource that runs reports its own, precise route over it).
-func routeAs(route string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		telemetry.SetPattern(r.Context(), route)
-		h.ServeHTTP(w, r)
-	})
+	allow := make(map[string][]authctx.Allow, len(opts.Resources)+len(opts.Handlers))
+	for n := range opts.Resources {
+		allow[n] = allowOf(opts, n)
+	}
+	for n := range opts.Handlers {
+		allow[n] = allowOf(opts, n)
+	}
+	return rest.NewRouter(&rest.RouterConfig{BasePath: a.base, Resources: opts.Resources, Handlers: opts.Handlers,
+		Allow: allow, Guard: opts.Guard, Mounts: mounts, Problems: a.problems})
 }
 
 func (a *API) meta(contentType string, body []byte) http.Handler {
@@ -409,18 +382,10 @@ func (a *API) meta(contentType string, body []byte) http.Handler {
 }
 
 // APIContentSecurityPolicy is the Content-Security-Policy of every
-// resource response and of the JSON and YAML documents: a browser that is
-// led to open one as a page runs nothing, loads nothing and frames nothing.
-// Only the reference page at BasePath/docs gets a policy of its own.
-const APIContentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'"
-
-// apiCSP sets [APIContentSecurityPolicy] on every response of next.
-func apiCSP(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", APIContentSecurityPolicy)
-		next.ServeHTTP(w, r)
-	})
-}
+// resource response and of the JSON and YAML documents
+// ([rest.ContentSecurityPolicy]). Only the reference page at BasePath/docs
+// gets a policy of its own.
+const APIContentSecurityPolicy = rest.ContentSecurityPolicy
 
 func allowOf(opts *Config, name string) []authctx.Allow {
 	if a, ok := opts.Allow[name]; ok {

@@ -21,7 +21,7 @@ type builder struct {
 	schemas   *omap // components.schemas
 	paths     map[string]*pathItem
 	opIDs     map[string]string // operation id → where it is used
-	routes    []Route
+	streamIDs map[string]string // segment → its stream's operation id
 	perms     map[string]bool
 	responses map[int]bool // error statuses referenced
 }
@@ -33,6 +33,7 @@ func newBuilder(opts *Config, base string) *builder {
 		schemas:   newMap(),
 		paths:     map[string]*pathItem{},
 		opIDs:     map[string]string{},
+		streamIDs: map[string]string{},
 		perms:     map[string]bool{},
 		responses: map[int]bool{},
 	}
@@ -146,12 +147,6 @@ func (b *builder) document() (*document, error) {
 		}
 		doc.Permissions = pm
 	}
-	sort.Slice(b.routes, func(i, j int) bool {
-		if b.routes[i].Path != b.routes[j].Path {
-			return b.routes[i].Path < b.routes[j].Path
-		}
-		return b.routes[i].Method < b.routes[j].Method
-	})
 	return doc, nil
 }
 
@@ -181,7 +176,6 @@ func (b *builder) addOperation(path, method, id, where string, op *operation) er
 		return fmt.Errorf("%w: %s %s is defined twice", ErrDefine, method, path)
 	}
 	item.ops[m] = op // written in the conventional method order
-	b.routes = append(b.routes, Route{Method: method, Path: b.base + path, OperationID: id})
 	return nil
 }
 
@@ -589,14 +583,21 @@ func (b *builder) metaRoutes() error {
 			Security: []*omap{newMap()}}
 		return b.addOperation(path, http.MethodGet, id, "meta "+path, op)
 	}
-	if err := add(PathJSON, "getOpenAPIJSON", "This OpenAPI document as JSON", "application/json", newMap().set("type", "object")); err != nil {
+	if err := add(PathJSON, metaJSONID, "This OpenAPI document as JSON", "application/json", newMap().set("type", "object")); err != nil {
 		return err
 	}
-	if err := add(PathYAML, "getOpenAPIYAML", "This OpenAPI document as YAML", "application/yaml", newMap().set("type", "string")); err != nil {
+	if err := add(PathYAML, metaYAMLID, "This OpenAPI document as YAML", "application/yaml", newMap().set("type", "string")); err != nil {
 		return err
 	}
-	return add(PathDocs, "getAPIReference", "The API reference page (HTML)", "text/html", newMap().set("type", "string"))
+	return add(PathDocs, metaDocsID, "The API reference page (HTML)", "text/html", newMap().set("type", "string"))
 }
+
+// Operation ids of the description's own routes.
+const (
+	metaJSONID = "getOpenAPIJSON"
+	metaYAMLID = "getOpenAPIYAML"
+	metaDocsID = "getAPIReference"
+)
 
 // withoutRLSText is the sentence that says a resource is served without
 // row-level security (rest.Config.AllowWithoutRLS), or "".

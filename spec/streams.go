@@ -101,6 +101,7 @@ func (b *builder) stream(name string, r *rest.Resource, es EventStream) error {
 		Allow:      allowStrings(allow),
 	}
 	path := "/" + name + PathEvents
+	b.streamIDs[name] = id
 	return b.addOperation(path, http.MethodGet, id, "GET "+path, op)
 }
 

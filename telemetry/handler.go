@@ -272,8 +272,8 @@ func SetPattern(ctx context.Context, pattern string) {
 // MountPattern records pattern, the ServeMux-style pattern of a router
 // that routed the request below [Telemetry.Handler] (such as r.Pattern),
 // for [SetRoute] to read the mount point through; unlike [SetPattern] it
-// names no route of its own. rest reports its request's r.Pattern, and
-// rest.ResourceSet "/<table>/", this way.
+// names no route of its own. A rest resource reports its request's
+// r.Pattern this way.
 func MountPattern(ctx context.Context, pattern string) {
 	if rec := recordFrom(ctx); rec != nil && pattern != "" {
 		rec.mu.Lock()
