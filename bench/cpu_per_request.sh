@@ -34,6 +34,7 @@ if [ -z "$floor_dir" ]; then
     [ -x "$d/compare.sh" ] && { floor_dir=$(cd "$d" && pwd); break; }
   done
 fi
+[ -n "$floor_dir" ] && [ -d "$floor_dir" ] && floor_dir=$(cd "$floor_dir" && pwd)
 tmp=$(mktemp -d -t cpureq.XXXXXX)
 demo_pid=""; srv_pid=""; floor_made=""; cleaned=""
 cleanup() {
