@@ -82,12 +82,21 @@ proc_ticks() { # $1 pid: utime+stime
   echo "$f" | awk '{ print $12 + $13 }'
 }
 cluster_stat() { # "pid ticks" of the postmaster $pm (utime+stime+cutime+cstime: with its children that
-  # ended and were reaped) and of each process whose parent it is (utime+stime), from one pass over /proc
-  awk -v pm="$pm" 'FNR == 1 {
-      s = $0; sub(/^.*\) /, "", s); n = split(s, f, " ")
-      if (FILENAME == "/proc/" pm "/stat") print pm, f[12] + f[13] + f[14] + f[15]
-      else if (f[2] == pm) print substr(FILENAME, 7, length(FILENAME) - 11), f[12] + f[13]
-    }' /proc/[0-9]*/stat 2>/dev/null
+  # ended and were reaped) and of each process whose parent it is (utime+stime), from one pass over
+  # /proc; a process that ends while it is read is skipped (getline, not awk's own input, which
+  # stops at a file that is gone)
+  awk -v pm="$pm" 'BEGIN {
+      for (i = 1; i < ARGC; i++) {
+        if ((getline line < ARGV[i]) > 0) {
+          pid = ARGV[i]; sub(/^\/proc\//, "", pid); sub(/\/stat$/, "", pid)
+          sub(/^.*\) /, "", line); split(line, f, " ")
+          if (pid == pm) print pid, f[12] + f[13] + f[14] + f[15]
+          else if (f[2] == pm) print pid, f[12] + f[13]
+        }
+        close(ARGV[i])
+      }
+      exit
+    }' /proc/[0-9]*/stat
 }
 quiet() { # wait (10 s at most) until the cluster's CPU total holds still for 0.2 s with no child
   # exiting: when wrk stops, the servers cancel their requests in flight and pgx closes those
