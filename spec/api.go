@@ -414,9 +414,14 @@ func (a *API) meta(contentType string, body []byte) http.Handler {
 const APIContentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'"
 
 // apiCSP sets [APIContentSecurityPolicy] on every response of next.
+// apiCSPValue is the Content-Security-Policy value list of every API
+// response, shared: net/http only reads it, and Header.Set and Header.Add
+// replace rather than write into a list whose capacity is its length.
+var apiCSPValue = []string{APIContentSecurityPolicy}
+
 func apiCSP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", APIContentSecurityPolicy)
+		w.Header()["Content-Security-Policy"] = apiCSPValue[:1:1]
 		next.ServeHTTP(w, r)
 	})
 }
