@@ -6,6 +6,7 @@
 #   floor     = the shared floor's rlsget -db batch2 -jwt es256cache (database benchfloor)
 #   naive     = rlsget -db naive (five round trips)
 #   demofloor = bench/demofloor, the same hand-written shape over the demo's own table and policy
+#   project-list, demofloor-list (not by default) = GET /api/todos?limit=50 of the demo and demofloor
 # Each round runs wrk -t2 -c64 against each server in turn (2 s warm-up, then PERF_DUR); around the
 # measured run it reads /proc:
 #   server   utime+stime of the server process (every thread);
@@ -175,8 +176,10 @@ esac
 start() {
   srv_pid=""
   case $1 in
-    project) origin=$(echo "$BASE_URL" | sed -E 's#^([a-z]+://[^/]+).*#\1#'); prefix="${BASE_URL#"$origin"}/api/todos/"
-      ids=$tmp/project.ids; tok=$USER_TOKEN; cpu_pid=$tg_pid; return 0;;
+    project|project-list) origin=$(echo "$BASE_URL" | sed -E 's#^([a-z]+://[^/]+).*#\1#'); prefix="${BASE_URL#"$origin"}/api/todos/"
+      ids=$tmp/project.ids; tok=$USER_TOKEN; cpu_pid=$tg_pid; listify "$1"; return 0;;
+    demofloor-list) start demofloor || return 1; listify "$1"; return 0;;
+    *-list) die "PERF_SERVERS: only project-list and demofloor-list have a list";;
     demofloor) local port; port=$(free_port)
       "$tmp/demofloor" -addr "127.0.0.1:$port" -database-url "$DATABASE_URL" -jwks-url "$JWKS_URL" >>"$tmp/srv.log" 2>&1 &
       srv_pid=$!; origin=http://127.0.0.1:$port; prefix=/api/todos/; ids=$tmp/project.ids; tok=$USER_TOKEN;;
@@ -197,6 +200,11 @@ start() {
   done
   stop_srv; return 1
 }
+
+listify() { # $1 a server name: for NAME-list, GET /api/todos?limit=50 instead of a row by id
+  case $1 in *-list) prefix=${prefix%/}; ids=$tmp/list.ids;; esac
+}
+echo '?limit=50' >"$tmp/list.ids"
 
 cat >"$tmp/ids.lua" <<'LUA'
 local paths = {}
@@ -234,7 +242,7 @@ measure() {
   [ "$reqs" -gt 0 ] || return 1
   srv_us=$(awk -v d=$((s1 - s0)) -v n="$reqs" -v hz="$HZ" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')
   pg_us=$(awk -v d=$((p1 - p0)) -v n="$reqs" -v hz="$HZ" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')
-  printf 'round %d %-9s %7.0f req/s  server %6.1f µs/req  postgres %6.1f µs/req  errors %d\n' "$r" "$1" "$rps" "$srv_us" "$pg_us" "$bad"
+  printf 'round %d %-14s %7.0f req/s  server %6.1f µs/req  postgres %6.1f µs/req  errors %d\n' "$r" "$1" "$rps" "$srv_us" "$pg_us" "$bad"
 }
 
 kids_idle=$(nkids)   # the cluster's processes with only the demo connected
@@ -259,7 +267,7 @@ for s in $SERVERS; do
   # shellcheck disable=SC2086
   MS[$s]=$(median ${SRV[$s]}); MP[$s]=$(median ${PG[$s]})
   # shellcheck disable=SC2086
-  printf 'median %-9s %7.0f req/s  server %6.1f µs/req  postgres %6.1f µs/req\n' "$s" "$(median ${RPS[$s]})" "${MS[$s]}" "${MP[$s]}"
+  printf 'median %-14s %7.0f req/s  server %6.1f µs/req  postgres %6.1f µs/req\n' "$s" "$(median ${RPS[$s]})" "${MS[$s]}" "${MP[$s]}"
 done
 cleanup
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
@@ -270,6 +278,9 @@ for ref in floor demofloor; do
     line="$line; vs $ref: tablegate $(ratio "${MS[project]}" "${MS[$ref]}")x (${MS[project]} vs ${MS[$ref]}), postgres $(ratio "${MP[project]}" "${MP[$ref]}")x (${MP[project]} vs ${MP[$ref]})";;
   esac
 done
+case " $SERVERS " in *" project-list "*) case " $SERVERS " in *" demofloor-list "*)
+  line="$line; list of 50 vs demofloor: tablegate $(ratio "${MS[project-list]}" "${MS[demofloor-list]}")x (${MS[project-list]} vs ${MS[demofloor-list]}), postgres $(ratio "${MP[project-list]}" "${MP[demofloor-list]}")x (${MP[project-list]} vs ${MP[demofloor-list]})";;
+esac;; esac
 [ "$errs" -gt 0 ] && line="$line; $errs errors (run invalid)"
 echo "$line"
 [ "$errs" = 0 ]
