@@ -101,6 +101,9 @@ func (r *Resource) Do(ctx context.Context, call *Call) (res *Result, err error) 
 	}
 	res, err = r.do(ctx, call)
 	for retried := false; ; retried = true {
+		if err == nil {
+			return res, nil // before dd: a request that succeeds allocates none
+		}
 		var dd *deferredDecision
 		if !errors.As(err, &dd) {
 			return res, err
