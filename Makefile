@@ -15,7 +15,7 @@ OAS_DIR   := integration/oas
 # OpenTelemetry SDK and exporters stay out of the library's go.mod.
 MODULES   := . cmd/tablegate bench $(shell test -f integration/go.mod && echo integration)
 
-.PHONY: help test test-go node-deps generate verify schema lint demo bench bench-deps bench-floor fuzz tidy docs-asset
+.PHONY: help test test-go node-deps generate verify schema lint demo bench bench-deps bench-floor bench-cpu fuzz tidy docs-asset
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -64,6 +64,9 @@ bench-floor: bench-deps ## the outside comparison: the demo's GET against the sh
 	-@if [ -n "$(BENCH_FLOOR)" ] && [ -x "$(BENCH_FLOOR)/compare.sh" ]; then "$(BENCH_FLOOR)/compare.sh"; \
 	  else echo "no shared floor (set BENCH_FLOOR=DIR holding compare.sh); only the demo floor runs"; fi
 	bench/demofloor/compare.sh
+
+bench-cpu: bench-deps ## CPU µs per request (server process and Postgres) of the demo's GET, the shared floor, naive and demofloor in one run
+	BENCH_FLOOR="$(BENCH_FLOOR)" bench/cpu_per_request.sh
 
 bench-deps: # wrk drives BenchmarkHTTPWrk from its own process
 	@command -v wrk >/dev/null || { apt-get install -y -qq wrk || { echo "install wrk (Debian: apt-get install wrk)"; exit 1; }; }

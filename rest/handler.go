@@ -382,15 +382,18 @@ func (r *Resource) serve(w http.ResponseWriter, req *http.Request, rt *route) {
 		h[k] = vs
 	}
 	if res.ContentType != "" && res.Body != nil {
-		h.Set("Content-Type", res.ContentType)
+		setHeader(h, "Content-Type", res.ContentType)
 	}
 	if call.Operation == OpCreate && res.Key != "" {
 		h.Set("Location", collectionPath(req)+"/"+url.PathEscape(res.Key))
 	}
 	body := res.Body != nil && res.Status != http.StatusNoContent
-	if body {
+	if _, own := h["Content-Length"]; body && (len(res.Body) >= autoLengthMax || own || req.Method == http.MethodHead) {
 		// The whole body is at hand: saying its length spares net/http
-		// the chunked encoding (and a write) of bodies over 2 KB.
+		// the chunked encoding (and a write) of bodies over 2 KB. net/http
+		// says the length of a smaller body itself, without allocating,
+		// since the handler has returned before it writes the header; a
+		// length a handler set is replaced by the body's.
 		h.Set("Content-Length", strconv.Itoa(len(res.Body)))
 	}
 	w.WriteHeader(res.Status)
@@ -484,7 +487,11 @@ func (r *Resource) reportRoute(req *http.Request, op Operation, ba *boundAction)
 // a response to a request with credentials as private (Config.CacheControl).
 func (r *Resource) cacheHeaders(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
-	h.Add("Vary", "Authorization, Cookie")
+	if vs, ok := h["Vary"]; ok {
+		h["Vary"] = append(vs, varyCredentials)
+	} else {
+		setHeader(h, "Vary", varyCredentials)
+	}
 	if h.Get("Cache-Control") != "" {
 		return // e.g. the refreshed session's no-store, already stricter
 	}
@@ -499,8 +506,38 @@ func (r *Resource) cacheHeaders(w http.ResponseWriter, req *http.Request) {
 		if cc == "" {
 			cc = DefaultCacheControl
 		}
-		h.Set("Cache-Control", cc)
+		setHeader(h, "Cache-Control", cc)
 	}
+}
+
+// varyCredentials is the Vary of every response: it depends on the
+// credentials.
+const varyCredentials = "Authorization, Cookie"
+
+// autoLengthMax is the body size below which net/http, which buffers that
+// much of a response before it writes the header, sets Content-Length
+// itself (bufferBeforeChunkingSize in net/http).
+const autoLengthMax = 2048
+
+// sharedValues are the one-element value lists of the header values most
+// responses carry, shared by every response: net/http only reads them,
+// and Header.Set and Header.Add replace rather than write into a list (its
+// capacity is its length), so sharing spares an allocation per header per
+// response.
+var sharedValues = map[string][]string{
+	jsonType:            {jsonType},
+	varyCredentials:     {varyCredentials},
+	DefaultCacheControl: {DefaultCacheControl},
+}
+
+// setHeader is h.Set(key, v) for a canonical key, sharing the value list
+// of a common value.
+func setHeader(h http.Header, key, v string) {
+	if vs, ok := sharedValues[v]; ok {
+		h[key] = vs[:1:1]
+		return
+	}
+	h[key] = []string{v}
 }
 
 func (r *Resource) caller(req *http.Request) (authctx.Auth, error) {

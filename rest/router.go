@@ -237,10 +237,15 @@ func routeAs(route string, h http.Handler) http.Handler {
 	})
 }
 
+// cspValue is the Content-Security-Policy value list of every response,
+// shared: net/http only reads it, and Header.Set and Header.Add replace
+// rather than write into a list whose capacity is its length.
+var cspValue = []string{ContentSecurityPolicy}
+
 // withCSP sets [ContentSecurityPolicy] on every response of next.
 func withCSP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", ContentSecurityPolicy)
+		w.Header()["Content-Security-Policy"] = cspValue[:1:1]
 		next.ServeHTTP(w, r)
 	})
 }
