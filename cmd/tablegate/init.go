@@ -146,9 +146,7 @@ func runInit(_ context.Context, e *env, args []string) error {
 	var env strings.Builder
 	env.WriteString("# Written by \"tablegate init\". Source it: . ./.env\n")
 	env.WriteString("# The tokens live 24 hours; mint more with: tablegate token --sub \"$USER_ID\"\n")
-	for _, line := range strings.SplitAfter(strings.TrimSuffix(string(envfile.Format(vars)), "\n"), "\n") {
-		env.WriteString("export " + line)
-	}
+	env.Write(envfile.Format(vars))
 	env.WriteString("\n")
 	if err := writeFileAtomic(path(".env"), []byte(env.String()), 0o600); err != nil {
 		return err
