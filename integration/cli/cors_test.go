@@ -140,4 +140,3 @@ func TestServeCORS(t *testing.T) {
 		t.Errorf("fetch from a page of another origin was not refused: %+v", r)
 	}
 }
-

@@ -208,4 +208,3 @@ func TestServeDataAPISupabaseJS(t *testing.T) {
 		t.Errorf("guarded rows: %d %v (the denied insert must write nothing)", n, err)
 	}
 }
-

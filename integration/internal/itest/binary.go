@@ -160,7 +160,7 @@ func StartDemo(t testing.TB, extra ...string) *Demo {
 }
 
 // unquoteShell undoes the env file's quoting: a bare value, or one in
-// single quotes where each single quote is written '\''.
+// single quotes where each single quote is written '\”.
 func unquoteShell(v string) string {
 	if !strings.HasPrefix(v, "'") || !strings.HasSuffix(v, "'") {
 		return v
