@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
 )
 
 // TestReadSessionCookieVectors decodes the Set-Cookie values that
