@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tablegate/tablegate/events"
-	"github.com/tablegate/tablegate/internal/nodetest"
+	"github.com/tablegate/tablegate/integration/internal/nodetest"
 )
 
 // TestEventSourceClient drives the real `eventsource` npm package: it
