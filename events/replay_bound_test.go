@@ -55,7 +55,7 @@ select '`+tenantA+`', '`+alice+`', repeat('x', 400) || g from generate_series(1,
 			t.Logf("after %v: %d bytes, %v", time.Since(start), got, err)
 			break
 		}
-		time.Sleep(20 * time.Millisecond) // ≈ 50 KB/s: the replay (≈ 1.4 MB) takes half a minute
+		time.Sleep(20 * time.Millisecond) // sleep: the slow reader is the subject (≈ 50 KB/s: the replay (≈ 1.4 MB) takes half a minute)
 	}
 	if el := time.Since(start); el > 8*time.Second {
 		t.Errorf("the stream lasted %v (%d bytes read); MaxStream is 1s", el, got)

@@ -142,7 +142,7 @@ grant select, insert on jobs to authenticated;`); err != nil {
 		t.Fatal(err)
 	}
 	res := b.resource("jobs", &Config{Hooks: Hooks{AfterCreateFunc: func(c *Ctx, row Row) (any, error) {
-		time.Sleep(2 * time.Second) // the insert ran; COMMIT waits for the hook (idle bound: 1 s at least)
+		time.Sleep(2 * time.Second) // sleep: the hook is slow on purpose (the insert ran; COMMIT waits for it; idle bound: 1 s at least)
 		return row, nil
 	}}})
 	s := server(t, "jobs", res)

@@ -301,7 +301,7 @@ func TestReplicaRoutesOnlyPlainReads(t *testing.T) {
 	// replayed the create (404 there, as any read of a lagging replica);
 	// poll, bounded, until the replica serves the row.
 	var r resp
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if r = do(t, s, "GET", "/api/todos/"+row.ID, alice, ""); r.status == 200 && reads() > r0 || time.Now().After(deadline) {
 			break
 		}
