@@ -24,7 +24,16 @@ func TestReplayEndsWithTheStream(t *testing.T) {
 select '`+tenantA+`', '`+alice+`', repeat('x', 400) || g from generate_series(1, 3000) g`); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // the hub's head reaches the new events
+	// The hub's head reaches the new events.
+	var last int64
+	if err := b.pool.QueryRow(t.Context(), `select max(seq) from tablegate.events`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); b.hub.Stats().Head < last; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub's head is %d after 30 s, want %d", b.hub.Stats().Head, last)
+		}
+	}
 	// A server whose connections buffer little, so that the replay waits
 	// on the slow reader instead of landing in the kernel's buffers.
 	mux := http.NewServeMux()
