@@ -71,7 +71,12 @@ func TestStarvingListKilledByBudgetWhileGetAnswers(t *testing.T) {
 			took[i] = time.Since(start)
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // the slow lists hold both connections
+	// The slow lists hold both connections.
+	for deadline := time.Now().Add(10 * time.Second); b.pool.Stat().AcquiredConns() < 2; time.Sleep(5 * time.Millisecond) { // sleep: poll step of the bounded wait around it
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow lists hold %d connections after 10 s, want 2", b.pool.Stat().AcquiredConns())
+		}
+	}
 	start := time.Now()
 	g := do(t, s, "GET", "/api/big/7", bob, "")
 	getTook := time.Since(start)
