@@ -206,7 +206,7 @@ grant all on pe to service_role; select tablegate.enable_events('pe')`); err != 
 	close(stop)
 	<-writer
 	waitHead("after the outage")
-	time.Sleep(300 * time.Millisecond) // recoveries logged
+	time.Sleep(300 * time.Millisecond) // sleep: a window for recovery lines to appear; the check below bounds their number from above
 	after := logs.since(before)
 
 	t.Logf("10 s outage: %d connection attempts refused; %d log lines during it, %d in all: %q", attempts, len(during), len(after), after)
