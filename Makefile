@@ -8,7 +8,7 @@ SQLC      := GOWORK=off $(GO) tool -modfile=tools/go.mod sqlc
 STATICCHECK := GOWORK=off $(GO) tool -modfile=tools/go.mod -n staticcheck
 NODE_DIR  := integration/node
 # Redocly, Spectral, openapi-typescript, openapi-fetch and tsc, pinned apart
-# (TestOpenAPIThirdPartyTools in cmd/tablegate runs them on the demo's document).
+# (TestOpenAPIThirdPartyTools in integration/cli runs them on the demo's document).
 OAS_DIR   := integration/oas
 # Modules whose tests `make test` runs (go test ./... at the root does not
 # enter nested modules). cmd/tablegate and bench are their own modules so that the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -63,76 +62,6 @@ func TestApplyWritesChunkedSessionLikeSSR(t *testing.T) {
 	}
 	if h.Get("Cache-Control") != noStore || h.Get("Expires") != "0" || h.Get("Pragma") != "no-cache" {
 		t.Fatalf("cache headers %v", h)
-	}
-}
-
-// The Set-Cookie lines and headers Result.Apply writes after a refresh are
-// byte-identical to those of the real @supabase/ssr storing the same
-// session over the same request cookies (its signInWithPassword against a
-// server answering with the same body): stale chunks and a stray deleted,
-// changed chunks set, unchanged ones skipped.
-func TestApplyMatchesSSR(t *testing.T) {
-	t.Parallel()
-	requireNode(t)
-	custom := ssrcookie.Options{Domain: ".example.com", Path: "/app", Secure: true, HTTPOnly: true, SameSite: http.SameSiteStrictMode}
-	for _, tc := range []struct {
-		name    string
-		newBio  string
-		opts    ssrcookie.Options
-		nodeOpt map[string]any
-	}{
-		{"small over chunks and a stray", "short", ssrcookie.Options{}, nil},
-		{"chunked over chunks", strings.Repeat("y", 4000), ssrcookie.Options{}, nil},
-		{"Config.CookieOptions, small over chunks", "short", custom,
-			map[string]any{"domain": ".example.com", "path": "/app", "secure": true, "httpOnly": true, "sameSite": "strict"}},
-		{"Config.CookieOptions, chunked over chunks", strings.Repeat("y", 4000), custom,
-			map[string]any{"domain": ".example.com", "path": "/app", "secure": true, "httpOnly": true, "sameSite": "strict"}},
-		{"explicit defaults", "short", ssrcookie.DefaultOptions(), map[string]any{"path": "/", "sameSite": "lax"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := rfSetup(t, false, func(c *Config) { c.CookieOptions = tc.opts })
-			body := b.rfFixedSession(tc.newBio)
-			b.serveFixed(body)
-			request := b.cookies(30*time.Second, &http.Cookie{Name: b.name + ".5", Value: "stray"}, &http.Cookie{Name: "theme", Value: "dark"})
-			res := b.rv.Resolve(rfRequest(request))
-			if res.Auth.Kind != KindUser || len(res.SetCookies) == 0 {
-				t.Fatalf("no refresh: %+v", res.Auth)
-			}
-			if tc.opts == (ssrcookie.Options{}) {
-				b.assertNewSession(res, "fixedrefresh") // also checks the default attributes
-			}
-			got := applied(res)
-
-			// @supabase/ssr, same body, same request cookies, same cookie name.
-			node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				w.Write(body)
-			}))
-			defer node.Close()
-			if name, _ := ssrcookie.Name(node.URL); name != b.name {
-				t.Fatalf("cookie names differ: %s, %s", name, b.name)
-			}
-			var want struct {
-				Error     *string           `json:"error"`
-				SetCookie []string          `json:"set_cookie"`
-				Headers   map[string]string `json:"headers"`
-			}
-			runNode(t, map[string]any{"url": node.URL, "key": rfAPIKey, "email": "a@example.com", "password": "pw",
-				"cookies": rfNodeCookies(request), "cookieOptions": tc.nodeOpt}, &want, "ssr-sign-in.mjs")
-			if want.Error != nil || len(want.SetCookie) == 0 {
-				t.Fatalf("node: %v, %d lines", want.Error, len(want.SetCookie))
-			}
-			if g := got.Values("Set-Cookie"); strings.Join(g, "\n") != strings.Join(want.SetCookie, "\n") {
-				t.Fatalf("Set-Cookie differs:\n go   %d %.300q\n node %d %.300q", len(g), g, len(want.SetCookie), want.SetCookie)
-			}
-			for k, v := range want.Headers {
-				if got.Get(k) != v {
-					t.Errorf("header %s: go %q, node %q", k, got.Get(k), v)
-				}
-			}
-			t.Logf("%d identical Set-Cookie lines", len(want.SetCookie))
-		})
 	}
 }
 

@@ -53,7 +53,7 @@ func TestJWKSDownAtStartRecoversWithinSeconds(t *testing.T) {
 	if d := time.Since(start); d > 400*DefaultJWKSRetryMin/5 {
 		t.Fatalf("400 requests during the outage took %v: requests must not wait for the JWKS", d)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // sleep: background retries happen in real time: the count within the elapsed time is the subject
 	// Start (1), one unknown-kid fetch (1), and the background retries that
 	// fit in the time elapsed (250ms, 500ms, 1s, 2s, 2s...): a handful, not
 	// one per request.
@@ -72,7 +72,7 @@ func TestJWKSDownAtStartRecoversWithinSeconds(t *testing.T) {
 		if time.Since(up) > 10*time.Second {
 			t.Fatalf("valid token still refused %v after the JWKS came back", time.Since(up))
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // sleep: poll step of the bounded wait around it
 	}
 	t.Logf("valid tokens accepted %v after the JWKS came back", time.Since(up).Round(time.Millisecond))
 	if err := rv.Ready(); err != nil {

@@ -99,7 +99,7 @@ func TestRefreshSlowSuccessReachesTheNextRequest(t *testing.T) {
 	b := rfSetup(t, false, func(c *Config) { c.RefreshWait = 50 * time.Millisecond })
 	done := make(chan struct{})
 	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // sleep: the auth server answers slowly on purpose
 		next.ServeHTTP(w, r)
 		close(done)
 	})
@@ -113,7 +113,7 @@ func TestRefreshSlowSuccessReachesTheNextRequest(t *testing.T) {
 	// The call stores its result a moment after the server answered. Until
 	// then the session's requests go on with the old token at once (the
 	// call is known to be slow) and send no call of their own.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		res = b.rv.Resolve(rfRequest(cookies))
 		if res.CookiesChanged {
 			break

@@ -88,7 +88,7 @@ func TestRefresherSingleflightAndTTL(t *testing.T) {
 					// Let the one call through once every goroutine is waiting on it.
 					deadline := time.Now().Add(5 * time.Second)
 					for calls.Load() == 0 && time.Now().Before(deadline) {
-						time.Sleep(time.Millisecond)
+						time.Sleep(time.Millisecond) // sleep: poll step of the bounded wait around it
 					}
 					time.Sleep(20 * time.Millisecond)
 					select {

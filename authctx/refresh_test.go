@@ -303,7 +303,7 @@ func TestRefreshBurstSharesOneCall(t *testing.T) {
 	t.Parallel()
 	b := rfSetup(t, false, nil)
 	b.auth.setHandler(func(w http.ResponseWriter, r *http.Request, next http.Handler) {
-		time.Sleep(50 * time.Millisecond) // keep the call in flight while the burst joins
+		time.Sleep(50 * time.Millisecond) // sleep: the auth server answers slowly on purpose (keep the call in flight while the burst joins)
 		next.ServeHTTP(w, r)
 	})
 	cookies := b.cookies(30 * time.Second) // within the 60 s leeway
@@ -528,7 +528,7 @@ func TestRefreshFailuresKeepSession(t *testing.T) {
 				// it may reach the server after Resolve returned.
 				deadline := time.Now().Add(10 * time.Second)
 				for b.auth.calls.Load() < 2 && time.Now().Before(deadline) {
-					time.Sleep(5 * time.Millisecond)
+					time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait around it
 				}
 				if n := b.auth.calls.Load(); n != 2 {
 					t.Fatalf("%d calls after the backoff, want 2", n)

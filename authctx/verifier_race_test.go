@@ -80,7 +80,7 @@ func TestNewVerifierFirstFetchAndRefreshRace(t *testing.T) {
 					t.Errorf("no token verified within 30 s of a JWKS that answers every other request")
 					return
 				}
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // sleep: retry step of a loop bounded at 30 s
 			}
 		}()
 	}

@@ -205,7 +205,7 @@ func (s *rawSub) read(seen func(key int64)) {
 
 func (f *evFixture) waitSubs(tb testing.TB, n int) {
 	tb.Helper()
-	for deadline := time.Now().Add(60 * time.Second); f.hub.Stats().Subscribers != n; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); f.hub.Stats().Subscribers != n; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if time.Now().After(deadline) {
 			tb.Fatalf("%d subscribers, want %d", f.hub.Stats().Subscribers, n)
 		}
@@ -256,7 +256,7 @@ func benchThroughput(b *testing.B, subs int) {
 	deadline := start.Add(180 * time.Second)
 	for _, s := range ss {
 		for s.got.Load() < total && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // sleep: poll step of the bounded wait around it
 		}
 		if s.got.Load() < total {
 			b.Fatalf("a subscriber got %d of %d events (stats %+v)", s.got.Load(), total, f.hub.Stats())
@@ -313,7 +313,7 @@ func benchLatency(b *testing.B) {
 	deadline := time.Now().Add(60 * time.Second)
 	for _, s := range ss {
 		for s.got.Load() < want && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait around it
 		}
 	}
 	mu.Lock()

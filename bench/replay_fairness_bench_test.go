@@ -113,7 +113,7 @@ insert into public.todos (tenant_id, owner_id, title) select '`+evTenantB+`', '`
 	mux.Handle("GET /todos/events", st)
 	srv := httptest.NewServer(rv.Middleware(mux))
 	b.Cleanup(srv.Close)
-	for deadline := time.Now().Add(60 * time.Second); hub.Stats().Head < retained+200; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); hub.Stats().Head < retained+200; time.Sleep(50 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if time.Now().After(deadline) {
 			b.Fatalf("the hub read %d events", hub.Stats().Head)
 		}
@@ -137,7 +137,7 @@ insert into public.todos (tenant_id, owner_id, title) select '`+evTenantB+`', '`
 				wg.Add(1)
 				go func() { defer wg.Done(); load(lctx) }()
 			}
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // sleep: the load runs for a while before the measurement
 		}
 		var lat []time.Duration
 		var failed int

@@ -103,7 +103,7 @@ func BenchmarkReplicaRead(b *testing.B) {
 		if time.Now().After(deadline) {
 			b.Fatalf("replica not in rotation past %v: %+v", *pos, st)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait around it
 	}
 	for _, c := range []struct {
 		name string
@@ -163,7 +163,7 @@ func BenchmarkReplicaRoute(b *testing.B) {
 		if time.Now().After(deadline) {
 			b.Fatal("replica not in rotation")
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait around it
 	}
 	pos := routed.ReplicaStats().Replicas[0].Replay
 	noop := func(db.Querier) error { return nil }

@@ -77,6 +77,7 @@ func TestShareWaitStopsWithTheRequest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ac := newAcquireCtx(ctx, 10*time.Second)
 	defer ac.release()
+	// sleep: the cancel lands while enter waits; were it earlier, enter must still return Canceled
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 	start := time.Now()
 	_, err = s.enter(ac, ctx, key, true)

@@ -68,7 +68,7 @@ where datname = current_database() and application_name = $1`, app)
 			}()
 		}
 		running := 0
-		for deadline := time.Now().Add(30 * time.Second); running < 2; time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); running < 2; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 			if err := watch.QueryRow(context.Background(), `select count(*) from pg_stat_activity
 where datname = current_database() and application_name = $1 and query = $2 and wait_event = 'PgSleep'`,
 				app, sql).Scan(&running); err != nil {

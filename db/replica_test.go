@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,7 +65,7 @@ func waitRotation(t *testing.T, d *db.DB, want bool) {
 		if st := d.ReplicaStats(); st.Replicas[0].InRotation == want {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
 	}
 	t.Fatalf("replica in rotation did not become %v within 30s: %+v", want, d.ReplicaStats())
 }
@@ -110,7 +111,6 @@ func TestReplicaReadYourWrites(t *testing.T) {
 	if err := rep.Replica.SetApplyDelay(500 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
 	replicaReads := func() uint64 { return d.ReplicaStats().Replicas[0].Reads }
 
 	stale := 0
@@ -134,7 +134,9 @@ func TestReplicaReadYourWrites(t *testing.T) {
 		after.PrimaryReads[db.ReasonPosition]-before.PrimaryReads[db.ReasonPosition], after.Waits-before.Waits)
 
 	// Once the replica has replayed past the position, it serves the read.
-	time.Sleep(800 * time.Millisecond)
+	if err := waitReplayed(context.Background(), d, nil, lastPos); err != nil {
+		t.Fatal(err)
+	}
 	r0 := replicaReads()
 	if count(t, d, lastID, lastPos) != 1 {
 		t.Fatal("the replica, past the position, did not show the row")
@@ -185,7 +187,7 @@ func TestReplicaReadYourWrites(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for d.ReplicaStats().Replicas[0].Replay < *pos && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
 	}
 	rp := pgtest.Pool(t, rep.ReplicaURL)
 	var got int
@@ -223,19 +225,19 @@ func TestReplicaStoppedUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // sleep: the readers run for a while in each phase (both servers up, replica down, back up)
 	s0 := d.ReplicaStats()
 	if err := rep.Replica.StopServer(); err != nil {
 		t.Fatal(err)
 	}
 	waitRotation(t, d, false)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // sleep: the readers run for a while with the replica down
 	s1 := d.ReplicaStats()
 	if err := rep.Replica.StartServer(); err != nil {
 		t.Fatal(err)
 	}
 	waitRotation(t, d, true)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // sleep: the readers run for a while with the replica back
 	cancel()
 	wg.Wait()
 	s2 := d.ReplicaStats()
@@ -266,7 +268,6 @@ func TestReplicaPromotedLeavesRotation(t *testing.T) {
 	if err := rep.Replica.SetApplyDelay(2 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
 	insert(t, d, "lag")
 	waitRotation(t, d, false)
 	if st := d.ReplicaStats().Replicas[0]; st.State != "lagging" || st.Lag <= 300*time.Millisecond {
@@ -303,3 +304,27 @@ type recordingSpan struct {
 func (s *recordingSpan) IsRecording() bool { return true }
 
 func (s *recordingSpan) SetAttributes(kv ...attribute.KeyValue) { s.attrs = append(s.attrs, kv...) }
+
+// waitReplayed waits until d's view of its replica has replayed pos, the
+// primary's current position when pos is zero; after that the replica
+// serves reads that carry pos.
+func waitReplayed(ctx context.Context, d *db.DB, primary *pgxpool.Pool, pos db.Position) error {
+	if pos == 0 {
+		var lsn string
+		if err := primary.QueryRow(ctx, "select pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+			return err
+		}
+		var err error
+		if pos, err = db.ParsePosition(lsn); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for d.ReplicaStats().Replicas[0].Replay < pos {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replica has not replayed %s within 30 s: %+v", pos, d.ReplicaStats())
+		}
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
+	}
+	return nil
+}

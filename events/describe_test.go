@@ -83,7 +83,7 @@ func TestDescribedAndServedBySpec(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		l := logs.String()
 		if strings.Contains(l, `"route":"/api/todos/events","status":401`) && strings.Contains(l, `"route":"/api/openapi.json"`) {
 			break
@@ -111,7 +111,7 @@ func TestDescribedAndServedBySpec(t *testing.T) {
 	// A request the guard refuses is reported under its resource's mount,
 	// not as "other" (it never reaches the resource, which reports the
 	// precise route).
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), `"route":"/api/todos/{path...}","status":401`); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), `"route":"/api/todos/{path...}","status":401`); time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if time.Now().After(deadline) {
 			t.Fatalf("access log of a refused item request:\n%s", logs.String())
 		}

@@ -101,7 +101,7 @@ func TestCommittedWritesReachTenant(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stats %+v", s)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // sleep: poll step of the bounded wait around it
 	}
 }
 
@@ -299,7 +299,7 @@ where datname = current_database() and query ilike 'listen%'`).Scan(&n); err != 
 	// backoff when the first attempt fails): wait for the new listener,
 	// then check over two more poll intervals that it stays the only one.
 	waitListeners(t, b)
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond) // sleep: nothing may change over two poll intervals: the window is the subject
 	if n := countListeners(t, b); n != 1 {
 		t.Fatalf("%d listeners after reconnect", n)
 	}
@@ -322,7 +322,7 @@ where datname = current_database() and query ilike 'listen%'`).Scan(&n); err != 
 func waitListeners(t *testing.T, b *bundle) {
 	t.Helper()
 	n := 0
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if n = countListeners(t, b); n > 0 {
 			break
 		}
@@ -418,7 +418,7 @@ func TestSlowAndCapped(t *testing.T) {
 	if reader.status != 200 || third.status != 200 {
 		t.Fatalf("subscribe: %d %d", reader.status, third.status)
 	}
-	for deadline := time.Now().Add(20 * time.Second); b.hub.Stats().Subscribers < 3; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); b.hub.Stats().Subscribers < 3; time.Sleep(20 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if time.Now().After(deadline) {
 			t.Fatalf("the silent stream did not open within 20 s: %+v", b.hub.Stats())
 		}
@@ -452,7 +452,7 @@ func TestSlowAndCapped(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for b.hub.Stats().Subscribers > 1 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep: poll step of the bounded wait around it
 	}
 	if s := b.hub.Stats(); s.Subscribers != 1 || s.CutOff == 0 {
 		t.Fatalf("the silent subscriber was not cut off: %+v", s)
@@ -473,7 +473,7 @@ func TestSurvivesServerTimeouts(t *testing.T) {
 	if c.status != 200 {
 		t.Fatalf("subscribe: %d %s", c.status, c.body)
 	}
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond) // sleep: the stream must outlive the 1 s server timeouts: the elapsed time is the subject
 	b.create(b.token(bob, tenantA, false), "after the timeouts")
 	if ev := c.expect("todos.created")[0]; !strings.Contains(ev.Raw, "after the timeouts") {
 		t.Fatalf("got %s", ev.Raw)

@@ -84,7 +84,7 @@ insert into public.todos (tenant_id, owner_id, title)
 select '`+tenantB+`', '`+carol+`', 'carol ' || g from generate_series(1, 50) g`); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); b.hub.Stats().Head < nEvents+50; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); b.hub.Stats().Head < nEvents+50; time.Sleep(50 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if time.Now().After(deadline) {
 			t.Fatalf("the hub read %d of %d events", b.hub.Stats().Head, nEvents+50)
 		}
@@ -119,7 +119,7 @@ select '`+tenantB+`', '`+carol+`', 'carol ' || g from generate_series(1, 50) g`)
 					rows.Close()
 				}
 			}
-			time.Sleep(200 * time.Microsecond)
+			time.Sleep(200 * time.Microsecond) // sleep: the writer paces its statements on purpose
 		}
 	}()
 	// The other tenant lists, one request after another.
@@ -216,7 +216,7 @@ func TestReplayLimitAnswersAGap(t *testing.T) {
 select '`+tenantA+`', '`+alice+`', 't' || g from generate_series(1, 1000) g`); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); b.hub.Stats().Head < 1000; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); b.hub.Stats().Head < 1000; time.Sleep(20 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if time.Now().After(deadline) {
 			t.Fatal("the hub did not read the events")
 		}

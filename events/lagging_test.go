@@ -58,7 +58,7 @@ select '`+tenantA+`', '`+alice+`', 'lag ' || g from generate_series(1, 25) g`); 
 				t.Error(err)
 				return
 			}
-			time.Sleep(25 * time.Millisecond)
+			time.Sleep(25 * time.Millisecond) // sleep: the writer paces its batches on purpose
 		}
 	}()
 
@@ -144,7 +144,7 @@ func readFor(ctx context.Context, url, tok string, last int64, d time.Duration, 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep: a refused reader pauses before it reconnects, as a client would
 		return got
 	}
 	sc := bufio.NewScanner(resp.Body)

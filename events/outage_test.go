@@ -170,7 +170,7 @@ grant all on pe to service_role; select tablegate.enable_events('pe')`); err != 
 	}
 	waitHead := func(what string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 			want := outbox()
 			if h.Stats().Head >= want {
 				return
@@ -194,19 +194,19 @@ grant all on pe to service_role; select tablegate.enable_events('pe')`); err != 
 			_, _ = direct.Exec(ctx, `insert into pe (v) values (1)`)
 		}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // sleep: the writer runs for a while before the outage
 	waitHead("before the outage")
 	before := logs.count()
 
 	proxy.setDown(true)
-	time.Sleep(10 * time.Second)
+	time.Sleep(10 * time.Second) // sleep: the outage lasts 10 s: its length is the subject
 	during := logs.since(before)
 	attempts := proxy.attempts.Load()
 	proxy.setDown(false)
 	close(stop)
 	<-writer
 	waitHead("after the outage")
-	time.Sleep(300 * time.Millisecond) // recoveries logged
+	time.Sleep(300 * time.Millisecond) // sleep: a window for recovery lines to appear; the check below bounds their number from above
 	after := logs.since(before)
 
 	t.Logf("10 s outage: %d connection attempts refused; %d log lines during it, %d in all: %q", attempts, len(during), len(after), after)

@@ -23,7 +23,7 @@ func TestPruneDoesNotPauseDelivery(t *testing.T) {
 select '`+tenantA+`', '`+alice+`', 'old ' || g from generate_series(1, $1) g`, expired); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); b.hub.Stats().Head < expired; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); b.hub.Stats().Head < expired; time.Sleep(50 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if time.Now().After(deadline) {
 			t.Fatalf("the hub read %d of %d events", b.hub.Stats().Head, expired)
 		}
@@ -53,7 +53,7 @@ select '`+tenantA+`', '`+alice+`', 'old ' || g from generate_series(1, $1) g`, e
 			_, _ = b.pool.Exec(ctx, `insert into public.todos (tenant_id, owner_id, title) values ('`+tenantA+`', '`+alice+`', 'new')`)
 		}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // sleep: the writer runs for a while before the prune
 	// Expire the old events; the next prune pass deletes them.
 	if _, err := b.pool.Exec(ctx, `update tablegate.events set at = now() - interval '2 hours' where seq <= $1`, expired); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ select '`+tenantA+`', '`+alice+`', 'old ' || g from generate_series(1, $1) g`, e
 		return n
 	}
 	var began, ended time.Time
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		n := count()
 		if began.IsZero() && n < expired {
 			began = time.Now()
@@ -79,7 +79,7 @@ select '`+tenantA+`', '`+alice+`', 'old ' || g from generate_series(1, $1) g`, e
 			t.Fatalf("%d expired events left after a minute", n)
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // sleep: the writer runs on for a while after the prune
 	close(stop)
 	<-writer
 	c.close()

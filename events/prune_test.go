@@ -83,7 +83,7 @@ select tablegate.enable_events('pe')`); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		var got int
 		if err := pool.QueryRow(ctx, `select count(seq) from tablegate.events`).Scan(&got); err != nil {
 			t.Fatal(err)

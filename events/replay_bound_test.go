@@ -24,7 +24,20 @@ func TestReplayEndsWithTheStream(t *testing.T) {
 select '`+tenantA+`', '`+alice+`', repeat('x', 400) || g from generate_series(1, 3000) g`); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // the hub's head reaches the new events
+	// The hub's head reaches the new events: every one has its position
+	// (drawn after commit) and the hub has read up to the last.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
+		var unsequenced, last int64
+		if err := b.pool.QueryRow(t.Context(), `select count(*) filter (where seq is null), coalesce(max(seq), 0) from tablegate.events`).Scan(&unsequenced, &last); err != nil {
+			t.Fatal(err)
+		}
+		if unsequenced == 0 && last > 0 && b.hub.Stats().Head >= last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: %d events without a position, the hub's head at %d of %d", unsequenced, b.hub.Stats().Head, last)
+		}
+	}
 	// A server whose connections buffer little, so that the replay waits
 	// on the slow reader instead of landing in the kernel's buffers.
 	mux := http.NewServeMux()
@@ -55,7 +68,7 @@ select '`+tenantA+`', '`+alice+`', repeat('x', 400) || g from generate_series(1,
 			t.Logf("after %v: %d bytes, %v", time.Since(start), got, err)
 			break
 		}
-		time.Sleep(20 * time.Millisecond) // ≈ 50 KB/s: the replay (≈ 1.4 MB) takes half a minute
+		time.Sleep(20 * time.Millisecond) // sleep: the slow reader is the subject (≈ 50 KB/s: the replay (≈ 1.4 MB) takes half a minute)
 	}
 	if el := time.Since(start); el > 8*time.Second {
 		t.Errorf("the stream lasted %v (%d bytes read); MaxStream is 1s", el, got)

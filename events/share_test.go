@@ -41,7 +41,19 @@ func TestHubChecksOutsideSubscriberShare(t *testing.T) {
 	for range share {
 		<-held
 	}
-	time.Sleep(100 * time.Millisecond) // the statements are running
+	// The statements are running once Postgres shows them active.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
+		var n int
+		if err := b.pool.QueryRow(context.Background(), `select count(*) from pg_stat_activity where state = 'active' and query = 'select pg_sleep(3)'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n >= share {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d statements running after 10 s", n, share)
+		}
+	}
 	start := time.Now()
 	b.create(bobTok, "while alice is busy")
 	if ev, err := sb.next(10 * time.Second); err != nil || ev.Name != "todos.created" {

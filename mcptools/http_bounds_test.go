@@ -90,7 +90,7 @@ func eventually(t *testing.T, what string, f func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("not within 10s: %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // sleep: poll step of the bounded wait around it
 	}
 }
 

@@ -2,6 +2,7 @@ package mcptools_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,12 +32,11 @@ func TestToolsReadTheirWritesBehindAReplica(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the replica did not enter the rotation")
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
 	}
 	if err := rep.Replica.SetApplyDelay(500 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
 	o := todoOptions()
 	o.Caller = restCaller
 	todos, err := rest.NewResource(context.Background(), d, "todos", o)
@@ -60,9 +60,35 @@ func TestToolsReadTheirWritesBehindAReplica(t *testing.T) {
 		}
 	}
 	r0 := d.ReplicaStats().Replicas[0].Reads
-	time.Sleep(700 * time.Millisecond)
+	if err := waitReplayed(context.Background(), d, primary, 0); err != nil {
+		t.Fatal(err)
+	}
 	ok(t, call(t, cs, "listTodos", map[string]any{}))
 	if d.ReplicaStats().Replicas[0].Reads != r0+1 {
 		t.Fatalf("a list after the replica caught up did not run on it: %+v", d.ReplicaStats())
 	}
+}
+
+// waitReplayed waits until d's view of its replica has replayed pos, the
+// primary's current position when pos is zero; after that the replica
+// serves reads that carry pos.
+func waitReplayed(ctx context.Context, d *db.DB, primary *pgxpool.Pool, pos db.Position) error {
+	if pos == 0 {
+		var lsn string
+		if err := primary.QueryRow(ctx, "select pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+			return err
+		}
+		var err error
+		if pos, err = db.ParsePosition(lsn); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for d.ReplicaStats().Replicas[0].Replay < pos {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replica has not replayed %s within 30 s: %+v", pos, d.ReplicaStats())
+		}
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
+	}
+	return nil
 }

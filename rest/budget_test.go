@@ -71,7 +71,12 @@ func TestStarvingListKilledByBudgetWhileGetAnswers(t *testing.T) {
 			took[i] = time.Since(start)
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // the slow lists hold both connections
+	// The slow lists hold both connections.
+	for deadline := time.Now().Add(10 * time.Second); b.pool.Stat().AcquiredConns() < 2; time.Sleep(5 * time.Millisecond) { // sleep: poll step of the bounded wait around it
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow lists hold %d connections after 10 s, want 2", b.pool.Stat().AcquiredConns())
+		}
+	}
 	start := time.Now()
 	g := do(t, s, "GET", "/api/big/7", bob, "")
 	getTook := time.Since(start)
@@ -142,7 +147,7 @@ grant select, insert on jobs to authenticated;`); err != nil {
 		t.Fatal(err)
 	}
 	res := b.resource("jobs", &Config{Hooks: Hooks{AfterCreateFunc: func(c *Ctx, row Row) (any, error) {
-		time.Sleep(2 * time.Second) // the insert ran; COMMIT waits for the hook (idle bound: 1 s at least)
+		time.Sleep(2 * time.Second) // sleep: the hook is slow on purpose (the insert ran; COMMIT waits for it; idle bound: 1 s at least)
 		return row, nil
 	}}})
 	s := server(t, "jobs", res)

@@ -164,7 +164,7 @@ where application_name = $1`, app)
 			// One at a time: a cut breaks every connection of the pool.
 			t.Run(k.name+"/"+op.name, func(t *testing.T) {
 				// No statement of an earlier case may still be sleeping.
-				for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 					var n int
 					if err := watch.QueryRow(context.Background(), `select count(*) from pg_stat_activity
 where application_name = $1 and wait_event = 'PgSleep'`, app).Scan(&n); err != nil {
@@ -183,7 +183,7 @@ where application_name = $1 and wait_event = 'PgSleep'`, app).Scan(&n); err != n
 				start := time.Now()
 				go func() { done <- doQuiet(s.URL, op.method, op.path, alice, op.body) }()
 				var pid int
-				for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 					err := watch.QueryRow(context.Background(), `select pid from pg_stat_activity
 where application_name = $1 and wait_event = 'PgSleep' and state = 'active' limit 1`, app).Scan(&pid)
 					if err == nil {
@@ -303,7 +303,7 @@ func TestPostgresCrashUnderWritesIsUnavailable(t *testing.T) {
 	go func() { write <- doQuiet(s.URL, "POST", "/api/lost_writes", alice, `{"title":"x"}`) }()
 	go func() { read <- doQuiet(s.URL, "GET", "/api/lost_reads", alice, "") }()
 	var writer int
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		var n int
 		err := watch.QueryRow(ctx, `select count(*), coalesce(min(pid) filter (where query like '%lost_writes%'), 0) from pg_stat_activity
 where application_name = 'tg-crash' and wait_event = 'PgSleep'`).Scan(&n, &writer)
@@ -329,7 +329,7 @@ where application_name = 'tg-crash' and wait_event = 'PgSleep'`).Scan(&n, &write
 		}
 	}
 	// Recovered: the pool reconnects and writes go through.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if _, err := watch.Exec(ctx, "drop trigger if exists lost_sleep on lost_writes"); err == nil {
 			break
 		} else if time.Now().After(deadline) {
@@ -337,7 +337,7 @@ where application_name = 'tg-crash' and wait_event = 'PgSleep'`).Scan(&n, &write
 		}
 	}
 	var r resp
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if r = doQuiet(s.URL, "POST", "/api/lost_writes", alice, `{"title":"after"}`); r.status == 201 || time.Now().After(deadline) {
 			break
 		}

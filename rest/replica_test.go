@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ func setupReplicated(t *testing.T, cfg *db.Config) (*bundle, *pgtest.Replicated)
 		if time.Now().After(deadline) {
 			t.Fatalf("the replica did not enter the rotation: %+v", d.ReplicaStats())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
 	}
 	return &bundle{t: t, pool: primary, db: d}, rep
 }
@@ -65,7 +66,6 @@ func TestReplicaReadYourOwnWrites(t *testing.T) {
 	if err := rep.Replica.SetApplyDelay(500 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the reload is asynchronous
 
 	users := []string{alice, bob, "44444444-4444-4444-4444-444444444444", "55555555-5555-5555-5555-555555555555"}
 	const perUser = 250
@@ -95,7 +95,14 @@ func TestReplicaReadYourOwnWrites(t *testing.T) {
 				if i%50 == 49 {
 					// Now and then the client reads later, after the
 					// replica has caught up: the replica serves it.
-					time.Sleep(700 * time.Millisecond)
+					p, err := db.ParsePosition(pos)
+					if err == nil {
+						err = waitReplayed(context.Background(), b.db, b.pool, p)
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
 					mu.Lock()
 					caughtUp += 2
 					mu.Unlock()
@@ -137,7 +144,9 @@ func TestReplicaReadYourOwnWrites(t *testing.T) {
 	}
 
 	// Past the delay, the replica has caught up: it serves the same reads.
-	time.Sleep(700 * time.Millisecond)
+	if err := waitReplayed(context.Background(), b.db, b.pool, 0); err != nil {
+		t.Fatal(err)
+	}
 	r0 := b.db.ReplicaStats().Replicas[0].Reads
 	for ui, u := range users {
 		g := do(t, s, "GET", "/api/todos/"+lasts[ui].id, u, "", "Tablegate-Position", lasts[ui].pos)
@@ -292,7 +301,7 @@ func TestReplicaRoutesOnlyPlainReads(t *testing.T) {
 	// replayed the create (404 there, as any read of a lagging replica);
 	// poll, bounded, until the replica serves the row.
 	var r resp
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 		if r = do(t, s, "GET", "/api/todos/"+row.ID, alice, ""); r.status == 200 && reads() > r0 || time.Now().After(deadline) {
 			break
 		}
@@ -345,23 +354,23 @@ func TestReplicaStoppedUnderHTTPLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // sleep: the clients run for a while in each phase (both servers up, replica down, back up)
 	s0 := b.db.ReplicaStats()
 	if err := rep.Replica.StopServer(); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); b.db.ReplicaStats().Replicas[0].InRotation && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // sleep: the clients run for a while with the replica down
 	s1 := b.db.ReplicaStats()
 	if err := rep.Replica.StartServer(); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); !b.db.ReplicaStats().Replicas[0].InRotation && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // sleep: the clients run for a while with the replica back
 	close(stop)
 	wg.Wait()
 	s2 := b.db.ReplicaStats()
@@ -377,4 +386,28 @@ func TestReplicaStoppedUnderHTTPLoad(t *testing.T) {
 		s2.Replicas[0].Reads == s1.Replicas[0].Reads {
 		t.Fatal("reads did not go replica → primary → replica")
 	}
+}
+
+// waitReplayed waits until d's view of its replica has replayed pos, the
+// primary's current position when pos is zero; after that the replica
+// serves reads that carry pos.
+func waitReplayed(ctx context.Context, d *db.DB, primary *pgxpool.Pool, pos db.Position) error {
+	if pos == 0 {
+		var lsn string
+		if err := primary.QueryRow(ctx, "select pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+			return err
+		}
+		var err error
+		if pos, err = db.ParsePosition(lsn); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for d.ReplicaStats().Replicas[0].Replay < pos {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replica has not replayed %s within 30 s: %+v", pos, d.ReplicaStats())
+		}
+		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
+	}
+	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 // TestHeaderCookies: the Cookie header is split like cookie@1.1.1 parse
 // (the rules are checked against the real @supabase/ssr end to end in
-// authctx's TestCookieHeaderMatchesSSR).
+// TestCookieHeaderMatchesSSR of integration/ssr).
 func TestHeaderCookies(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

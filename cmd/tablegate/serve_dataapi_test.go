@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tablegate/tablegate/internal/nodetest"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
 
@@ -62,151 +60,6 @@ create function my_notes(min_score int) returns setof notes language sql stable 
 create function first_note() returns notes language sql stable as 'select * from notes order by id limit 1';
 create function nothing() returns void language sql as 'select';
 `
-
-type jsStep struct {
-	Data  json.RawMessage `json:"data"`
-	Error *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-	Count  *int `json:"count"`
-	Status int  `json:"status"`
-}
-
-// TestServeDataAPISupabaseJS: serve with "data_api" answers the real
-// supabase-js (pinned in integration/node) as PostgREST would: selects
-// with columns, aliases, every filter family, or, order, range, count,
-// single and maybeSingle; bulk insert, upsert, update and delete with
-// filters and .select(); .rpc() of each result kind; PostgREST's error
-// objects; row-level security isolating two users; a declared table's
-// permission applied to .insert().
-func TestServeDataAPISupabaseJS(t *testing.T) {
-	t.Parallel()
-	nodetest.Require(t)
-	url := pgtest.URL(t)
-	pool := pgtest.Pool(t, url)
-	if _, err := pool.Exec(context.Background(), dataAPIFixtureSQL); err != nil {
-		t.Fatal(err)
-	}
-	tables := map[string]any{"guarded": map[string]any{"table": "public.guarded", "operations": []string{"list", "create"},
-		"permissions": map[string]string{"create": "guarded.create"}, "guard": []string{"user"}}}
-	cfgPath, ks := serveFixtureKeys(t, map[string]any{"tables": tables, "data_api": map[string]any{"schemas": []string{"public", "extra"}},
-		"permissions": map[string][]string{"guarded.create": {"admin"}}})
-	mint := func(sub string, roles ...string) string {
-		tok, err := mintToken(ks, tokenSpec{Sub: sub, Roles: roles, TTL: time.Hour}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
-	addr := freeAddr(t)
-	out, cancel, _ := launchServeEnv(t, map[string]string{"DATABASE_URL": url, "SUPABASE_PUBLISHABLE_KEY": "sb_publishable_dataapitest"},
-		"--config", cfgPath, "--addr", addr)
-	defer cancel()
-	if !strings.Contains(out.String(), "/rest/v1/{table}") {
-		t.Errorf("startup lines do not name the data API: %s", out.String())
-	}
-	var got map[string]jsStep
-	nodetest.Run(t, 90*time.Second, "data-api.mjs", map[string]any{
-		"url": "http://" + addr, "key": "sb_publishable_dataapitest",
-		"alice": mint("11111111-1111-4111-8111-111111111111"), "bob": mint("22222222-2222-4222-8222-222222222222"),
-		"admin": mint("33333333-3333-4333-8333-333333333333", "admin"),
-	}, &got)
-
-	data := func(name, want string) {
-		t.Helper()
-		s, ok := got[name]
-		if !ok {
-			t.Errorf("%s: missing", name)
-			return
-		}
-		if s.Error != nil {
-			t.Errorf("%s: error %+v", name, *s.Error)
-			return
-		}
-		var a, b any
-		if err := json.Unmarshal(s.Data, &a); err != nil {
-			t.Errorf("%s: data %s: %v", name, s.Data, err)
-			return
-		}
-		_ = json.Unmarshal([]byte(want), &b)
-		ja, _ := json.Marshal(a)
-		jb, _ := json.Marshal(b)
-		if string(ja) != string(jb) {
-			t.Errorf("%s: data %s, want %s", name, ja, jb)
-		}
-	}
-	errCode := func(name, code string, status int) {
-		t.Helper()
-		s := got[name]
-		if s.Error == nil || s.Error.Code != code || s.Error.Message == "" || s.Status != status {
-			t.Errorf("%s: status %d error %+v, want %d %s with a message", name, s.Status, s.Error, status, code)
-		}
-	}
-	data("insert_bulk", `[{"title":"a1"},{"title":"a2"},{"title":"a3"}]`)
-	if s := got["insert_bob"]; s.Status != 201 || s.Error != nil {
-		t.Errorf("insert_bob: %+v", s)
-	}
-	data("select_alias_order", `[{"name":"a3","score":9},{"name":"a2","score":5}]`)
-	data("eq_neq", `[{"slug":"a1"},{"slug":"a3"}]`)
-	data("gt_lt_lte", `[{"slug":"a2"}]`)
-	data("like_ilike", `[{"slug":"a3"}]`)
-	data("in", `[{"slug":"a1"},{"slug":"a3"}]`)
-	data("is_null", `[{"slug":"a3"}]`)
-	data("not", `[{"slug":"a1"},{"slug":"a2"}]`)
-	data("contains", `[{"slug":"a1"},{"slug":"a2"}]`)
-	data("contained_by", `[{"slug":"a1"},{"slug":"a2"},{"slug":"a3"}]`)
-	data("overlaps", `[{"slug":"a1"}]`)
-	data("range_lt", `[{"slug":"a1"},{"slug":"a2"}]`)
-	data("json_path", `[{"slug":"a2","k":"w"}]`)
-	data("fts", `[{"slug":"a1"},{"slug":"a3"}]`)
-	data("match", `[{"slug":"a1"}]`)
-	data("or", `[{"slug":"a1"},{"slug":"a3"}]`)
-	data("or_and", `[{"slug":"a1"},{"slug":"a2"}]`)
-	data("range_count", `[{"slug":"a1"},{"slug":"a2"}]`)
-	if c := got["range_count"].Count; c == nil || *c != 3 {
-		t.Errorf("range_count: count %v, want 3 (alice's rows only)", c)
-	}
-	if s := got["head_count"]; s.Count == nil || *s.Count != 3 || s.Error != nil {
-		t.Errorf("head_count: %+v", s)
-	}
-	data("single", `{"slug":"a1"}`)
-	errCode("single_none", "PGRST116", 406)
-	data("maybe_single_none", `null`)
-	data("maybe_single_one", `{"slug":"a2"}`)
-	data("upsert_merge", `[{"title":"A2","score":6}]`)
-	data("upsert_ignore", `[{"slug":"a4"}]`)
-	data("update", `[{"slug":"a1"},{"slug":"a2"}]`)
-	data("update_other_user", `[]`)
-	data("delete", `[{"slug":"a3"}]`)
-	data("delete_other_user", `[]`)
-	data("alice_sees", `[{"slug":"a1"},{"slug":"a2"},{"slug":"a4"}]`)
-	data("bob_sees", `[{"slug":"b1"}]`)
-	data("rpc_scalar", `3`)
-	data("rpc_get", `9`)
-	data("rpc_setof", `[{"slug":"a2"}]`)
-	if s := got["rpc_composite"]; s.Error != nil || !strings.Contains(string(s.Data), `"slug":"a1"`) {
-		t.Errorf("rpc_composite: %+v %s", s, s.Data)
-	}
-	if s := got["rpc_void"]; s.Error != nil || s.Status != 204 {
-		t.Errorf("rpc_void: %+v", s)
-	}
-	data("embed_to_one", `[{"title":"b1","authors":{"name":"Ann"}},{"title":"b2","authors":{"name":"Ann"}}]`)
-	data("embed_to_many", `[{"name":"Ann","books":[{"title":"b1"},{"title":"b2"}]},{"name":"Ben","books":[]}]`)
-	data("embed_many_to_many", `[{"title":"b1","labels":[{"label":"blue"},{"label":"red"}]}]`)
-	data("embed_inner", `[{"name":"Ann","books":[{"title":"b2"}]}]`)
-	data("csv", `"id,name\n1,Ann\n2,Ben\n"`)
-	data("other_schema", `[{"label":"from extra"}]`)
-	errCode("rpc_missing", "PGRST202", 404)
-	errCode("unique_violation", "23505", 409)
-	errCode("missing_table", "PGRST205", 404)
-	errCode("guarded_denied", "PERMISSION_DENIED", 403)
-	data("guarded_admin", `[{"title":"by admin"}]`)
-	var n int
-	if err := pool.QueryRow(context.Background(), `select count(*) from guarded`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("guarded rows: %d %v (the denied insert must write nothing)", n, err)
-	}
-}
 
 // TestServeDataAPIUnprotected: serve refuses to start while a table of an
 // exposed schema that anon or authenticated may reach has no row-level

@@ -72,7 +72,8 @@ func (c *Cluster) URLFor(name string) string {
 
 // SetApplyDelay sets recovery_min_apply_delay on a replica (commits are
 // replayed no sooner than d after the primary made them; 0 for none) and
-// reloads its configuration. Tests use it to watch a lagging replica.
+// reloads its configuration, returning once new sessions see the setting.
+// Tests use it to watch a lagging replica.
 func (c *Cluster) SetApplyDelay(d time.Duration) error {
 	conf := filepath.Join(c.dir, "data", "postgresql.auto.conf")
 	b, err := os.ReadFile(conf)
@@ -97,7 +98,20 @@ func (c *Cluster) SetApplyDelay(d time.Duration) error {
 	if out, err := c.run(ctx, "pg_ctl", "-D", filepath.Join(c.dir, "data"), "reload"); err != nil {
 		return fmt.Errorf("pgcluster: pg_ctl reload: %w: %s", err, out)
 	}
-	return nil
+	// The reload is asynchronous: return once a new session sees the
+	// setting, so that callers need not guess how long it takes.
+	want := fmt.Sprint(d.Milliseconds())
+	for {
+		got, err := c.SQL(ctx, "postgres", "select setting from pg_settings where name = 'recovery_min_apply_delay'")
+		if err == nil && got == want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pgcluster: recovery_min_apply_delay is %q, not %sms, 30 s after the reload (%v)", got, want, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // SQL runs statements with psql as superuser postgres on database db of

@@ -42,7 +42,7 @@ func TestReplicaStreamsDelaysStopsAndReturns(t *testing.T) {
 			if out, err := r.SQL(ctx, "postgres", "select coalesce(max(n)::text, '') from t"); err == nil && out == want {
 				return time.Since(start)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
 		}
 		t.Fatalf("replica did not show n=%s within 20s", want)
 		return 0
@@ -53,7 +53,6 @@ func TestReplicaStreamsDelaysStopsAndReturns(t *testing.T) {
 	if err := r.SetApplyDelay(700 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the reload is asynchronous
 	mustSQL(p, "insert into t values (2)")
 	if d := waitFor("2"); d < 400*time.Millisecond {
 		t.Fatalf("a replica delayed by 700ms showed the row after %v", d)

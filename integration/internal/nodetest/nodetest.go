@@ -1,8 +1,9 @@
 // Package nodetest runs the pinned npm packages in integration/node (the
 // real @supabase/ssr and supabase-js, eventsource, and headless Chromium
-// through playwright-core) from Go tests. It fails a test — never skips it —
-// when node, the packages or Chromium are missing, with one line that says
-// how to install them.
+// through playwright-core) and integration/oas from the integration tests.
+// It fails a test — never skips it — when node, the packages or Chromium are
+// missing, with one line that says how to install them: `make test` installs
+// the packages first (make node-deps), so a skip would hide a broken setup.
 package nodetest
 
 import (
@@ -21,19 +22,40 @@ import (
 // holding the pinned packages and the scripts the tests drive.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "integration", "node")
+	return filepath.Join(filepath.Dir(file), "..", "..", "node")
 }
 
-// Require fails t when node or the installed packages are missing and
-// returns the node executable.
+// OASDir returns the absolute path of integration/oas, the node project
+// holding the pinned OpenAPI tools (Redocly, Spectral, openapi-typescript,
+// openapi-fetch, tsc).
+func OASDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "oas")
+}
+
+// Require fails t when node or the packages of integration/node are
+// missing and returns the node executable.
 func Require(t testing.TB) string {
+	t.Helper()
+	return require(t, Dir(), "integration/node")
+}
+
+// RequireOAS fails t when node or the packages of integration/oas are
+// missing and returns OASDir.
+func RequireOAS(t testing.TB) string {
+	t.Helper()
+	require(t, OASDir(), "integration/oas")
+	return OASDir()
+}
+
+func require(t testing.TB, dir, name string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatal("node is not installed: install Node.js 20+, then run `make node-deps`")
+		t.Fatal("node is not on PATH: install Node.js 20+ and npm (Debian: apt-get install nodejs npm), then run `make node-deps`")
 	}
-	if _, err := os.Stat(filepath.Join(Dir(), "node_modules", ".package-lock.json")); err != nil {
-		t.Fatal("integration/node/node_modules is missing: run `make node-deps`")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
+		t.Fatalf("%s/node_modules is missing: run `make node-deps`", name)
 	}
 	return node
 }
@@ -47,7 +69,7 @@ func RequireChromium(t testing.TB) string {
 		p = "/usr/bin/chromium"
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("chromium is not installed at %s: apt-get install chromium (or set CHROMIUM_PATH)", p)
+		t.Fatalf("chromium is not installed at %s: apt-get install chromium (or set CHROMIUM_PATH), then run `make node-deps` for the playwright-core that drives it", p)
 	}
 	return p
 }

@@ -1,35 +1,15 @@
-package authctx
+package ssr_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tablegate/tablegate/authctx"
 )
-
-// nodeDir is the node project holding the pinned @supabase/ssr.
-const nodeDir = "../integration/node"
-
-// requireNode fails (never skips) when node or the pinned packages are
-// missing, with a one-line instruction.
-func requireNode(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: install Node.js 20+, then run `npm ci` in integration/node")
-	}
-	if _, err := os.Stat(filepath.Join(nodeDir, "node_modules", "@supabase", "ssr", "package.json")); err != nil {
-		t.Fatal("integration/node/node_modules is missing: run `npm ci` in integration/node")
-	}
-	return node
-}
 
 type ssrOutput struct {
 	Cookies []struct {
@@ -41,39 +21,13 @@ type ssrOutput struct {
 	Requests  []string          `json:"requests"`
 }
 
-// runNode runs node with args in nodeDir, input as JSON on stdin, and
-// decodes its stdout into out. It fails — never skips — when node or the
-// packages are missing.
-func runNode(t *testing.T, input, out any, args ...string) {
-	t.Helper()
-	node := requireNode(t)
-	in, err := json.Marshal(input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, args...)
-	cmd.Dir = nodeDir
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node %s: %v\n%s", args[len(args)-1], err, stderr.String())
-	}
-	if err := json.Unmarshal(stdout, out); err != nil {
-		t.Fatalf("node output %q: %v\n%s", stdout, err, stderr.String())
-	}
-}
-
 // writeSSRSession has the real @supabase/ssr server client store a session
 // whose access token is tok, and returns the cookies it set.
 func writeSSRSession(t *testing.T, projectURL, tok string, exp int64, bio, encoding string) ssrOutput {
 	t.Helper()
 	var res ssrOutput
 	runNode(t, map[string]any{"url": projectURL, "key": "sb_publishable_TESTKEY", "access_token": tok,
-		"expires_at": exp, "user_id": testUserID, "bio": bio, "encoding": encoding}, &res, "ssr-write-session.mjs")
+		"expires_at": exp, "user_id": userID, "bio": bio, "encoding": encoding}, &res, "ssr-write-session.mjs")
 	return res
 }
 
@@ -81,10 +35,10 @@ func writeSSRSession(t *testing.T, projectURL, tok string, exp int64, bio, encod
 // @supabase/ssr 0.12.7 resolves to the right user, single and chunked.
 func TestSSRCookieInterop(t *testing.T) {
 	t.Parallel()
-	requireNode(t)
-	testKeys(t)
+	key, jwks := newKey(t)
 	const projectURL = "https://abcdefghijklmnopqrst.supabase.co"
-	rv, err := New(context.Background(), &Config{ProjectURL: projectURL, VerifierConfig: VerifierConfig{Issuer: testIssuer, JWKS: jwksJSON(ecJWK(ecKey, kidEC))}})
+	const issuer = "http://127.0.0.1:54321/auth/v1"
+	rv, err := authctx.New(context.Background(), &authctx.Config{ProjectURL: projectURL, VerifierConfig: authctx.VerifierConfig{Issuer: issuer, JWKS: jwks}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +61,8 @@ func TestSSRCookieInterop(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The token itself carries the metadata too, as GoTrue's does.
-			tok := signES(t, ecKey, kidEC, userClaims(map[string]any{"exp": exp,
-				"user_metadata": map[string]any{"bio": tc.bio}}))
+			tok := sign(t, key, issuer, time.Until(time.Unix(exp, 0)), map[string]any{"exp": exp,
+				"user_metadata": map[string]any{"bio": tc.bio}})
 			out := writeSSRSession(t, projectURL, tok, exp, tc.bio, tc.encoding)
 			if (tc.chunks == 1 && len(out.Cookies) != 1) || len(out.Cookies) < tc.chunks {
 				names := []string{}
@@ -142,10 +96,10 @@ func TestSSRCookieInterop(t *testing.T) {
 			}
 			r.Header.Set("Cookie", "theme=dark; "+strings.Join(pairs, "; "))
 			res := rv.Resolve(r)
-			if res.Auth.Kind != KindUser || res.Source != SourceCookie {
+			if res.Auth.Kind != authctx.KindUser || res.Source != authctx.SourceCookie {
 				t.Fatalf("resolved %s/%s from %s (%v)", res.Auth.Kind, res.Auth.Reason, res.Source, res.Auth.Err)
 			}
-			if res.Auth.User.ID != testUserID || res.Auth.User.Token != tok {
+			if res.Auth.User.ID != userID || res.Auth.User.Token != tok {
 				t.Fatalf("user %q, token match %v", res.Auth.User.ID, res.Auth.User.Token == tok)
 			}
 		})

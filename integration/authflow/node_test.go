@@ -1,4 +1,4 @@
-package authflow
+package authflow_test
 
 import (
 	"net/http"
@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/authctx/authflow"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
-	"github.com/tablegate/tablegate/internal/nodetest"
+	"github.com/tablegate/tablegate/integration/internal/nodetest"
 )
 
 // nodeOut is the output of integration/node/ssr-flows.mjs.
@@ -37,7 +38,7 @@ type nodeCookie struct {
 
 func (b *bundle) node(op string, cookies []*http.Cookie, extra map[string]any) nodeOut {
 	b.t.Helper()
-	in := map[string]any{"op": op, "url": b.gt.URL(), "key": testKey}
+	in := map[string]any{"op": op, "url": b.gt.URL, "key": testKey}
 	var cs []nodeCookie
 	for _, c := range cookies {
 		cs = append(cs, nodeCookie{c.Name, c.Value})
@@ -90,7 +91,7 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 			t.Fatalf("JS wrote %v, want %v and a flow slot", got, want)
 		}
 	}
-	b.gt.AddAuthCode("js-code", q.Get("code_challenge"))
+	b.gt.addCode("js-code", q.Get("code_challenge"))
 	// auth-js 2.119 appends no sb_flow_id by default: the legacy slot is used.
 	w := httptest.NewRecorder()
 	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?next=%2Fhome&code=js-code", cookies))
@@ -105,18 +106,18 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 	// slot... stays only if auth-js would keep it: removePKCEVerifier
 	// without a flow id removes the legacy slot only.
 	for _, c := range after {
-		if c.Name == VerifierCookieName(b.cookie) {
+		if c.Name == authflow.VerifierCookieName(b.cookie) {
 			t.Fatalf("legacy verifier slot left behind")
 		}
 	}
 	// With the flow id (what appendPkceFlowIdToRedirects adds), only the slot is read.
 	out = b.node("oauth-start", nil, map[string]any{"provider": "github", "redirectTo": b.flows.CallbackURL()})
 	cookies = out.apply(nil)
-	_, pending := ParseCallbackCookies([]string{header(cookies)}, b.cookie, "")
+	_, pending := authflow.ParseCallbackCookies([]string{header(cookies)}, b.cookie, "")
 	if len(pending) != 1 {
 		t.Fatalf("pending %v", pending)
 	}
-	b.gt.AddAuthCode("js-code-2", queryOf(t, *out.URL).Get("code_challenge"))
+	b.gt.addCode("js-code-2", queryOf(t, *out.URL).Get("code_challenge"))
 	w = httptest.NewRecorder()
 	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?code=js-code-2&sb_flow_id="+pending[0], cookies))
 	if w.Code != 303 {
@@ -143,13 +144,13 @@ func TestInteropGoStartsPKCEJSFinishes(t *testing.T) {
 	b := setup(t, nil)
 	for _, byID := range []bool{false, true} {
 		w := httptest.NewRecorder()
-		u, err := b.flows.StartOAuth(w, b.req("GET", "/auth/oauth", nil), &OAuthRequest{Provider: "github"})
+		u, err := b.flows.StartOAuth(w, b.req("GET", "/auth/oauth", nil), &authflow.OAuthRequest{Provider: "github"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cookies := jar(nil, w)
-		flowID := queryOf(t, queryOf(t, u).Get("redirect_to")).Get(FlowIDParam)
-		b.gt.AddAuthCode("go-code", queryOf(t, u).Get("code_challenge"))
+		flowID := queryOf(t, queryOf(t, u).Get("redirect_to")).Get(authflow.FlowIDParam)
+		b.gt.addCode("go-code", queryOf(t, u).Get("code_challenge"))
 		extra := map[string]any{"code": "go-code"}
 		if byID {
 			extra["flowId"] = flowID
@@ -186,7 +187,7 @@ func TestInteropGoStartsPKCEJSFinishes(t *testing.T) {
 func TestInteropSessionAndSignOut(t *testing.T) {
 	t.Parallel()
 	for _, enc := range []string{"", "tokens-only"} {
-		b := setup(t, func(c *Config) { c.TokensOnly = enc != "" })
+		b := setup(t, func(c *authflow.Config) { c.TokensOnly = enc != "" })
 		extra := map[string]any{}
 		if enc != "" {
 			extra["encode"] = enc
@@ -216,7 +217,7 @@ func TestInteropSessionAndSignOut(t *testing.T) {
 		}
 		// tablegate signs the JS session out; JS sees no session.
 		w := httptest.NewRecorder()
-		if err := b.flows.SignOut(w, b.req("POST", "/auth/sign-out", jsCookies), &SignOutOpts{Scope: "global"}); err != nil {
+		if err := b.flows.SignOut(w, b.req("POST", "/auth/sign-out", jsCookies), &authflow.SignOutOpts{Scope: "global"}); err != nil {
 			t.Fatal(err)
 		}
 		after := jar(jsCookies, w)
@@ -228,13 +229,13 @@ func TestInteropSessionAndSignOut(t *testing.T) {
 		}
 		// A JS client that kept the old cookie with an expired token
 		// cannot refresh: the server revoked the session.
-		b.gt.SetTokenTTL(time.Second)
+		b.gt.ttl = time.Second
 		stale := b.node("sign-in", nil, map[string]any{"email": "a@example.com", "password": testPassword, "encode": enc}).apply(nil)
-		b.gt.SetTokenTTL(0)
-		if err := b.flows.SignOut(httptest.NewRecorder(), b.req("POST", "/", stale), &SignOutOpts{Scope: "global"}); err != nil {
+		b.gt.ttl = time.Hour
+		if err := b.flows.SignOut(httptest.NewRecorder(), b.req("POST", "/", stale), &authflow.SignOutOpts{Scope: "global"}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Second) // past exp: auth-js keeps an unexpired token when a refresh fails
+		time.Sleep(2 * time.Second) // sleep: the token must expire in real time for node's auth-js; auth-js keeps an unexpired token when a refresh fails
 		if out := b.node("get-session", stale, extra); out.Session != nil {
 			t.Fatalf("%q: JS refreshed a signed-out session: %+v", enc, out)
 		}
@@ -248,7 +249,7 @@ func TestInteropJSSignOutClearsGoVerifiers(t *testing.T) {
 	b := setup(t, nil)
 	cookies := b.signedIn()
 	w := httptest.NewRecorder()
-	if _, err := b.flows.StartOAuth(w, b.req("GET", "/", cookies), &OAuthRequest{Provider: "github"}); err != nil {
+	if _, err := b.flows.StartOAuth(w, b.req("GET", "/", cookies), &authflow.OAuthRequest{Provider: "github"}); err != nil {
 		t.Fatal(err)
 	}
 	cookies = jar(cookies, w)
@@ -277,9 +278,9 @@ func TestInteropJSMagicLinkGoCallback(t *testing.T) {
 		t.Fatalf("JS otp call %s %s", got.Path, got.Body)
 	}
 	cookies := out.apply(nil)
-	landing := b.followLink(b.gt.lastSent(t).Link)
+	b.gt.addCode("link-code", b.gt.lastOTP.challenge)
 	w := httptest.NewRecorder()
-	b.flows.ServeCallback(w, b.req("GET", strings.TrimPrefix(landing, b.site), cookies))
+	b.flows.ServeCallback(w, b.req("GET", strings.TrimPrefix(b.gt.lastOTP.redirect, b.site)+"&code=link-code", cookies))
 	if w.Code != 303 || w.Header().Get("Location") != "https://app.example.com/inbox" {
 		t.Fatalf("callback %d %s %s", w.Code, w.Header().Get("Location"), w.Body)
 	}

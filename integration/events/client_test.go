@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tablegate/tablegate/events"
-	"github.com/tablegate/tablegate/internal/nodetest"
+	"github.com/tablegate/tablegate/integration/internal/nodetest"
 )
 
 // TestEventSourceClient drives the real `eventsource` npm package: it
@@ -33,7 +33,7 @@ func TestEventSourceClient(t *testing.T) {
 		waitFor := func(n int) bool {
 			// Bounded by the node run below (node's start and a reconnect
 			// included), generously: a loaded machine starts node slowly.
-			for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 				if b.hub.Stats().Subscribers == n {
 					return true
 				}
@@ -118,7 +118,7 @@ func TestBrowserCookieSession(t *testing.T) {
 	go func() {
 		// Chromium's start under load can take most of this; the node run
 		// below is bounded at 90 s.
-		for deadline := time.Now().Add(75 * time.Second); b.hub.Stats().Subscribers < 1; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(75 * time.Second); b.hub.Stats().Subscribers < 1; time.Sleep(20 * time.Millisecond) { // sleep: poll step of the bounded wait around it
 			if time.Now().After(deadline) {
 				t.Errorf("the browser never subscribed")
 				return

@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"context"
@@ -12,23 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// oasDir is the npm project of the third-party OpenAPI checks.
-func oasDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs("../../integration/oas")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatal("node is required for the OpenAPI checks (Debian: apt-get install nodejs npm)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		t.Fatalf("the pinned OpenAPI tools are not installed: run \"make node-deps\" (npm ci in %s)", dir)
-	}
-	return dir
-}
+	"github.com/tablegate/tablegate/integration/internal/itest"
+	"github.com/tablegate/tablegate/integration/internal/nodetest"
+)
 
 // runTool runs a node_modules/.bin tool in dir with a bound; it returns the
 // combined output and the exit error.
@@ -55,9 +42,9 @@ func runTool(t *testing.T, dir string, timeout time.Duration, name string, args 
 // must type-check with tsc --strict.
 func TestOpenAPIThirdPartyTools(t *testing.T) {
 	t.Parallel()
-	dir := oasDir(t)
-	p := startDemo(t, buildCLI(t))
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(p.vars["BASE_URL"] + "/api/openapi.json")
+	dir := nodetest.RequireOAS(t)
+	p := itest.StartDemo(t)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(p.Vars["BASE_URL"] + "/api/openapi.json")
 	if err != nil {
 		t.Fatal(err)
 	}

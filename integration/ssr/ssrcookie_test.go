@@ -1,21 +1,16 @@
-package ssrcookie
+package ssr_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// nodeDir holds the pinned @supabase/ssr 0.12.7 and supabase-js 2.119.1.
-const nodeDir = "../../integration/node"
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
+	"github.com/tablegate/tablegate/integration/internal/nodetest"
+)
 
 // TestDifferentialAgainstNode has the real @supabase/ssr store sessions
 // (signInWithPassword against a fake auth server) and checks that Write
@@ -27,13 +22,7 @@ const nodeDir = "../../integration/node"
 // keys).
 func TestDifferentialAgainstNode(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: install Node.js 20+, then run `npm ci` in integration/node")
-	}
-	if _, err := os.Stat(filepath.Join(nodeDir, "node_modules", "@supabase", "ssr", "package.json")); err != nil {
-		t.Fatal("integration/node/node_modules is missing: run `npm ci` in integration/node")
-	}
+	nodetest.Require(t)
 
 	session := func(bio string) []byte {
 		// Encoded by Go like GoTrue does: <, >, & and U+2028 escaped.
@@ -51,16 +40,16 @@ func TestDifferentialAgainstNode(t *testing.T) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	name, err := Name(srv.URL)
+	name, err := ssrcookie.Name(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	small, large := session("short"), session(strings.Repeat("x", 6000))
-	smallStored, _ := StringifyJSON(small)
-	_, smallCookies := Write(name, smallStored, nil, Options{})
-	largeStored, _ := StringifyJSON(large)
-	_, largeCookies := Write(name, largeStored, nil, Options{})
+	smallStored, _ := ssrcookie.StringifyJSON(small)
+	_, smallCookies := ssrcookie.Write(name, smallStored, nil, ssrcookie.Options{})
+	largeStored, _ := ssrcookie.StringifyJSON(large)
+	_, largeCookies := ssrcookie.Write(name, largeStored, nil, ssrcookie.Options{})
 	other := &http.Cookie{Name: "theme", Value: "dark"}
 	stray := &http.Cookie{Name: name + ".5", Value: "stray"}
 
@@ -68,15 +57,15 @@ func TestDifferentialAgainstNode(t *testing.T) {
 		name    string
 		body    []byte
 		request []*http.Cookie
-		opts    Options
+		opts    ssrcookie.Options
 		nodeOpt map[string]any
 	}{
-		{"small, no cookies", small, nil, Options{}, nil},
-		{"large over a single cookie and a stray", large, append([]*http.Cookie{other, stray}, smallCookies...), Options{}, nil},
-		{"small over chunks", small, append(append([]*http.Cookie{}, largeCookies...), stray), Options{}, nil},
-		{"unchanged value writes nothing", large, largeCookies, Options{}, nil},
+		{"small, no cookies", small, nil, ssrcookie.Options{}, nil},
+		{"large over a single cookie and a stray", large, append([]*http.Cookie{other, stray}, smallCookies...), ssrcookie.Options{}, nil},
+		{"small over chunks", small, append(append([]*http.Cookie{}, largeCookies...), stray), ssrcookie.Options{}, nil},
+		{"unchanged value writes nothing", large, largeCookies, ssrcookie.Options{}, nil},
 		{"domain and secure", small, append(append([]*http.Cookie{}, largeCookies...), stray),
-			Options{Domain: ".example.com", Secure: true, HTTPOnly: true, Path: "/app", SameSite: http.SameSiteStrictMode},
+			ssrcookie.Options{Domain: ".example.com", Secure: true, HTTPOnly: true, Path: "/app", SameSite: http.SameSiteStrictMode},
 			map[string]any{"domain": ".example.com", "secure": true, "httpOnly": true, "path": "/app", "sameSite": "strict"}},
 	}
 	for _, tc := range cases {
@@ -85,39 +74,28 @@ func TestDifferentialAgainstNode(t *testing.T) {
 		for _, c := range tc.request {
 			reqCookies = append(reqCookies, map[string]string{"name": c.Name, "value": c.Value})
 		}
-		in, _ := json.Marshal(map[string]any{"url": srv.URL, "key": "sb_publishable_TESTKEY", "email": "a@example.com",
-			"password": "pw", "cookies": reqCookies, "cookieOptions": tc.nodeOpt})
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		cmd := exec.CommandContext(ctx, node, "ssr-sign-in.mjs")
-		cmd.Dir = nodeDir
-		cmd.Stdin = bytes.NewReader(in)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: node: %v\n%s", tc.name, err, stderr.String())
-		}
 		var res struct {
 			Error     *string           `json:"error"`
 			SetCookie []string          `json:"set_cookie"`
 			Headers   map[string]string `json:"headers"`
 		}
-		if err := json.Unmarshal(out, &res); err != nil || res.Error != nil {
-			t.Fatalf("%s: node output %q: %v", tc.name, out, err)
+		nodetest.Run(t, 60*time.Second, "ssr-sign-in.mjs", map[string]any{"url": srv.URL, "key": "sb_publishable_TESTKEY", "email": "a@example.com",
+			"password": "pw", "cookies": reqCookies, "cookieOptions": tc.nodeOpt}, &res)
+		if res.Error != nil {
+			t.Fatalf("%s: node: %s", tc.name, *res.Error)
 		}
-		stored, err := StringifyJSON(tc.body)
+		stored, err := ssrcookie.StringifyJSON(tc.body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		set, _ := Write(name, stored, tc.request, tc.opts)
-		got := lines(set)
+		set, _ := ssrcookie.Write(name, stored, tc.request, tc.opts)
+		got := setCookieLines(set)
 		t.Logf("%s: %d lines", tc.name, len(got))
 		if strings.Join(got, "\n") != strings.Join(res.SetCookie, "\n") {
 			t.Errorf("%s:\n go   %d lines: %.300q\n node %d lines: %.300q", tc.name, len(got), got, len(res.SetCookie), res.SetCookie)
 		}
 		if len(set) > 0 {
-			for k, v := range CacheHeaders() {
+			for k, v := range ssrcookie.CacheHeaders() {
 				if res.Headers[k] != v[0] {
 					t.Errorf("%s: header %s: node %q, go %q", tc.name, k, res.Headers[k], v[0])
 				}
@@ -126,4 +104,13 @@ func TestDifferentialAgainstNode(t *testing.T) {
 			t.Errorf("%s: node sent headers %v without cookies", tc.name, res.Headers)
 		}
 	}
+}
+
+// setCookieLines renders cookies as the Set-Cookie lines ssrcookie writes.
+func setCookieLines(set []*http.Cookie) []string {
+	out := make([]string, len(set))
+	for i, c := range set {
+		out[i] = ssrcookie.Serialize(c)
+	}
+	return out
 }

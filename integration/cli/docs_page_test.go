@@ -1,4 +1,4 @@
-package main
+package cli_test
 
 import (
 	"os"
@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablegate/tablegate/internal/nodetest"
+	"github.com/tablegate/tablegate/integration/internal/itest"
+	"github.com/tablegate/tablegate/integration/internal/nodetest"
 	"github.com/tablegate/tablegate/internal/oasexamples"
 )
 
@@ -33,8 +34,8 @@ func TestDocsPageInChromium(t *testing.T) {
 	t.Parallel()
 	nodetest.Require(t)
 	nodetest.RequireChromium(t)
-	p := startDemo(t, buildCLI(t))
-	base := p.vars["BASE_URL"]
+	p := itest.StartDemo(t)
+	base := p.Vars["BASE_URL"]
 	shot := filepath.Join(artifactDir(t), "docs-page.png")
 	var got struct {
 		Status           int
@@ -51,7 +52,7 @@ func TestDocsPageInChromium(t *testing.T) {
 		PageErrors       []string
 	}
 	nodetest.Run(t, 120*time.Second, "docs-page.mjs", map[string]any{
-		"url": base + "/api/docs", "origin": base, "token": p.vars["USER_TOKEN"],
+		"url": base + "/api/docs", "origin": base, "token": p.Vars["USER_TOKEN"],
 		"search": "purge", "searchResult": "Delete your completed todos", "screenshot": shot,
 	}, &got)
 	t.Logf("screenshot: %s", shot)
@@ -92,9 +93,9 @@ func TestDocsPageListGrammarAndExamples(t *testing.T) {
 	t.Parallel()
 	nodetest.Require(t)
 	nodetest.RequireChromium(t)
-	p := startDemo(t, buildCLI(t))
-	base := p.vars["BASE_URL"]
-	status, doc := get(t, "GET", base+"/api/openapi.json", "", "")
+	p := itest.StartDemo(t)
+	base := p.Vars["BASE_URL"]
+	status, doc := itest.Get(t, "GET", base+"/api/openapi.json", "", "")
 	if status != 200 {
 		t.Fatalf("openapi.json: %d", status)
 	}
@@ -109,7 +110,7 @@ func TestDocsPageListGrammarAndExamples(t *testing.T) {
 	if !strings.Contains(doc, "`"+grammar+"`") {
 		t.Fatalf("the list description does not write the grammar as a code span")
 	}
-	status, body := get(t, "POST", base+"/api/todos", p.vars["USER_TOKEN"], `{"title": "string"}`)
+	status, body := itest.Get(t, "POST", base+"/api/todos", p.Vars["USER_TOKEN"], `{"title": "string"}`)
 	if status != 201 {
 		t.Fatalf("the create example as a request: %d %s", status, body)
 	}

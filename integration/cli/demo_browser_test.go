@@ -1,11 +1,12 @@
-package main
+package cli_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tablegate/tablegate/internal/nodetest"
+	"github.com/tablegate/tablegate/integration/internal/itest"
+	"github.com/tablegate/tablegate/integration/internal/nodetest"
 )
 
 // TestDemoBrowserSession: headless Chromium through the demo's /account
@@ -18,10 +19,10 @@ func TestDemoBrowserSession(t *testing.T) {
 	nodetest.RequireChromium(t)
 	nodetest.Require(t)
 	const ttl = 63 * time.Second // refresh leeway 60 s: inside it after ~3 s
-	p := startDemo(t, buildCLI(t), "--refresh", "--token-ttl", ttl.String())
-	v := p.vars
+	p := itest.StartDemo(t, "--refresh", "--token-ttl", ttl.String())
+	v := p.Vars
 	if v["USER_EMAIL"] == "" || v["USER_PASSWORD"] == "" {
-		t.Fatalf("no USER_EMAIL/USER_PASSWORD in the env file: %v", keys(v))
+		t.Fatalf("no USER_EMAIL/USER_PASSWORD in the env file: %v", v)
 	}
 	type view struct {
 		URL    string  `json:"url"`
@@ -70,5 +71,5 @@ func TestDemoBrowserSession(t *testing.T) {
 	if len(out.Errors) > 0 {
 		t.Errorf("page errors: %v", out.Errors)
 	}
-	p.stop(t)
+	p.Stop(t)
 }
