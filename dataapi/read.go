@@ -548,11 +548,8 @@ func (q *request) read(rel *relation, decl *Table) {
 	}
 	var err error
 	scope := declScope(decl, info.Operation)
-	if hooked {
-		err = q.api.d.TxWith(q.r.Context(), q.auth.Caller(), scope, run)
-	} else {
-		err = q.api.d.ReadWith(q.r.Context(), q.auth.Caller(), scope, run)
-	}
+	scope.Tx = hooked
+	err = q.api.d.Run(q.r.Context(), q.auth.DBCaller(), scope, run)
 	if err != nil {
 		q.fail(err)
 		return
@@ -654,10 +651,10 @@ func (q *request) respondRows(status, offset int, pageN int64, total *int64, bod
 }
 
 // declScope is the database options (the statement timeout) a declared
-// table's resource gives op; nil for other tables.
-func declScope(decl *Table, op rest.Operation) *db.ScopeOpts {
+// table's resource gives op; the zero value for other tables.
+func declScope(decl *Table, op rest.Operation) db.RunOpts {
 	if decl == nil {
-		return nil
+		return db.RunOpts{}
 	}
 	return decl.Resource.Scope(op)
 }

@@ -111,14 +111,14 @@ func (q *request) serveRPC(name string) {
 	}
 	call := pgx.Identifier{f.schema, f.name}.Sanitize() + "(" + strings.Join(argSQL, ", ") + ")"
 	ctx := q.r.Context()
-	caller := q.auth.Caller()
+	caller := q.auth
 	// A GET or HEAD runs the function in a read-only transaction, as
 	// PostgREST does: a function that writes answers 405 (25006) there.
 	run := func(fn func(dq db.Querier) error) error {
 		if q.r.Method == http.MethodPost {
-			return q.api.d.Read(ctx, caller, fn)
+			return q.api.d.Run(ctx, caller.DBCaller(), db.RunOpts{}, fn)
 		}
-		return q.api.d.Tx(ctx, caller, func(dq db.Querier) error {
+		return q.api.d.Run(ctx, caller.DBCaller(), db.RunOpts{Tx: true}, func(dq db.Querier) error {
 			if _, err := dq.Exec(ctx, "set transaction read only"); err != nil {
 				return err
 			}

@@ -264,11 +264,8 @@ func (q *request) runWrite(p *writePlan) {
 	}
 	var err error
 	scope := declScope(p.decl, p.op)
-	if p.perRow != nil || rollback || maxAffected >= 0 || q.singular() {
-		err = q.api.d.TxWith(ctx, q.auth.Caller(), scope, run)
-	} else {
-		err = q.api.d.ReadWith(ctx, q.auth.Caller(), scope, run)
-	}
+	scope.Tx = p.perRow != nil || rollback || maxAffected >= 0 || q.singular()
+	err = q.api.d.Run(ctx, q.auth.DBCaller(), scope, run)
 	if refusal != nil {
 		writeError(q.w, refusal)
 		return

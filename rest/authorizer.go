@@ -68,7 +68,7 @@ type AuthzRequest struct {
 	// Data is the request body (create, update, actions).
 	Data Row
 	// Caller is the verified request context (actor, claims).
-	Caller authctx.Caller
+	Caller authctx.Auth
 	// DB is the caller-bound transaction of the request, for authorizers
 	// that read memberships or approvals (RLS applies).
 	DB db.Querier

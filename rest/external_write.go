@@ -57,7 +57,7 @@ func (r *Resource) checkWrite(ctx context.Context, call *Call, w *WriteCheck) (R
 	if !r.ops[op] {
 		return nil, methodNotAllowed(r.allowed(op.Item()))
 	}
-	c := r.newCtx(ctx, call, w.Auth.Caller(), w.DB)
+	c := r.newCtx(ctx, call, w.Auth, w.DB)
 	t := &Target{ID: w.Key, Row: w.Row, Data: w.Data}
 	if err := r.check(c, r.perms[op], t); err != nil {
 		if _, deferred := err.(*deferredDecision); deferred {
@@ -146,5 +146,5 @@ func (r *Resource) ParseKey(s string) (any, error) { return r.parseKey(s) }
 
 // Scope returns the database options of op (its statement timeout from
 // Config.StatementTimeout or Config.StatementTimeouts), for a front that
-// runs op's statements itself; nil uses the DB's.
-func (r *Resource) Scope(op Operation) *db.ScopeOpts { return r.scope(op) }
+// runs op's statements itself; the zero value uses the DB's.
+func (r *Resource) Scope(op Operation) db.RunOpts { return r.scope(op) }

@@ -20,11 +20,11 @@ import (
 // format and rendered in Go (row_json.go). Run with
 //
 //	go test ./rest -run '^$' -bench . -benchmem
-func benchBundle(b *testing.B) (*bundle, authctx.Caller) {
+func benchBundle(b *testing.B) (*bundle, authctx.Auth) {
 	bb := setup(b)
 	bb.exec(`insert into todos (owner_id, title, priority, secret)
 	         select $1, 'todo number ' || i, i, md5(i::text) from generate_series(1, 200) i`, alice)
-	return bb, user(alice).Caller()
+	return bb, user(alice)
 }
 
 const benchCols = `id, owner_id, title, slug, done, priority, created_at`
@@ -35,7 +35,7 @@ func BenchmarkList50JSONBuildObject(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			rows, err := q.Query(ctx, sql)
 			if err != nil {
 				return err
@@ -61,7 +61,7 @@ func BenchmarkList50RowToJSONSubselect(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			rows, err := q.Query(ctx, sql)
 			if err != nil {
 				return err
@@ -85,7 +85,7 @@ func BenchmarkList50JSONAgg(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			var raw []byte
 			return q.QueryRow(ctx, sql).Scan(&raw)
 		})
@@ -103,7 +103,7 @@ func BenchmarkList50DecodeInGo(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			rows, err := q.Query(ctx, sql)
 			if err != nil {
 				return err
@@ -163,7 +163,7 @@ func BenchmarkList50JSONAggLateral(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			var raw, k []byte
 			var n int64
 			return q.QueryRow(ctx, sql).Scan(&raw, &k, &n)
@@ -182,7 +182,7 @@ func BenchmarkGetJSONBuildObject(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			var raw []byte
 			return q.QueryRow(ctx, sql, id).Scan(&raw)
 		})
@@ -200,7 +200,7 @@ func BenchmarkGetRowToJSONLateral(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			var raw []byte
 			return q.QueryRow(ctx, sql, id).Scan(&raw)
 		})
@@ -218,7 +218,7 @@ func BenchmarkGetDecodeInGo(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			rows, err := q.Query(ctx, sql, id)
 			if err != nil {
 				return err

@@ -29,9 +29,12 @@ type whoami struct {
 }
 
 func whoamiOf(a authctx.Auth) whoami {
-	s := a.Session()
-	return whoami{Kind: a.Kind, Reason: a.Reason, UserID: s.UserID, Anonymous: s.Anonymous, KeyName: a.KeyName, Claims: s.Claims,
+	w := whoami{Kind: a.Kind, Reason: a.Reason, Anonymous: a.Actor().Anonymous, KeyName: a.KeyName, Claims: a.Claims(),
 		Cause: a.Cause(), Detail: a.CauseDetail()}
+	if a.Kind == authctx.KindUser && a.User != nil {
+		w.UserID = a.User.ID
+	}
+	return w
 }
 
 // guardRoutes maps the /guard/{name} names to allow lists, one route per

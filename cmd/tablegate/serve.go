@@ -416,13 +416,13 @@ type roleAuthorizer map[string][]string
 // Authorize implements rest.Authorizer.
 func (g roleAuthorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
 	allowed := g[req.Permission]
-	if req.Caller.Actor.Type == authctx.ActorService {
+	if req.Caller.Actor().Type == authctx.KindService {
 		if slices.Contains(allowed, "service") {
 			return rest.Allowed(), nil
 		}
 		return rest.Denied(), nil
 	}
-	for _, r := range claimRoles(req.Caller.Claims) {
+	for _, r := range claimRoles(req.Caller.Claims()) {
 		if slices.Contains(allowed, r) {
 			return rest.Allowed(), nil
 		}
