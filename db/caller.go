@@ -45,11 +45,11 @@ const (
 func UserCaller(id string, claims json.RawMessage) Caller {
 	c := Caller{kind: callerUser, id: id, claims: claims}
 	var v struct {
-		Role *json.RawMessage `json:"role"`
+		Role json.RawMessage `json:"role"` // "null" for a null claim
 	}
 	if json.Unmarshal(claims, &v) == nil && v.Role != nil {
 		c.claimed = true
-		_ = json.Unmarshal(*v.Role, &c.role) // not a string: "", refused
+		_ = json.Unmarshal(v.Role, &c.role) // not a string (null included): "", refused
 	}
 	return c
 }

@@ -570,9 +570,9 @@ func (f *Flows) ExchangeCode(w http.ResponseWriter, r *http.Request, code, flowI
 		return nil, newProblem(codeInvalidInput, "The callback carries no usable code.")
 	}
 	cookies := f.pkceCookies(r)
-	if ValidFlowID(flowID) && !hasName(cookies, FlowVerifierCookieName(f.cookieName, flowID)) {
+	if validFlowID(flowID) && !hasName(cookies, flowVerifierCookieName(f.cookieName, flowID)) {
 		// A slot the index does not list (two tabs raced on the index).
-		cookies = append(cookies, f.cookies(r, FlowVerifierCookieName(f.cookieName, flowID))...)
+		cookies = append(cookies, f.cookies(r, flowVerifierCookieName(f.cookieName, flowID))...)
 	}
 	verifier, used := readVerifier(cookies, f.cookieName, flowID)
 	cleanup := f.removeVerifier(cookies, used, verifier)

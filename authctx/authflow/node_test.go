@@ -105,14 +105,14 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 	// slot... stays only if auth-js would keep it: removePKCEVerifier
 	// without a flow id removes the legacy slot only.
 	for _, c := range after {
-		if c.Name == VerifierCookieName(b.cookie) {
+		if c.Name == verifierCookieName(b.cookie) {
 			t.Fatalf("legacy verifier slot left behind")
 		}
 	}
 	// With the flow id (what appendPkceFlowIdToRedirects adds), only the slot is read.
 	out = b.node("oauth-start", nil, map[string]any{"provider": "github", "redirectTo": b.flows.CallbackURL()})
 	cookies = out.apply(nil)
-	_, pending := ParseCallbackCookies([]string{header(cookies)}, b.cookie, "")
+	_, pending := parseCallbackCookies([]string{header(cookies)}, b.cookie, "")
 	if len(pending) != 1 {
 		t.Fatalf("pending %v", pending)
 	}
