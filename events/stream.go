@@ -17,6 +17,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/streamauth"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/telemetry"
@@ -261,7 +262,7 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.problems.Write(w, p)
 		return
 	}
-	if p := authctx.ExpiredForStream(res.Auth, time.Now()); p != nil {
+	if p := streamauth.ExpiredForStream(res.Auth, time.Now()); p != nil {
 		st.problems.Write(w, p)
 		return
 	}
