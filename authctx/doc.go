@@ -96,8 +96,7 @@
 // client reads the same Cookie header: [ssrcookie.HeaderCookies] splits
 // the header like cookie@1.1.1 (net/http drops the legacy JSON values),
 // [ssrcookie.Read] joins and decodes the chunks, and
-// [ssrcookie.LoadSession] applies auth-js's session check
-// ([ReadSessionCookie] does the last two for a cookie list). A session
+// [ssrcookie.LoadSession] applies auth-js's session check. A session
 // the JavaScript client would not load is no credential (anon/none); one
 // it would load whose token does not verify is invalid/token. With
 // refresh off an expired

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/authctx/internal/ssrsession"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/problem"
 )
@@ -477,8 +478,8 @@ func TestSignOutRefreshesExpiredToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := jar(cookies, w)
-	old, _ := authctx.ReadSessionCookie(cookies, b.cookie)
-	now, ok := authctx.ReadSessionCookie(after, b.cookie)
+	old, _ := ssrsession.Read(cookies, b.cookie)
+	now, ok := ssrsession.Read(after, b.cookie)
 	if !ok || now.RefreshToken == old.RefreshToken || b.resolve(after).Kind != authctx.KindUser {
 		t.Fatalf("others with an expiring token: refreshed session not stored (%v)", ok)
 	}
