@@ -201,7 +201,7 @@ func TestCallerCarriesClaimsJSON(t *testing.T) {
 		t.Errorf("ClaimsJSON is not the merged claims: %s", ctx.DBCaller().Claims())
 	}
 	if !a.Actor().Anonymous {
-		t.Errorf("Session().Anonymous false for an anonymous sign-in")
+		t.Errorf("Actor().Anonymous false for an anonymous sign-in")
 	}
 	// Without a schema the JSON is the token payload itself.
 	b2 := setup(t, nil)

@@ -145,7 +145,7 @@ func BenchmarkReplicaRead(b *testing.B) {
 }
 
 // BenchmarkReplicaRoute measures, in this process, what a read pays for
-// routing: ReplicaRead with a function that sends nothing, on a DB
+// routing: a read-only Run with a function that sends nothing, on a DB
 // without replicas (the plain path), with a replica (pick one in
 // rotation), and with a position the replica has passed (the position
 // check against the monitor's last replay position). The difference to
