@@ -43,15 +43,160 @@ const (
 // disagree. UserCaller reads the role claim once, here; claims must not be
 // modified afterwards.
 func UserCaller(id string, claims json.RawMessage) Caller {
-	c := Caller{kind: callerUser, id: id, claims: claims}
+	role, claimed, ok := scanRole(claims)
+	if !ok {
+		role, claimed = decodeRole(claims)
+	}
+	return Caller{kind: callerUser, id: id, claims: claims, role: role, claimed: claimed}
+}
+
+// decodeRole reads the top-level role claim of a JSON object with
+// encoding/json: role is the claim when it is a string ("" otherwise, a
+// null included), claimed whether there is one.
+func decodeRole(b []byte) (role string, claimed bool) {
 	var v struct {
 		Role json.RawMessage `json:"role"` // "null" for a null claim
 	}
-	if json.Unmarshal(claims, &v) == nil && v.Role != nil {
-		c.claimed = true
-		_ = json.Unmarshal(v.Role, &c.role) // not a string (null included): "", refused
+	if json.Unmarshal(b, &v) != nil || v.Role == nil {
+		return "", false
 	}
-	return c
+	_ = json.Unmarshal(v.Role, &role)
+	return role, true
+}
+
+// scanRole reads the top-level role claim of a JSON object as
+// encoding/json would (the last of duplicate keys wins), without
+// allocating for the request roles: role is the claim when it is a string
+// ("" otherwise), claimed whether there is one. ok is false when the scan
+// cannot decide (an escape in a key or in the role, malformed JSON): the
+// caller then decodes with encoding/json.
+func scanRole(b []byte) (role string, claimed, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return "", false, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return "", false, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return "", false, false
+		}
+		j := i + 1
+		for j < len(b) && b[j] != '"' && b[j] != '\\' {
+			j++
+		}
+		if j >= len(b) || b[j] == '\\' {
+			return "", false, false
+		}
+		key := b[i+1 : j]
+		i = skipSpace(b, j+1)
+		if i >= len(b) || b[i] != ':' {
+			return "", false, false
+		}
+		i = skipSpace(b, i+1)
+		end, isString, escaped := skipValue(b, i)
+		if end < 0 {
+			return "", false, false
+		}
+		if string(key) == "role" {
+			if escaped {
+				return "", false, false
+			}
+			claimed, role = true, ""
+			if isString {
+				v := b[i+1 : end-1]
+				for _, c := range v {
+					if c < 0x20 || c >= 0x80 { // encoding/json's reading of these may differ
+						return "", false, false
+					}
+				}
+				role = internRole(v)
+			}
+		}
+		i = skipSpace(b, end)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' && skipSpace(b, i+1) == len(b) {
+			return role, claimed, true
+		}
+		return "", false, false
+	}
+}
+
+// skipSpace returns the index of the first non-space byte from i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value starting at i (-1 when
+// malformed), whether it is a string, and whether that string holds an
+// escape. Objects and arrays are skipped by nesting; their contents are
+// not checked.
+func skipValue(b []byte, i int) (end int, isString, escaped bool) {
+	if i >= len(b) {
+		return -1, false, false
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				escaped = true
+				j++
+			case '"':
+				return j + 1, true, escaped
+			}
+		}
+		return -1, false, false
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, false, false
+				}
+			case '"':
+				e, _, _ := skipValue(b, j)
+				if e < 0 {
+					return -1, false, false
+				}
+				j = e - 1
+			}
+		}
+		return -1, false, false
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	if j == i {
+		return -1, false, false
+	}
+	return j, false, false
+}
+
+// internRole returns the request roles without allocating.
+func internRole(b []byte) string {
+	switch string(b) {
+	case RoleAuthenticated:
+		return RoleAuthenticated
+	case RoleAnon:
+		return RoleAnon
+	case RoleServiceRole:
+		return RoleServiceRole
+	}
+	return string(b)
 }
 
 // ServiceCaller returns the Caller of the server's own work and of secret
