@@ -21,11 +21,6 @@ const (
 	RoleServiceRole   = "service_role"
 )
 
-// ErrRoleNotAllowed is returned by [DB.Run] when a user token's
-// role claim names a role outside [Config.UserRoles]. Such a caller is
-// refused; it never runs with more than the listed roles.
-var ErrRoleNotAllowed = errors.New("db: token role is not an allowed user role")
-
 // Defaults of the time budget (see [Config]).
 const (
 	// DefaultStatementTimeout bounds every statement a caller's request

@@ -11,11 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Database outcomes. [DB.Run] returns the errors of Postgres and of the
-// connection as an [*Error] that matches one of these with [errors.Is]
-// (and still unwraps to the driver's error, such as a *pgconn.PgError);
-// [Classify] does the same for an error caught inside a unit of work.
-// Package rest answers each with its Problem Details (rest.DBProblem).
+// Database outcomes, every way a unit of work ([DB.Run]) can fail short
+// of the caller's own errors; errors.Is matches them. Run returns the
+// errors of Postgres and of the connection as an [*Error] that matches
+// one of the first group (and still unwraps to the driver's error, such as
+// a *pgconn.PgError); [Classify] does the same for an error caught inside
+// a unit of work. The last four are returned as they are, before any
+// statement runs. Package rest answers each with its Problem Details
+// (rest.DBProblem).
 var (
 	// ErrNoRows is returned by the Scan of a QueryRow that found no row.
 	ErrNoRows = pgx.ErrNoRows
@@ -58,6 +61,22 @@ var (
 	// (53xxx, 08xxx, 57P0x), or the connection failed or was lost
 	// mid-statement; [Error.Code] is empty for a connection failure.
 	ErrUnavailable = errors.New("db: the database is unavailable")
+
+	// ErrRoleNotAllowed: a user token's role claim names a role outside
+	// [Config.UserRoles]. Such a caller is refused before any statement;
+	// it never runs with more than the listed roles.
+	ErrRoleNotAllowed = errors.New("db: token role is not an allowed user role")
+	// ErrPoolBusy: no pooled connection became free within
+	// Config.AcquireTimeout; every connection is serving another request.
+	// It says nothing about the database's health (see [Ready]).
+	ErrPoolBusy = errors.New("db: no pooled connection became free in time")
+	// ErrCallerBusy: the pool was full and the caller already held its
+	// share of it (Config.MaxConnsPerCaller) for the whole acquire timeout:
+	// its own requests are keeping those connections busy while others
+	// wait.
+	ErrCallerBusy = errors.New("db: the caller's share of pooled connections stayed busy")
+	// ErrPoolClosed: the pool was closed (the server is shutting down).
+	ErrPoolClosed = errors.New("db: the connection pool is closed")
 )
 
 // Error is a database outcome: an error of Postgres (Code set) or of the
