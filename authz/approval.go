@@ -74,7 +74,7 @@ func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest
 func (a *Authorizer) requestApproval(ctx context.Context, caller authctx.Auth, perm, table, key string) (rest.Decision, error) {
 	claims := caller.DBCaller().Claims()
 	if claims == nil {
-		claims, _ = json.Marshal(caller.Claims)
+		claims, _ = json.Marshal(caller.Claims())
 	}
 	sum := sha256.Sum256(claims)
 	flight, _ := json.Marshal([]string{caller.Actor().ID, perm, table, key, string(sum[:])})
