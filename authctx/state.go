@@ -42,8 +42,11 @@ const (
 	ReasonActor         Reason = "actor"          // invalid: malformed act chain
 )
 
-// Auth is the result of caller resolution: exactly one of the kinds, with
-// the fields that kind carries. Auth values are safe to share between
+// Auth is who is calling, as resolution decided it: exactly one of the
+// kinds, with the fields that kind carries. It is the one caller type that
+// resolvers, guards, hooks, authorizers and plugins see; [Auth.Actor] is
+// who acts (as events, MCP tools and audit records expose it) and
+// [Auth.DBCaller] what the database runs as. Auth values are safe to share between
 // goroutines as long as nobody modifies them: a resolved User (and its
 // Claims) is shared by every request presenting the same token, so never
 // write to it; [Auth.Clone] returns a copy that may be modified. rest hands
