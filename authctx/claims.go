@@ -445,7 +445,7 @@ func TypedClaims[T any](a Auth) (T, error) {
 	if a.Kind != KindUser || a.User == nil {
 		return t, fmt.Errorf("authctx: TypedClaims of a %s state", a.Kind)
 	}
-	raw := a.User.claimsJSON
+	raw := a.User.db.Claims()
 	if raw == nil {
 		b, err := json.Marshal(a.User.Claims)
 		if err != nil {

@@ -175,7 +175,7 @@ func TestUserMetadataProfile(t *testing.T) {
 	if m := a.User.Profile.(map[string]any); len(m) != 1 {
 		t.Errorf("profile keeps only described keys: %v", m)
 	}
-	if !a.Session().Anonymous && a.Session().Profile == nil {
+	if !a.Actor().Anonymous && a.User.Profile == nil {
 		t.Errorf("session lacks the profile")
 	}
 	// Profile failing its schema: still a user, no profile.
@@ -189,30 +189,30 @@ func TestCallerCarriesClaimsJSON(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.Claims = StandardClaimsSchema() })
 	a := b.rv.Resolve(bearerReq(b.token(map[string]any{"is_anonymous": true}))).Auth
-	ctx := a.Caller()
-	if ctx.Actor.Type != ActorUser || ctx.Actor.ID != testUserID || !ctx.Actor.Anonymous {
-		t.Errorf("actor %+v", ctx.Actor)
+	ctx := a
+	if ctx.Actor().Type != KindUser || ctx.Actor().ID != testUserID || !ctx.Actor().Anonymous {
+		t.Errorf("actor %+v", ctx.Actor())
 	}
 	var back map[string]any
-	if err := json.Unmarshal(ctx.ClaimsJSON(), &back); err != nil {
+	if err := json.Unmarshal(ctx.DBCaller().Claims(), &back); err != nil {
 		t.Fatalf("ClaimsJSON: %v", err)
 	}
 	if back["sub"] != testUserID || !reflect.DeepEqual(back["roles"], []any{}) {
-		t.Errorf("ClaimsJSON is not the merged claims: %s", ctx.ClaimsJSON())
+		t.Errorf("ClaimsJSON is not the merged claims: %s", ctx.DBCaller().Claims())
 	}
-	if !a.Session().Anonymous {
-		t.Errorf("Session().Anonymous false for an anonymous sign-in")
+	if !a.Actor().Anonymous {
+		t.Errorf("Actor().Anonymous false for an anonymous sign-in")
 	}
 	// Without a schema the JSON is the token payload itself.
 	b2 := setup(t, nil)
 	a = b2.rv.Resolve(bearerReq(b2.token(nil))).Auth
-	if a.Caller().ClaimsJSON() == nil || a.Session().Anonymous {
+	if a.DBCaller().Claims() == nil || a.Actor().Anonymous {
 		t.Errorf("no cached claims JSON / wrong anonymous flag")
 	}
-	if c := Service("default").Caller(); c.Actor.Type != ActorService || c.Actor.ID != "default" {
+	if c := Service("default"); c.Actor().Type != KindService || c.Actor().ID != "default" {
 		t.Errorf("service context %+v", c)
 	}
-	if c := Invalid(ReasonToken, nil).Caller(); c.Actor.Type != ActorAnon || c.Claims != nil {
+	if c := Invalid(ReasonToken, nil); c.Actor().Type != KindAnon || c.Claims() != nil {
 		t.Errorf("invalid context %+v", c)
 	}
 }

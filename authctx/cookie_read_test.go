@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/tablegate/tablegate/authctx/internal/ssrsession"
 )
 
 // TestReadSessionCookieVectors decodes the Set-Cookie values that
@@ -29,7 +31,7 @@ func TestReadSessionCookieVectors(t *testing.T) {
 				cookies = append(cookies, &http.Cookie{Name: c.Name, Value: c.Value})
 			}
 		}
-		sess, ok := ReadSessionCookie(cookies, "sb-abcdefghijklmnopqrst-auth-token")
+		sess, ok := ssrsession.Read(cookies, "sb-abcdefghijklmnopqrst-auth-token")
 		if !ok {
 			t.Fatalf("%s: session not read", name)
 		}
@@ -51,24 +53,24 @@ func TestReadSessionCookieRules(t *testing.T) {
 	val := "base64-" + b64([]byte(`{"access_token":"a.b.c","refresh_token":"r","expires_at":5}`))
 	other := "base64-" + b64([]byte(`{"access_token":"d.e.f","refresh_token":"r2","expires_at":6}`))
 	// The bare name wins over chunks.
-	s, ok := ReadSessionCookie([]*http.Cookie{{Name: n + ".0", Value: other}, {Name: n, Value: val}}, n)
+	s, ok := ssrsession.Read([]*http.Cookie{{Name: n + ".0", Value: other}, {Name: n, Value: val}}, n)
 	if !ok || s.AccessToken != "a.b.c" {
 		t.Errorf("bare name did not win: %+v", s)
 	}
 	// Chunks are read up to the first missing index.
 	half := len(val) / 2
-	s, ok = ReadSessionCookie([]*http.Cookie{{Name: n + ".1", Value: val[half:]}, {Name: n + ".0", Value: val[:half]},
+	s, ok = ssrsession.Read([]*http.Cookie{{Name: n + ".1", Value: val[half:]}, {Name: n + ".0", Value: val[:half]},
 		{Name: n + ".3", Value: "stray"}}, n)
 	if !ok || s.AccessToken != "a.b.c" || !s.Chunked {
 		t.Errorf("chunks: %+v %v", s, ok)
 	}
 	// An empty bare cookie falls back to chunks.
-	s, ok = ReadSessionCookie([]*http.Cookie{{Name: n, Value: ""}, {Name: n + ".0", Value: other}}, n)
+	s, ok = ssrsession.Read([]*http.Cookie{{Name: n, Value: ""}, {Name: n + ".0", Value: other}}, n)
 	if !ok || s.AccessToken != "d.e.f" {
 		t.Errorf("empty bare: %+v", s)
 	}
 	// '+' and '/' are not base64url: the cookie counts as absent.
-	if _, ok := ReadSessionCookie([]*http.Cookie{{Name: n, Value: "base64-ab+/"}}, n); ok {
+	if _, ok := ssrsession.Read([]*http.Cookie{{Name: n, Value: "base64-ab+/"}}, n); ok {
 		t.Errorf("standard base64 alphabet accepted")
 	}
 }

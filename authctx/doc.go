@@ -75,18 +75,23 @@
 // The act claim (RFC 8693 delegation) must be a chain of objects with a
 // string sub, at most [MaxActorDepth] deep, else invalid/actor.
 //
-// # The caller of a transaction
+// # The caller model
 //
-// [Auth.Caller] returns exactly what the db package pushes into each
-// caller-bound transaction: the actor (user, service or anon) and the
-// claims, with their JSON when resolution already had it; the database
-// role follows the role claim of that JSON ([Caller.RoleClaim]).
-// [Auth.Session] gives the application's view, including Anonymous.
+// [Auth] is the one caller type: its [Kind] (user, service, anon or
+// invalid), the [Reason] of an anon or invalid state, the verified [User]
+// (id, claims, token, expiry, profile), the key name of a service, and the
+// error of an invalid state. Packages rest, events, authz, plugin and
+// mcptools hand it to hooks, authorizers and plugins. Two views derive
+// from it: [Auth.Actor], who acts as events, MCP tools and audit records
+// expose it ({"type","id","anonymous"}), and [Auth.DBCaller], exactly what
+// the db package binds into each unit of work — the verified claims JSON
+// and the role its role claim names, built once per verified token.
 //
 // The claims of a resolved state are shared by every request presenting
 // the same token (the verification memo hands out the same [User]): never
-// modify them. [Auth.Clone], [Caller.Clone] and [Claims.Clone] return deep
-// copies; rest hands hooks such a copy.
+// modify them. [Auth.Clone] and [Claims.Clone] return deep copies; rest
+// hands hooks such a copy, and the database still runs with the verified
+// claims.
 //
 // # Session cookies
 //
@@ -96,8 +101,7 @@
 // client reads the same Cookie header: [ssrcookie.HeaderCookies] splits
 // the header like cookie@1.1.1 (net/http drops the legacy JSON values),
 // [ssrcookie.Read] joins and decodes the chunks, and
-// [ssrcookie.LoadSession] applies auth-js's session check
-// ([ReadSessionCookie] does the last two for a cookie list). A session
+// [ssrcookie.LoadSession] applies auth-js's session check. A session
 // the JavaScript client would not load is no credential (anon/none); one
 // it would load whose token does not verify is invalid/token. With
 // refresh off an expired

@@ -3,7 +3,6 @@ package authctx
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/tablegate/tablegate/problem"
 )
@@ -36,7 +35,7 @@ const (
 //     [Auth.Cause]), CLAIMS_INVALID (with the failing paths) or
 //     ACTOR_INVALID — except a token that could not be checked because the
 //     signing keys have not loaded yet: 503 KEYS_NOT_LOADED with
-//     Retry-After ([KeysNotLoadedProblem]);
+//     Retry-After;
 //   - anonymous sign-in not admitted: 403 ANONYMOUS_USER;
 //   - full user not admitted (e.g. allow {anonymous}): 403 CALLER_NOT_ALLOWED;
 //   - no session where one is required: 401 AUTH_REQUIRED;
@@ -103,7 +102,7 @@ func invalidProblem(a Auth) *problem.Problem {
 	if errors.Is(a.Err, ErrKeysNotLoaded) {
 		// The server cannot verify yet: not the caller's fault, and not a
 		// sign-out (clients treat 401 as one).
-		return KeysNotLoadedProblem()
+		return keysNotLoadedProblem()
 	}
 	var p *problem.Problem
 	switch a.Reason {
@@ -129,24 +128,11 @@ func invalidProblem(a Auth) *problem.Problem {
 	return p.WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
 }
 
-// ExpiredForStream refuses a long-lived response (an event stream) to a
-// user whose token has expired by now though it was admitted inside the
-// verifier's clock-skew leeway: such a stream would end as it opens, and
-// the client would reconnect with the same token. It returns the 401 that
-// makes a client refresh first, or nil.
-func ExpiredForStream(a Auth, now time.Time) *problem.Problem {
-	if a.User == nil || a.User.ExpiresAt.IsZero() || now.Before(a.User.ExpiresAt) {
-		return nil
-	}
-	return problem.WithCode(problem.CodeTokenExpired, "The token has expired; refresh it, then reconnect.").
-		WithHeader("WWW-Authenticate", `Bearer error="invalid_token"`)
-}
-
-// KeysNotLoadedProblem is the answer to a token that could not be
+// keysNotLoadedProblem is the answer to a token that could not be
 // verified because the signing keys have not loaded yet (the JWKS has not
 // answered since start): 503 with Retry-After, never a 401 that clients
 // would read as signed out.
-func KeysNotLoadedProblem() *problem.Problem {
+func keysNotLoadedProblem() *problem.Problem {
 	return problem.WithCode(problem.CodeKeysNotLoaded, "The signing keys are not loaded yet; try again shortly.").
 		WithHeader("Retry-After", "1")
 }

@@ -53,7 +53,7 @@ func memoCost(token string, a Auth) int64 {
 		if a.User.Token != token {
 			n += int64(len(a.User.Token))
 		}
-		n += 3 * int64(len(a.User.claimsJSON))
+		n += 3 * int64(len(a.User.db.Claims()))
 	}
 	return n
 }

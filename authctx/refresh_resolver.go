@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/tablegate/tablegate/authctx/internal/gotrue"
+	"github.com/tablegate/tablegate/authctx/internal/ssrsession"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 )
 
@@ -50,13 +51,13 @@ func (rv *Resolver) setupRefresh(cfg *Config) {
 	fl.r.tel = cfg.Telemetry
 	fl.r.accept = func(ctx context.Context, token string) bool { return usableRefreshed(verify(ctx, token)) }
 	rv.forget = fl.r.forget
-	rv.refresh = func(r *http.Request, res *Result, sess CookieSession, current Auth) Auth {
+	rv.refresh = func(r *http.Request, res *Result, sess ssrsession.Cookie, current Auth) Auth {
 		now := rv.now()
 		expired := current.Kind != KindUser || (!current.User.ExpiresAt.IsZero() && !now.Before(current.User.ExpiresAt))
 		d := fl.run(r.Context(), res.RequestCookies, sess.RefreshToken, current, expired, verify)
 		if d.Auth.Kind == KindAnon && d.Auth.Reason == ReasonSignedOut {
 			// The following requests resolve as signed_out too (signed_out.go).
-			d.SetCookies = append(d.SetCookies, SignedOutMarker(rv.cookieName, cfg.CookieOptions))
+			d.SetCookies = append(d.SetCookies, ssrsession.SignedOutMarker(rv.cookieName, cfg.CookieOptions))
 			if d.Header == nil {
 				d.Header = ssrcookie.CacheHeaders()
 			}

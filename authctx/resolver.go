@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablegate/tablegate/authctx/internal/ssrsession"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/telemetry"
 )
@@ -39,7 +40,7 @@ type Resolver struct {
 	// refresh is the refresh flow (refresh_resolver.go), set when
 	// Config.Refresh is on: the cookie path hands it sessions whose token
 	// expires within leeway.
-	refresh func(r *http.Request, res *Result, sess CookieSession, current Auth) Auth
+	refresh func(r *http.Request, res *Result, sess ssrsession.Cookie, current Auth) Auth
 	forget  func(refreshToken string) // drops cached refreshes (ForgetSession); nil without refresh
 	leeway  time.Duration
 	tel     *telemetry.Telemetry

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablegate/tablegate/authctx/internal/ssrsession"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 )
 
@@ -156,7 +157,7 @@ func (rv *Resolver) resolveCookie(r *http.Request, res Result) Result {
 	sess, ok := requestSession(r, rv.cookieName)
 	if !ok {
 		res.Source, res.Auth = SourceNone, Anon(ReasonNone)
-		if hasCookie(res.RequestCookies, SignedOutCookieName(rv.cookieName)) {
+		if ssrsession.Has(res.RequestCookies, SignedOutCookieName(rv.cookieName)) {
 			res.Auth = Anon(ReasonSignedOut) // see signed_out.go
 		}
 		return res
@@ -175,7 +176,7 @@ func (rv *Resolver) resolveCookie(r *http.Request, res Result) Result {
 func withSessionChunks(cookies []*http.Cookie, header []string, name string) []*http.Cookie {
 	var out []*http.Cookie
 	for _, c := range ssrcookie.HeaderCookies(header, name) {
-		if !hasCookie(cookies, c.Name) {
+		if !ssrsession.Has(cookies, c.Name) {
 			if out == nil {
 				out = append(make([]*http.Cookie, 0, len(cookies)+1), cookies...)
 			}
@@ -381,7 +382,7 @@ func (rv *Resolver) finishUser(claims Claims, token string, claimsJSON json.RawM
 }
 
 // cookie resolves a session read from the cookie.
-func (rv *Resolver) cookie(r *http.Request, res *Result, sess CookieSession) Auth {
+func (rv *Resolver) cookie(r *http.Request, res *Result, sess ssrsession.Cookie) Auth {
 	a, err := rv.token(r.Context(), sess.AccessToken)
 	now := rv.now()
 	expired := errors.Is(err, ErrTokenExpired) ||

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tablegate/tablegate/authctx/internal/ssrsession"
 )
 
 func TestMiddlewareStoresResultAndAppliesWrites(t *testing.T) {
@@ -21,7 +23,7 @@ func TestMiddlewareStoresResultAndAppliesWrites(t *testing.T) {
 	fresh := b.token(map[string]any{"exp": time.Now().Add(time.Hour).Unix(), "session_id": "fresh"})
 	var calls atomic.Int64
 	// Stand-in for the refresh flow at the seam: it writes a new session.
-	b.rv.refresh = func(r *http.Request, res *Result, sess CookieSession, cur Auth) Auth {
+	b.rv.refresh = func(r *http.Request, res *Result, sess ssrsession.Cookie, cur Auth) Auth {
 		calls.Add(1)
 		if sess.AccessToken != stale || cur.Kind != KindUser {
 			t.Errorf("refresh seam got %s for another token", cur.Kind)

@@ -1,10 +1,6 @@
 package authctx
 
-import (
-	"net/http"
-
-	"github.com/tablegate/tablegate/authctx/ssrcookie"
-)
+import "github.com/tablegate/tablegate/authctx/internal/ssrsession"
 
 // SignedOutCookieName returns the name of the sign-out marker cookie that
 // goes with a session cookie name.
@@ -33,42 +29,4 @@ import (
 // The marker is not a credential: it carries no identity, and forging or
 // deleting it only changes the reason reported for a caller who has no
 // session anyway.
-func SignedOutCookieName(sessionCookie string) string { return sessionCookie + "-signed-out" }
-
-// SignedOutMarker returns the Set-Cookie of the sign-out marker for a
-// session cookie name, with the session cookie's options (HttpOnly
-// always, no Max-Age).
-func SignedOutMarker(sessionCookie string, opts ssrcookie.Options) *http.Cookie {
-	return markerCookie(sessionCookie, opts, "1", 0)
-}
-
-// ClearSignedOutMarker returns the delete of the sign-out marker, or nil
-// when the request cookies do not carry it.
-func ClearSignedOutMarker(sessionCookie string, request []*http.Cookie, opts ssrcookie.Options) *http.Cookie {
-	if !hasCookie(request, SignedOutCookieName(sessionCookie)) {
-		return nil
-	}
-	return markerCookie(sessionCookie, opts, "", -1)
-}
-
-func markerCookie(sessionCookie string, opts ssrcookie.Options, value string, maxAge int) *http.Cookie {
-	path := opts.Path
-	if path == "" {
-		path = "/"
-	}
-	ss := opts.SameSite
-	if ss == 0 {
-		ss = http.SameSiteLaxMode
-	}
-	return &http.Cookie{Name: SignedOutCookieName(sessionCookie), Value: value, Path: path, Domain: opts.Domain,
-		Secure: opts.Secure, HttpOnly: true, SameSite: ss, MaxAge: maxAge}
-}
-
-func hasCookie(cookies []*http.Cookie, name string) bool {
-	for _, c := range cookies {
-		if c != nil && c.Name == name {
-			return true
-		}
-	}
-	return false
-}
+func SignedOutCookieName(sessionCookie string) string { return ssrsession.SignedOutName(sessionCookie) }

@@ -1,14 +1,18 @@
-// This file holds the auth states (user, service, anon, invalid) and the
-// caller that the db package pushes into each caller-bound transaction.
+// This file holds the caller model: the resolved state (Auth) of who is
+// calling — a user, a service, anon or invalid — with its views: the actor
+// that hooks, events and MCP expose (Actor), and the identity the db
+// package binds into each unit of work (DBCaller).
 
 package authctx
 
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/tablegate/tablegate/db"
 )
 
-// Kind is the kind of an auth state.
+// Kind is the kind of an auth state, and the type of an [Actor].
 type Kind string
 
 // The four auth state kinds.
@@ -38,8 +42,11 @@ const (
 	ReasonActor         Reason = "actor"          // invalid: malformed act chain
 )
 
-// Auth is the result of caller resolution: exactly one of the kinds, with
-// the fields that kind carries. Auth values are safe to share between
+// Auth is who is calling, as resolution decided it: exactly one of the
+// kinds, with the fields that kind carries. It is the one caller type that
+// resolvers, guards, hooks, authorizers and plugins see; [Auth.Actor] is
+// who acts (as events, MCP tools and audit records expose it) and
+// [Auth.DBCaller] what the database runs as. Auth values are safe to share between
 // goroutines as long as nobody modifies them: a resolved User (and its
 // Claims) is shared by every request presenting the same token, so never
 // write to it; [Auth.Clone] returns a copy that may be modified. rest hands
@@ -72,36 +79,10 @@ type User struct {
 	// may leave it unset).
 	ExpiresAt time.Time
 
-	// claimsJSON caches the JSON form of Claims for the database, and
-	// role is its role claim (what the database role follows).
-	claimsJSON json.RawMessage
-	role       roleClaim
+	// db is what the database binds: the JSON of the verified claims
+	// and its role claim, built once per verified token.
+	db db.Caller
 }
-
-// roleClaim is the role claim of a claims JSON document.
-type roleClaim struct {
-	value   any
-	present bool
-}
-
-// roleOf reads the role claim of a claims JSON document.
-func roleOf(raw json.RawMessage) roleClaim {
-	var v struct {
-		Role *json.RawMessage `json:"role"`
-	}
-	if json.Unmarshal(raw, &v) != nil || v.Role == nil {
-		return roleClaim{}
-	}
-	var role any
-	if json.Unmarshal(*v.Role, &role) != nil {
-		return roleClaim{}
-	}
-	return roleClaim{value: role, present: true}
-}
-
-// ClaimsJSON returns the JSON of the user's claims when resolution
-// already has it (the token payload, or the merged claims), else nil.
-func (u *User) ClaimsJSON() json.RawMessage { return u.claimsJSON }
 
 // Claims are JWT claims as decoded JSON. The Claims of a resolved [Auth]
 // are shared by every request that presents the same token: never modify
@@ -178,7 +159,8 @@ func Invalid(reason Reason, err error) Auth {
 func Service(keyName string) Auth { return Auth{Kind: KindService, KeyName: keyName} }
 
 // NewUser returns the user state for verified claims and their token.
-// claimsJSON may be nil; when given it must be exactly the JSON of claims:
+// claimsJSON may be nil (NewUser then marshals claims); when given it must
+// be exactly the JSON of claims:
 // it is what the db package sends to Postgres as request.jwt.claims (what
 // auth.jwt() and auth.role() read), and the database role follows its role
 // claim, so policies and the role always agree with each other — but JSON
@@ -187,112 +169,64 @@ func Service(keyName string) Auth { return Auth{Kind: KindService, KeyName: keyN
 // The state keeps claims as they are: do not modify them afterwards.
 func NewUser(claims Claims, token string, claimsJSON json.RawMessage) Auth {
 	id, _ := claims["sub"].(string)
-	u := &User{ID: id, Claims: claims, Token: token, claimsJSON: claimsJSON}
-	if claimsJSON != nil {
-		u.role = roleOf(claimsJSON)
+	if claimsJSON == nil {
+		// Claims that do not marshal leave it nil: the db package refuses
+		// such a caller.
+		claimsJSON, _ = json.Marshal(claims)
 	}
+	u := &User{ID: id, Claims: claims, Token: token, db: db.UserCaller(id, claimsJSON)}
 	return Auth{Kind: KindUser, User: u}
 }
 
-// Session is the caller as an application sees it: who signed in, and
-// whether anonymously.
-type Session struct {
-	// Anonymous is true for anonymous sign-ins.
-	Anonymous bool
-	// UserID is the user's id, empty for non-users.
-	UserID string
-	// Claims are the verified claims of a user, nil otherwise.
-	Claims Claims
-	// Profile is the parsed user_metadata, when a profile schema is set.
-	Profile any
-}
-
-// Session returns the session view of the state: empty for every kind
-// but a user.
-func (a Auth) Session() Session {
+// Claims returns the verified claims of a user, nil for every other kind.
+// They may be shared with other requests presenting the same token: never
+// modify them; [Auth.Clone] returns a copy that may be modified.
+func (a Auth) Claims() Claims {
 	if a.Kind != KindUser || a.User == nil {
-		return Session{}
+		return nil
 	}
-	return Session{Anonymous: a.User.Claims.Anonymous(), UserID: a.User.ID, Claims: a.User.Claims, Profile: a.User.Profile}
+	return a.User.Claims
 }
 
-// ActorType is the kind of actor a repository context carries.
-type ActorType string
-
-// Actor types.
-const (
-	ActorUser    ActorType = "user"
-	ActorService ActorType = "service"
-	ActorAnon    ActorType = "anon"
-)
-
-// Actor is who acts in a repository context.
+// Actor is who acts, as hooks, events, MCP tools and audit records expose
+// it: {"type":"user","id":"…","anonymous":true}. Build it with [Auth.Actor].
 type Actor struct {
-	Type ActorType `json:"type"`
-	// ID is the user id (ActorUser) or the key name (ActorService).
+	// Type is KindUser, KindService or KindAnon (an invalid state acts as
+	// anon; guards refuse it before anything runs).
+	Type Kind `json:"type"`
+	// ID is the user id (KindUser) or the key name (KindService).
 	ID string `json:"id,omitempty"`
-	// Anonymous is true for anonymous sign-ins (ActorUser only).
+	// Anonymous is true for anonymous sign-ins (KindUser only).
 	Anonymous bool `json:"anonymous,omitempty"`
 }
 
-// Caller is the verified caller handed to repositories, hooks, authorizers
-// and plugins: the actor and the JWT claims. The db package sends
-// ClaimsJSON (or, without it, the JSON of Claims) to Postgres as
-// request.jwt.claims and picks the database role from the role claim of
-// exactly that JSON. Build one with [Auth.Caller].
-//
-// Claims may be shared with other requests presenting the same token:
-// never modify them; use [Caller.Clone] for a copy of your own.
-type Caller struct {
-	Actor Actor
-	// Claims are the verified JWT claims (users), or nil.
-	Claims Claims
-
-	// claimsJSON is the JSON of Claims when already known (saves a
-	// marshal on the hot path), and role its role claim.
-	claimsJSON json.RawMessage
-	role       roleClaim
-}
-
-// ClaimsJSON returns the JSON of Claims when resolution already has it
-// (the verified payload, or the merged claims), else nil.
-func (c Caller) ClaimsJSON() json.RawMessage { return c.claimsJSON }
-
-// RoleClaim returns the role claim the database role follows: the role of
-// ClaimsJSON when set, else of Claims. ok is false without a role claim.
-func (c Caller) RoleClaim() (role any, ok bool) {
-	if c.claimsJSON != nil {
-		return c.role.value, c.role.present
-	}
-	role, ok = c.Claims["role"]
-	return role, ok
-}
-
-// Clone returns a copy of c whose Claims are a deep copy: code may modify
-// them without touching other requests. The database still receives the
-// verified claims (ClaimsJSON) and role of the original.
-func (c Caller) Clone() Caller {
-	c.Claims = c.Claims.Clone()
-	return c
-}
-
-// Caller returns the caller of an auth state, for repositories and the
-// db package. An invalid state has no caller and yields an anon actor;
-// guards refuse invalid callers before any repository is reached.
-func (a Auth) Caller() Caller {
+// Actor returns who acts in a: a user (with whether it signed in
+// anonymously), a service by key name, or anon for every other state.
+func (a Auth) Actor() Actor {
 	switch a.Kind {
 	case KindUser:
-		if a.User == nil {
-			break
-		}
-		return Caller{
-			Actor:      Actor{Type: ActorUser, ID: a.User.ID, Anonymous: a.User.Claims.Anonymous()},
-			Claims:     a.User.Claims,
-			claimsJSON: a.User.claimsJSON,
-			role:       a.User.role,
+		if a.User != nil {
+			return Actor{Type: KindUser, ID: a.User.ID, Anonymous: a.User.Claims.Anonymous()}
 		}
 	case KindService:
-		return Caller{Actor: Actor{Type: ActorService, ID: a.KeyName}}
+		return Actor{Type: KindService, ID: a.KeyName}
 	}
-	return Caller{Actor: Actor{Type: ActorAnon}}
+	return Actor{Type: KindAnon}
+}
+
+// DBCaller returns the identity the db package binds into a unit of work
+// ([db.DB.Run]): a user runs as its role claim with its verified claims
+// (those resolution verified, never a hook's modified copy), a service as
+// service_role, and every other state — an invalid one included — as anon.
+// It is built once per verified token: calling it allocates nothing.
+func (a Auth) DBCaller() db.Caller {
+	switch a.Kind {
+	case KindUser:
+		if a.User != nil {
+			return a.User.db
+		}
+	case KindService:
+		return db.ServiceCaller()
+	}
+	return db.Caller{}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablegate/tablegate/authctx/internal/ssrsession"
 	"github.com/tablegate/tablegate/problem"
 )
 
@@ -149,7 +150,7 @@ func TestCallerStateTransitions(t *testing.T) {
 			name: "claims failure on the cookie path: no refresh attempted",
 			cfg:  func(c *Config) { c.Claims = schema },
 			build: func(b *bundle) *http.Request {
-				b.rv.refresh = func(*http.Request, *Result, CookieSession, Auth) Auth {
+				b.rv.refresh = func(*http.Request, *Result, ssrsession.Cookie, Auth) Auth {
 					t.Errorf("refresh attempted for a claims failure")
 					return Anon(ReasonRefreshFailed)
 				}

@@ -40,7 +40,7 @@ const (
 //     a short transaction of its own bound to the same caller. A refused request therefore never waits
 //     for a second pooled connection while holding one.
 func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
-	if req.Caller.Actor.Type != authctx.ActorUser || !isUUID(req.Caller.Actor.ID) {
+	if req.Caller.Actor().Type != authctx.KindUser || !isUUID(req.Caller.Actor().ID) {
 		return deny("approvals need a signed-in user"), nil
 	}
 	if req.DB == nil {
@@ -71,13 +71,13 @@ func (a *Authorizer) approval(ctx context.Context, req *rest.AuthzRequest) (rest
 // caller (claims, so same tenant), permission, table and key — share one
 // database call, and at most MaxConcurrent run at once; waiting for a turn
 // and for a connection is bounded by Timeout (503 past it).
-func (a *Authorizer) requestApproval(ctx context.Context, caller authctx.Caller, perm, table, key string) (rest.Decision, error) {
-	claims := caller.ClaimsJSON()
+func (a *Authorizer) requestApproval(ctx context.Context, caller authctx.Auth, perm, table, key string) (rest.Decision, error) {
+	claims := caller.DBCaller().Claims()
 	if claims == nil {
-		claims, _ = json.Marshal(caller.Claims)
+		claims, _ = json.Marshal(caller.Claims())
 	}
 	sum := sha256.Sum256(claims)
-	flight, _ := json.Marshal([]string{caller.Actor.ID, perm, table, key, string(sum[:])})
+	flight, _ := json.Marshal([]string{caller.Actor().ID, perm, table, key, string(sum[:])})
 	v, err, _ := a.apprFlight.Do(string(flight), func() (any, error) {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.appr.Timeout)
 		defer cancel()
@@ -88,7 +88,7 @@ func (a *Authorizer) requestApproval(ctx context.Context, caller authctx.Caller,
 			return nil, unavailable(tctx.Err())
 		}
 		var got dbsqlc.ApprovalRequestRow
-		err := a.appr.DB.Tx(tctx, caller, func(q db.Querier) error {
+		err := a.appr.DB.Run(tctx, caller.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 			var err error
 			got, err = a.queries.ApprovalRequest(tctx, q, dbsqlc.ApprovalRequestParams{
 				Permission: perm, TargetTable: table, TargetKey: key,

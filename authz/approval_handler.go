@@ -111,7 +111,7 @@ func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, problem.WithCode(problem.CodeAuthRequired, "Approvals need a signed-in caller."))
 		return
 	}
-	caller := auth.Caller()
+	caller := auth
 	ctx := r.Context()
 
 	var out any
@@ -142,7 +142,7 @@ func (h *approvalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *approvalHandler) list(r *http.Request, caller authctx.Caller) (any, error) {
+func (h *approvalHandler) list(r *http.Request, caller authctx.Auth) (any, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery) // URL.Query() would drop bad pairs silently
 	if err != nil {
 		return nil, problem.New(problem.KindBadRequest, "The query string is malformed.")

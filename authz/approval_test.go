@@ -443,17 +443,17 @@ func TestApprovalTablePolicies(t *testing.T) {
 			"insert into tablegate.approvals (permission, actor, expires_at) values ('todos.purge', '" + alice + "', now() + interval '1 hour')",
 			"delete from tablegate.approvals where id = '" + id + "'",
 		} {
-			err := b.db.Tx(ctx, caller(t, who), func(q db.Querier) error {
+			err := b.db.Run(ctx, caller(t, who).DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 				_, err := q.Exec(ctx, stmt)
 				return err
 			})
-			if p, ok := problem.As(db.Problem(err)); err == nil || !ok || p.Status != 403 {
+			if p, ok := problem.As(rest.DBProblem(err)); err == nil || !ok || p.Status != 403 {
 				t.Fatalf("%s as %s: %v", stmt, who, err)
 			}
 		}
 	}
 	// anon cannot read approvals at all.
-	err := b.db.Read(ctx, authctxAnon(), func(q db.Querier) error {
+	err := b.db.Run(ctx, authctxAnon().DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, "select * from tablegate.approvals")
 		return err
 	})
@@ -574,7 +574,7 @@ func TestApprovalLongTarget(t *testing.T) {
 	for i := range long {
 		long[i] = 'k'
 	}
-	err := b.db.Tx(ctx, c, func(q db.Querier) error {
+	err := b.db.Run(ctx, c.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		for _, k := range []any{string(long), string(long[:500])} {
 			d, err := a.Authorize(ctx, &rest.AuthzRequest{Permission: "todos.purge", Table: "todos", Key: k, Caller: c, DB: q})
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/dbsqlc"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/telemetry"
 )
 
@@ -108,12 +109,12 @@ type ListOpts struct {
 
 // Get returns one approval the caller may see; ErrApprovalNotFound
 // otherwise.
-func (a *Approvals) Get(ctx context.Context, caller authctx.Caller, id string) (*Approval, error) {
+func (a *Approvals) Get(ctx context.Context, caller authctx.Auth, id string) (*Approval, error) {
 	if !isUUID(id) {
 		return nil, notFound()
 	}
 	var out *Approval
-	err := a.d.Read(ctx, caller, func(q db.Querier) error {
+	err := a.d.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 		r, err := a.q.ApprovalGet(ctx, q, id)
 		if err != nil {
 			return err
@@ -125,13 +126,13 @@ func (a *Approvals) Get(ctx context.Context, caller authctx.Caller, id string) (
 		return nil, notFound()
 	}
 	if err != nil {
-		return nil, db.Problem(err)
+		return nil, rest.DBProblem(err)
 	}
 	return out, nil
 }
 
 // List returns the approvals the caller may see, newest first.
-func (a *Approvals) List(ctx context.Context, caller authctx.Caller, opts *ListOpts) ([]Approval, error) {
+func (a *Approvals) List(ctx context.Context, caller authctx.Auth, opts *ListOpts) ([]Approval, error) {
 	var o ListOpts
 	if opts != nil {
 		o = *opts
@@ -164,7 +165,7 @@ func (a *Approvals) List(ctx context.Context, caller authctx.Caller, opts *ListO
 		}
 	}
 	var out []Approval
-	err := a.d.Read(ctx, caller, func(q db.Querier) error {
+	err := a.d.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 		rows, err := a.q.ApprovalList(ctx, q, p)
 		if err != nil {
 			return err
@@ -176,7 +177,7 @@ func (a *Approvals) List(ctx context.Context, caller authctx.Caller, opts *ListO
 		return nil
 	})
 	if err != nil {
-		return nil, db.Problem(err)
+		return nil, rest.DBProblem(err)
 	}
 	return out, nil
 }
@@ -186,15 +187,15 @@ func (a *Approvals) List(ctx context.Context, caller authctx.Caller, opts *ListO
 // starts the approval's validity window; denying holds until the approval's
 // expires_at. Errors wrap ErrApprovalNotFound, ErrNotApprover,
 // ErrOwnRequest or ErrNotPending in a *problem.Problem.
-func (a *Approvals) Decide(ctx context.Context, caller authctx.Caller, id string, approve bool) (*Approval, error) {
-	if caller.Actor.Type != authctx.ActorUser {
+func (a *Approvals) Decide(ctx context.Context, caller authctx.Auth, id string, approve bool) (*Approval, error) {
+	if caller.Actor().Type != authctx.KindUser {
 		return nil, notApprover()
 	}
 	if !isUUID(id) {
 		return nil, notFound()
 	}
 	var out *Approval
-	err := a.d.Tx(ctx, caller, func(q db.Querier) error {
+	err := a.d.Run(ctx, caller.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		r, err := a.q.ApprovalDecide(ctx, q, dbsqlc.ApprovalDecideParams{ID: id, Approve: approve})
 		if err != nil {
 			return err
@@ -230,7 +231,7 @@ func decideProblem(err error) error {
 				WithCause(errors.Join(ErrNotPending, err))
 		}
 	}
-	return db.Problem(err)
+	return rest.DBProblem(err)
 }
 
 func notFound() *problem.Problem {

@@ -267,7 +267,7 @@ func (a *Authorizer) ForOperation(table string, op rest.Operation) (string, erro
 func (a *Authorizer) Gated(permission string) bool { return a.gated[permission] }
 
 func (a *Authorizer) input(req *rest.AuthzRequest, row rest.Row) input {
-	return input{req: req, row: row, claims: req.Caller.Claims, tenant: a.tenant}
+	return input{req: req, row: row, claims: req.Caller.Claims(), tenant: a.tenant}
 }
 
 func ptr(in input) *input { return &in }
@@ -302,7 +302,7 @@ func evalAll(r Rule, ins []*input, m memberFunc) bool {
 // must grant the permission for the current row and for the row with the
 // body applied, so a write cannot move a row out of the caller's reach.
 func (a *Authorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
-	if req.Caller.Actor.Type == authctx.ActorService && !a.opts.DenyServices {
+	if req.Caller.Actor().Type == authctx.KindService && !a.opts.DenyServices {
 		return rest.Decision{Effect: rest.Allow, Reason: "service caller"}, nil
 	}
 	rule, ok := a.rules[req.Permission]
@@ -344,7 +344,7 @@ func (a *Authorizer) Authorize(ctx context.Context, req *rest.AuthzRequest) (res
 // approval-gated key are dropped: a list cannot wait for an approval.
 func (a *Authorizer) AuthorizeRows(ctx context.Context, req *rest.AuthzRequest, rows []rest.Row) ([]rest.Decision, error) {
 	out := make([]rest.Decision, len(rows))
-	if req.Caller.Actor.Type == authctx.ActorService && !a.opts.DenyServices {
+	if req.Caller.Actor().Type == authctx.KindService && !a.opts.DenyServices {
 		for i := range out {
 			out[i] = rest.Allowed()
 		}
@@ -377,7 +377,7 @@ func deny(reason string) rest.Decision { return rest.Decision{Effect: rest.Deny,
 // members returns the membership oracle for inputs: claims directly, or
 // the table, asked once for every distinct question of every input.
 func (a *Authorizer) members(ctx context.Context, req *rest.AuthzRequest, ins []*input, rule Rule) (memberFunc, error) {
-	claims := req.Caller.Claims
+	claims := req.Caller.Claims()
 	if a.src == fromClaims {
 		return func(q memberQ) bool { return claimMember(claims, q) }, nil
 	}
@@ -393,8 +393,8 @@ func (a *Authorizer) members(ctx context.Context, req *rest.AuthzRequest, ins []
 		})
 	}
 	none := func(memberQ) bool { return false }
-	uid := req.Caller.Actor.ID
-	if len(qs) == 0 || req.Caller.Actor.Type != authctx.ActorUser || !isUUID(uid) {
+	uid := req.Caller.Actor().ID
+	if len(qs) == 0 || req.Caller.Actor().Type != authctx.KindUser || !isUUID(uid) {
 		return none, nil
 	}
 	if req.DB == nil {

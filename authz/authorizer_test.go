@@ -216,7 +216,7 @@ func TestMembershipsImmediateTruth(t *testing.T) {
 	// Grant through the generated query as a service caller (the way an
 	// admin endpoint would), then the very same token again.
 	q := dbsqlc.New()
-	err := b.db.Tx(context.Background(), callerService(), func(tx db.Querier) error {
+	err := b.db.Run(context.Background(), callerService().DBCaller(), db.RunOpts{Tx: true}, func(tx db.Querier) error {
 		_, err := q.MembershipUpsert(context.Background(), tx, dbsqlc.MembershipUpsertParams{
 			UserID: bob, Scope: "tenant", ScopeID: tenantB, Roles: []string{"editor"}})
 		return err

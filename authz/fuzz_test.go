@@ -35,10 +35,10 @@ func FuzzClaimsAuthorize(f *testing.F) {
 		dec := json.NewDecoder(bytes.NewReader(rowJSON))
 		dec.UseNumber()
 		_ = dec.Decode(&row)
-		caller := authctx.NewUser(c, "t", nil).Caller()
+		caller := authctx.NewUser(c, "t", nil)
 		// The same claims with everything moved under user_metadata.
 		meta := authctx.Claims{"sub": c["sub"], "user_metadata": map[string]any(c)}
-		metaCaller := authctx.NewUser(meta, "t", nil).Caller()
+		metaCaller := authctx.NewUser(meta, "t", nil)
 		for key := range rules {
 			req := &rest.AuthzRequest{Permission: key, Table: "todos", Row: row, Data: row, Key: row["id"], Caller: caller}
 			if _, err := a.Authorize(context.Background(), req); err != nil {

@@ -196,8 +196,8 @@ func (r callerRule) eval(in *input, _ memberFunc) bool {
 	if r {
 		return true
 	}
-	a := in.req.Caller.Actor
-	return a.Type == authctx.ActorUser && !a.Anonymous
+	a := in.req.Caller.Actor()
+	return a.Type == authctx.KindUser && !a.Anonymous
 }
 
 // Any grants the permission when one of rules grants it.

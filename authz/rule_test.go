@@ -21,9 +21,9 @@ func decide(t *testing.T, rule authz.Rule, opts *authz.Config, rawClaims string,
 	req.Permission = "p"
 	switch rawClaims {
 	case "":
-		req.Caller = authctx.Anon(authctx.ReasonNone).Caller()
+		req.Caller = authctx.Anon(authctx.ReasonNone)
 	case "service":
-		req.Caller = authctx.Service("svc").Caller()
+		req.Caller = authctx.Service("svc")
 	default:
 		req.Caller = caller(t, rawClaims)
 	}
@@ -124,7 +124,7 @@ func TestRulesGoClaims(t *testing.T) {
 		{"sub": alice, "roles": []string{"admin"}},
 		{"sub": alice, "memberships": []map[string]any{{"scope": "tenant", "id": "t1", "roles": []string{"owner"}}}},
 	} {
-		d, err := a.Authorize(context.Background(), &rest.AuthzRequest{Permission: "p", Caller: authctx.NewUser(c, "t", nil).Caller()})
+		d, err := a.Authorize(context.Background(), &rest.AuthzRequest{Permission: "p", Caller: authctx.NewUser(c, "t", nil)})
 		if err != nil || d.Effect != rest.Allow {
 			t.Fatalf("%v: %v %v", c, d, err)
 		}
@@ -155,10 +155,10 @@ func ExampleClaims() {
 	if err != nil {
 		panic(err)
 	}
-	user := func(raw string) authctx.Caller {
+	user := func(raw string) authctx.Auth {
 		var c authctx.Claims
 		_ = json.Unmarshal([]byte(raw), &c)
-		return authctx.NewUser(c, "token", nil).Caller()
+		return authctx.NewUser(c, "token", nil)
 	}
 	admin := user(`{"sub":"11111111-1111-1111-1111-111111111111","roles":["admin"]}`)
 	member := user(`{"sub":"22222222-2222-2222-2222-222222222222",
@@ -167,7 +167,7 @@ func ExampleClaims() {
 
 	for _, c := range []struct {
 		who    string
-		caller authctx.Caller
+		caller authctx.Auth
 		perm   string
 	}{
 		{"admin", admin, "todos.delete"},

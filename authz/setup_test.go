@@ -157,13 +157,13 @@ func testCaller(r *http.Request) (authctx.Auth, error) {
 }
 
 // caller returns the repository context of claims, for direct calls.
-func caller(t testing.TB, raw string) authctx.Caller {
+func caller(t testing.TB, raw string) authctx.Auth {
 	t.Helper()
 	var c authctx.Claims
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
 		t.Fatal(err)
 	}
-	return authctx.NewUser(c, "tok", json.RawMessage(raw)).Caller()
+	return authctx.NewUser(c, "tok", json.RawMessage(raw))
 }
 
 // purgeAction is an item action gated by todos.purge: it marks the row
@@ -301,7 +301,7 @@ func mustAuthz(t testing.TB) func(*authz.Authorizer, error) *authz.Authorizer {
 type restOp = rest.Operation
 
 // callerService is a service caller's repository context.
-func callerService() authctx.Caller { return authctx.Service("admin").Caller() }
+func callerService() authctx.Auth { return authctx.Service("admin") }
 
 // tryServe builds the todos resource with permissions from a and returns
 // the build error.
@@ -313,4 +313,4 @@ func tryServe(b *bundle, a rest.Authorizer) error {
 }
 
 // authctxAnon is the repository context of a caller without a session.
-func authctxAnon() authctx.Caller { return authctx.Anon(authctx.ReasonNone).Caller() }
+func authctxAnon() authctx.Auth { return authctx.Anon(authctx.ReasonNone) }

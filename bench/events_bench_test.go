@@ -245,7 +245,7 @@ func benchThroughput(b *testing.B, subs int) {
 	const total = 2000
 	ctx := context.Background()
 	d := db.New(f.pool, nil)
-	err := d.Tx(ctx, f.callers[0].Caller(), func(q db.Querier) error {
+	err := d.Run(ctx, f.callers[0].DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, `insert into public.todos (title) select 'bench ' || g from generate_series(1, $1) g`, total)
 		return err
 	})

@@ -312,7 +312,7 @@ func BenchmarkHelpers(b *testing.B) {
 		c0 := s.cpu()
 		for range helperReps {
 			var n int64
-			err := s.d.Read(context.Background(), caller.Caller(), func(q db.Querier) error {
+			err := s.d.Run(context.Background(), caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 				return q.QueryRow(context.Background(), sql).Scan(&n)
 			})
 			if err != nil || n != helperRows {

@@ -83,13 +83,13 @@ func BenchmarkReplicaRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	claims := `{"role":"authenticated","sub":"` + benchUser + `"}`
-	caller := authctx.NewUser(authctx.Claims{"sub": benchUser, "role": "authenticated"}, "t", []byte(claims)).Caller()
+	caller := authctx.NewUser(authctx.Claims{"sub": benchUser, "role": "authenticated"}, "t", []byte(claims))
 	plain := db.New(primary, nil)
 	routed := db.New(primary, &db.Config{Replicas: []*pgxpool.Pool{replica}})
 	b.Cleanup(routed.Close)
 	// A write's position, and a replica past it.
 	ctx, pos := db.TrackPosition(context.Background())
-	if err := routed.Read(ctx, caller, func(q db.Querier) error {
+	if err := routed.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, `update items set done = not done where id = 1`)
 		return err
 	}); err != nil || *pos == 0 {
@@ -123,7 +123,7 @@ func BenchmarkReplicaRead(b *testing.B) {
 				id := int64(0)
 				for pb.Next() {
 					id = id%10000 + 1
-					err := c.d.ReplicaRead(c.ctx, caller, nil, func(q db.Querier) error {
+					err := c.d.Run(c.ctx, caller.DBCaller(), db.RunOpts{ReadOnly: true}, func(q db.Querier) error {
 						var got int64
 						var title string
 						var done bool
@@ -145,7 +145,7 @@ func BenchmarkReplicaRead(b *testing.B) {
 }
 
 // BenchmarkReplicaRoute measures, in this process, what a read pays for
-// routing: ReplicaRead with a function that sends nothing, on a DB
+// routing: a read-only Run with a function that sends nothing, on a DB
 // without replicas (the plain path), with a replica (pick one in
 // rotation), and with a position the replica has passed (the position
 // check against the monitor's last replay position). The difference to
@@ -155,7 +155,7 @@ func BenchmarkReplicaRoute(b *testing.B) {
 	primary := benchPool(b, rep.PrimaryURL)
 	replica := benchPool(b, rep.ReplicaURL)
 	caller := authctx.NewUser(authctx.Claims{"sub": benchUser, "role": "authenticated"}, "t",
-		[]byte(`{"role":"authenticated","sub":"`+benchUser+`"}`)).Caller()
+		[]byte(`{"role":"authenticated","sub":"`+benchUser+`"}`))
 	plain := db.New(primary, nil)
 	routed := db.New(primary, &db.Config{Replicas: []*pgxpool.Pool{replica}})
 	b.Cleanup(routed.Close)
@@ -179,7 +179,7 @@ func BenchmarkReplicaRoute(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if err := c.d.ReplicaRead(c.ctx, caller, nil, noop); err != nil {
+				if err := c.d.Run(c.ctx, caller.DBCaller(), db.RunOpts{ReadOnly: true}, noop); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -217,7 +217,7 @@ func BenchmarkReplicaWritePosition(b *testing.B) {
 	}
 	d := db.New(primary, &db.Config{Replicas: []*pgxpool.Pool{replica}})
 	b.Cleanup(d.Close)
-	anon := authctx.Anon(authctx.ReasonNone).Caller()
+	anon := authctx.Anon(authctx.ReasonNone)
 	for _, c := range []struct {
 		name  string
 		tx    bool
@@ -234,11 +234,7 @@ func BenchmarkReplicaWritePosition(b *testing.B) {
 					if c.track {
 						ctx, pos = db.TrackPosition(ctx)
 					}
-					run := d.Read
-					if c.tx {
-						run = d.Tx
-					}
-					err := run(ctx, anon, func(q db.Querier) error {
+					err := d.Run(ctx, anon.DBCaller(), db.RunOpts{Tx: c.tx}, func(q db.Querier) error {
 						_, err := q.Exec(ctx, `update w set n = n + 1 where id = $1`, id)
 						return err
 					})

@@ -56,7 +56,7 @@ func BenchmarkScopeGet(b *testing.B) {
 	d := db.New(pool, nil)
 	claims := `{"role":"authenticated","sub":"` + benchUser + `"}`
 	// authctx caches the claims JSON of a verified token; do the same here.
-	caller := authctx.NewUser(authctx.Claims{"sub": benchUser, "role": "authenticated"}, "t", []byte(claims)).Caller()
+	caller := authctx.NewUser(authctx.Claims{"sub": benchUser, "role": "authenticated"}, "t", []byte(claims))
 	var n int64
 	next := func() int64 { n = n%10000 + 1; return n } // racy on purpose: any id is fine
 
@@ -70,7 +70,7 @@ func BenchmarkScopeGet(b *testing.B) {
 		return pool.SendBatch(ctx, batch).Close()
 	}
 	subject := func(ctx context.Context) error {
-		return d.Read(ctx, caller, func(q db.Querier) error {
+		return d.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			var id int64
 			var title string
 			var done bool

@@ -172,7 +172,7 @@ func TestDeclaredHooksNeverSkipped(t *testing.T) {
 		Hooks: rest.Hooks{
 			AuthorizeFunc: func(c *rest.Ctx, op rest.Operation, _ *rest.Target) error {
 				authorized++
-				if c.Caller.Claims["sub"] == bob {
+				if c.Auth.Claims()["sub"] == bob {
 					return problem.New(problem.KindForbidden, "bob may not")
 				}
 				return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
 )
 
 // Error is an answer in PostgREST's error shape: {code, message, details,
@@ -118,7 +119,7 @@ func toError(err error, anon bool) *Error {
 	}
 	// Everything else (pool busy, per-caller share, timeouts, connection
 	// lost, cancelled) answers as the native routes do, in this shape.
-	p, _ := problem.As(db.Problem(err))
+	p, _ := problem.As(rest.DBProblem(err))
 	out := &Error{Status: p.Status, Code: "PGRST000", Message: p.Detail, header: p.Header, cause: err}
 	if out.Status == 0 {
 		out.Status = http.StatusInternalServerError

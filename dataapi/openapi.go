@@ -53,7 +53,7 @@ func (q *request) serveDescription() {
 	}
 	var privs []string // per relation: four letters, s i u d or -
 	var exec []bool
-	err := q.api.d.ReplicaRead(q.readCtx(), q.auth.Caller(), nil, func(dq db.Querier) error {
+	err := q.api.d.Run(q.readCtx(), q.auth.DBCaller(), db.RunOpts{ReadOnly: true}, func(dq db.Querier) error {
 		return dq.QueryRow(q.r.Context(), `select
 		  array(select case when has_table_privilege(k, 'select') then 's' else '-' end ||
 		               case when has_table_privilege(k, 'insert') then 'i' else '-' end ||

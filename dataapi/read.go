@@ -562,9 +562,11 @@ func (q *request) read(rel *relation, decl *Table) {
 	scope := declScope(decl, info.Operation)
 	if hooked {
 		// A permission check or AuthorizeFunc may write: the primary.
-		err = q.decided(func() error { return q.api.d.TxWith(q.readCtx(), q.auth.Caller(), scope, run) })
+		scope.Tx = true
+		err = q.decided(func() error { return q.api.d.Run(q.readCtx(), q.auth.DBCaller(), scope, run) })
 	} else {
-		err = q.api.d.ReplicaRead(q.readCtx(), q.auth.Caller(), scope, run)
+		scope.ReadOnly = true
+		err = q.api.d.Run(q.readCtx(), q.auth.DBCaller(), scope, run)
 	}
 	if err != nil {
 		q.fail(err)
@@ -750,10 +752,10 @@ func (q *request) respondRows(status, offset int, pageN int64, total *int64, bod
 }
 
 // declScope is the database options (the statement timeout) a declared
-// table's resource gives op; nil for other tables.
-func declScope(decl *Table, op rest.Operation) *db.ScopeOpts {
+// table's resource gives op; the zero value for other tables.
+func declScope(decl *Table, op rest.Operation) db.RunOpts {
 	if decl == nil {
-		return nil
+		return db.RunOpts{}
 	}
 	return decl.Resource.Scope(op)
 }

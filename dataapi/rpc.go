@@ -128,7 +128,7 @@ func (q *request) serveRPC(name string) {
 	}
 	call := pgx.Identifier{f.schema, f.name}.Sanitize() + "(" + strings.Join(argSQL, ", ") + ")"
 	ctx := q.r.Context()
-	caller := q.auth.Caller()
+	caller := q.auth
 	// A GET or HEAD, and a POST to a STABLE or IMMUTABLE function, run
 	// the function in a read-only transaction, as PostgREST does: a
 	// function that writes answers 405 (25006) there.
@@ -138,13 +138,13 @@ func (q *request) serveRPC(name string) {
 	// position.
 	run := func(fn func(dq db.Querier) error) error {
 		if !readOnly {
-			err := q.api.d.Read(q.writeCtx(), caller, fn)
+			err := q.api.d.Run(q.writeCtx(), caller.DBCaller(), db.RunOpts{}, fn)
 			if err == nil {
 				q.answerPosition()
 			}
 			return err
 		}
-		return q.api.d.ReplicaTx(q.readCtx(), caller, nil, func(dq db.Querier) error {
+		return q.api.d.Run(q.readCtx(), caller.DBCaller(), db.RunOpts{Tx: true, ReadOnly: true}, func(dq db.Querier) error {
 			if _, err := dq.Exec(ctx, "set transaction read only"); err != nil {
 				return err
 			}

@@ -289,10 +289,11 @@ func (q *request) runWrite(p *writePlan) {
 	var err error
 	scope := declScope(p.decl, p.op)
 	wctx := q.writeCtx()
-	if p.perRow != nil || after || rollback || maxAffected >= 0 || q.singular() {
-		err = q.decided(func() error { return q.api.d.TxWith(wctx, q.auth.Caller(), scope, run) })
+	scope.Tx = p.perRow != nil || after || rollback || maxAffected >= 0 || q.singular()
+	if scope.Tx {
+		err = q.decided(func() error { return q.api.d.Run(wctx, q.auth.DBCaller(), scope, run) })
 	} else {
-		err = q.api.d.ReadWith(wctx, q.auth.Caller(), scope, run)
+		err = q.api.d.Run(wctx, q.auth.DBCaller(), scope, run)
 	}
 	if refusal != nil {
 		writeError(q.w, refusal)

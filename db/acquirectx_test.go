@@ -68,7 +68,7 @@ func TestAcquireCtxReuse(t *testing.T) {
 // at once, not at the acquire timeout.
 func TestShareWaitStopsWithTheRequest(t *testing.T) {
 	s := &shares{max: 1, poolMax: 1, slots: map[callerKey]*share{}}
-	key := callerKey{kind: "user", id: "u"}
+	key := callerKey{kind: shareUser, id: "u"}
 	s.inflight.Add(1) // the pool is full
 	held, err := s.enter(context.Background(), context.Background(), key, true)
 	if err != nil {

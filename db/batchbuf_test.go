@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -22,13 +21,13 @@ func TestReusedBatchesKeepEachCallApart(t *testing.T) {
 	pool := budgetPool(t, pgtest.URL(t), 3, nil)
 	d := db.New(pool, &db.Config{MaxConnsPerCaller: -1})
 	ctx := context.Background()
-	short := (&db.ScopeOpts{StatementTimeout: 900 * time.Millisecond}).Prepare()
+	short := db.RunOpts{StatementTimeout: 900 * time.Millisecond}.Prepare()
 	var wg sync.WaitGroup
 	for g := range 6 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := user(authctx.Claims{"sub": fmt.Sprintf("00000000-0000-4000-8000-%012d", g)})
+			c := user(claims{"sub": fmt.Sprintf("00000000-0000-4000-8000-%012d", g)})
 			if g%3 == 2 {
 				c = anonCaller
 			}
@@ -55,11 +54,11 @@ func TestReusedBatchesKeepEachCallApart(t *testing.T) {
 				}
 				switch i % 3 {
 				case 0:
-					err = d.Read(ctx, c, check)
+					err = d.Run(ctx, c, db.RunOpts{}, check)
 				case 1:
-					err = d.TxWith(ctx, c, short, check)
+					err = d.Run(ctx, c, txOpts(short), check)
 				default:
-					err = d.ReadWith(ctx, c, short, check)
+					err = d.Run(ctx, c, short, check)
 				}
 				if i%4 == 2 && i%3 == 1 {
 					// In a transaction the failed statement aborts it.

@@ -11,10 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
 )
 
 // budgetPool opens a pool of n connections on u, with tablegate's pool
@@ -48,10 +48,10 @@ func TestStatementTimeoutInTheSameRoundTrip(t *testing.T) {
 	tr := &pgtest.RoundTrips{}
 	pool := budgetPool(t, u, 1, tr)
 	ctx := context.Background()
-	alice := user(authctx.Claims{"sub": alice})
+	alice := user(claims{"sub": alice})
 
 	d := db.New(pool, &db.Config{StatementTimeout: 1500 * time.Millisecond})
-	type scopeFunc = func(context.Context, authctx.Caller, func(db.Querier) error) error
+	type scopeFunc = func(context.Context, db.Caller, func(db.Querier) error) error
 	setting := func(name string, scope scopeFunc) string {
 		var v string
 		if err := scope(ctx, alice, func(q db.Querier) error {
@@ -63,37 +63,37 @@ func TestStatementTimeoutInTheSameRoundTrip(t *testing.T) {
 	}
 	show := func(scope scopeFunc) string { return setting("statement_timeout", scope) }
 	idle := func(scope scopeFunc) string { return setting("idle_in_transaction_session_timeout", scope) }
-	show(d.Read) // warm the statement cache
+	show(read(d)) // warm the statement cache
 	tr.Reset()
-	if v := show(d.Read); v != "1500ms" {
+	if v := show(read(d)); v != "1500ms" {
 		t.Fatalf("read: statement_timeout %q, want 1500ms", v)
 	}
 	if n := tr.Total(); n != 1 {
 		t.Fatalf("a read with its time budget took %d round trips, want 1", n)
 	}
-	if v := show(d.Tx); v != "1500ms" {
+	if v := show(inTx(d)); v != "1500ms" {
 		t.Fatalf("tx: statement_timeout %q, want 1500ms", v)
 	}
 	// A transaction Go holds open also bounds its pauses; a read, one
 	// implicit transaction, has none.
-	if v := idle(d.Tx); v != "1500ms" {
+	if v := idle(inTx(d)); v != "1500ms" {
 		t.Fatalf("tx: idle_in_transaction_session_timeout %q, want 1500ms", v)
 	}
-	if v := idle(d.Read); v != "0" {
+	if v := idle(read(d)); v != "0" {
 		t.Fatalf("read: idle_in_transaction_session_timeout %q, want the server's 0", v)
 	}
 	// Never below a second: a tight statement budget does not end
 	// transactions for a hook's ordinary work.
-	tight := (&db.ScopeOpts{StatementTimeout: 100 * time.Millisecond}).Prepare()
-	if v := idle(func(ctx context.Context, c authctx.Caller, fn func(db.Querier) error) error {
-		return d.TxWith(ctx, c, tight, fn)
+	tight := db.RunOpts{StatementTimeout: 100 * time.Millisecond}.Prepare()
+	if v := idle(func(ctx context.Context, c db.Caller, fn func(db.Querier) error) error {
+		return d.Run(ctx, c, txOpts(tight), fn)
 	}); v != "1s" {
 		t.Fatalf("tx with a 100ms budget: idle_in_transaction_session_timeout %q, want 1s", v)
 	}
 	// Per call.
-	opts := (&db.ScopeOpts{StatementTimeout: 250 * time.Millisecond}).Prepare()
-	if v := show(func(ctx context.Context, c authctx.Caller, fn func(db.Querier) error) error {
-		return d.ReadWith(ctx, c, opts, fn)
+	opts := db.RunOpts{StatementTimeout: 250 * time.Millisecond}.Prepare()
+	if v := show(func(ctx context.Context, c db.Caller, fn func(db.Querier) error) error {
+		return d.Run(ctx, c, opts, fn)
 	}); v != "250ms" {
 		t.Fatalf("per call: statement_timeout %q, want 250ms", v)
 	}
@@ -107,7 +107,7 @@ func TestStatementTimeoutInTheSameRoundTrip(t *testing.T) {
 	}
 	// Negative: no setting (the role's or server's value applies).
 	dn := db.New(pool, &db.Config{StatementTimeout: -1})
-	if v := show(dn.Read); v != "0" {
+	if v := show(read(dn)); v != "0" {
 		t.Fatalf("disabled: statement_timeout %q, want the server's 0", v)
 	}
 }
@@ -120,8 +120,8 @@ func TestStatementOverBudgetAnswers503(t *testing.T) {
 	pool := budgetPool(t, u, 2, nil)
 	d := db.New(pool, &db.Config{StatementTimeout: 200 * time.Millisecond})
 	ctx := context.Background()
-	for name, scope := range map[string]func(context.Context, authctx.Caller, func(db.Querier) error) error{
-		"read": d.Read, "tx": d.Tx,
+	for name, scope := range map[string]func(context.Context, db.Caller, func(db.Querier) error) error{
+		"read": read(d), "tx": inTx(d),
 	} {
 		start := time.Now()
 		// 60 s unless the budget stops it: the bound below can be
@@ -132,7 +132,7 @@ func TestStatementOverBudgetAnswers503(t *testing.T) {
 			return err
 		})
 		el := time.Since(start)
-		p, ok := problem.As(db.Problem(err))
+		p, ok := problem.As(rest.DBProblem(err))
 		if !ok || p.Status != 503 || p.Header.Get("Retry-After") == "" {
 			t.Fatalf("%s: %v → %+v, want 503 with Retry-After", name, err, p)
 		}
@@ -157,10 +157,10 @@ func TestIdleTransactionOverBudget(t *testing.T) {
 	pool := budgetPool(t, u, 2, nil)
 	d := db.New(pool, &db.Config{StatementTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
-	alice := user(authctx.Claims{"sub": alice})
+	alice := user(claims{"sub": alice})
 
 	other := make(chan error, 1)
-	err := d.Tx(ctx, alice, func(q db.Querier) error {
+	err := d.Run(ctx, alice, db.RunOpts{Tx: true}, func(q db.Querier) error {
 		if _, err := q.Exec(ctx, "update notes set body = 'hook' where id = 1"); err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func TestIdleTransactionOverBudget(t *testing.T) {
 		_, err := q.Exec(ctx, "select 1")
 		return err
 	})
-	p, ok := problem.As(db.Problem(err))
+	p, ok := problem.As(rest.DBProblem(err))
 	if !ok || p.Status != 503 || p.Header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "time budget") {
 		t.Fatalf("statement after an idle pause over budget: %v → %+v, want 503 naming the time budget", err, p)
 	}
@@ -210,7 +210,7 @@ func TestAcquireBoundedWhenPoolBusy(t *testing.T) {
 	holdErr := make(chan error, 1)
 	go func() {
 		defer wg.Done()
-		holdErr <- d.Tx(ctx, anonCaller, func(q db.Querier) error {
+		holdErr <- d.Run(ctx, anonCaller, db.RunOpts{Tx: true}, func(q db.Querier) error {
 			if _, err := q.Exec(ctx, "select 1"); err != nil {
 				return err
 			}
@@ -227,8 +227,8 @@ func TestAcquireBoundedWhenPoolBusy(t *testing.T) {
 		t.Fatal("could not take the only connection within 10s")
 	}
 	defer func() { close(hold); wg.Wait() }()
-	for name, scope := range map[string]func(context.Context, authctx.Caller, func(db.Querier) error) error{
-		"read": d.Read, "tx": d.Tx,
+	for name, scope := range map[string]func(context.Context, db.Caller, func(db.Querier) error) error{
+		"read": read(d), "tx": inTx(d),
 	} {
 		start := time.Now()
 		err := scope(ctx, anonCaller, func(q db.Querier) error {
@@ -244,7 +244,7 @@ func TestAcquireBoundedWhenPoolBusy(t *testing.T) {
 		if el < 100*time.Millisecond || el > 10*time.Second {
 			t.Fatalf("%s: waited %v for a connection, want about 150ms", name, el)
 		}
-		p, _ := problem.As(db.Problem(err))
+		p, _ := problem.As(rest.DBProblem(err))
 		if p == nil || p.Status != 503 || p.Header.Get("Retry-After") == "" {
 			t.Fatalf("%s: %+v, want 503 with Retry-After", name, p)
 		}
@@ -264,14 +264,14 @@ func TestClosedPoolAnswers503(t *testing.T) {
 	pool := budgetPool(t, u, 1, nil)
 	d := db.New(pool, nil)
 	pool.Close()
-	err := d.Read(context.Background(), anonCaller, func(q db.Querier) error {
+	err := d.Run(context.Background(), anonCaller, db.RunOpts{}, func(q db.Querier) error {
 		_, err := q.Exec(context.Background(), "select 1")
 		return err
 	})
 	if !errors.Is(err, db.ErrPoolClosed) {
 		t.Fatalf("closed pool: %v, want ErrPoolClosed", err)
 	}
-	if p, _ := problem.As(db.Problem(err)); p == nil || p.Status != 503 {
+	if p, _ := problem.As(rest.DBProblem(err)); p == nil || p.Status != 503 {
 		t.Fatalf("closed pool: %+v, want 503", p)
 	}
 	if err := db.Ready(context.Background(), pool); !errors.Is(err, db.ErrNotReady) {

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,8 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/tablegate/tablegate/authctx"
 )
 
 // Database roles the API runs as.
@@ -23,11 +20,6 @@ const (
 	RoleAuthenticated = "authenticated"
 	RoleServiceRole   = "service_role"
 )
-
-// ErrRoleNotAllowed is returned by [DB.Tx] and [DB.Read] when a user token's
-// role claim names a role outside [Config.UserRoles]. Such a caller is
-// refused; it never runs with more than the listed roles.
-var ErrRoleNotAllowed = errors.New("db: token role is not an allowed user role")
 
 // Defaults of the time budget (see [Config]).
 const (
@@ -50,11 +42,11 @@ type Config struct {
 	// trip as the caller's claims, so it lives only for the request's
 	// transaction and costs no extra round trip. A statement that runs
 	// longer is cancelled by Postgres (SQLSTATE 57014, answered 503 with
-	// Retry-After by [Problem]). Zero means [DefaultStatementTimeout];
+	// Retry-After by rest.DBProblem). Zero means [DefaultStatementTimeout];
 	// negative sets none (the role's or server's setting applies).
-	// Override it per call with [ScopeOpts].
+	// Override it per call with [RunOpts].
 	//
-	// In a [DB.Tx] it also bounds each pause between statements, while Go
+	// In a transaction ([RunOpts.Tx]) it also bounds each pause between statements, while Go
 	// code (a hook, an action) holds the transaction open: it is set, but
 	// never below one second, as idle_in_transaction_session_timeout
 	// beside the statement timeout (replacing a role's or the server's). A
@@ -87,7 +79,7 @@ type Config struct {
 
 	// Replicas are pools on read replicas of the primary (streaming
 	// replicas: Supabase read replicas, RDS/Cloud SQL replicas, Patroni
-	// standbys). [DB.ReplicaRead] and [DB.ReplicaTx] run reads on a
+	// standbys). [DB.Run] with [RunOpts.ReadOnly] runs reads on a
 	// replica in rotation; everything else stays on the primary. A
 	// background monitor reads each replica's state every ReplicaPoll and
 	// takes out of rotation, until it recovers, a replica that does not
@@ -176,33 +168,6 @@ func New(pool *pgxpool.Pool, cfg *Config) *DB {
 	return d
 }
 
-// ScopeOpts overrides the [Config] of one [DB.ReadWith] or [DB.TxWith]
-// call. A nil *ScopeOpts uses the Config.
-type ScopeOpts struct {
-	// StatementTimeout replaces Config.StatementTimeout for this call when
-	// non-zero; negative sets none.
-	StatementTimeout time.Duration
-
-	// Unshared takes the call's connections outside the caller's share
-	// (Config.MaxConnsPerCaller): for the server's own work on a caller's
-	// behalf that other callers wait on, such as the events hub checking
-	// what a subscriber may read. The caller's own requests never set it.
-	Unshared bool
-
-	arg any // the boxed timeoutText, filled by Prepare
-}
-
-// Prepare renders the options once so that calls using them allocate
-// nothing for the setting. It returns o, and is optional: unprepared
-// options are rendered on every call. Not safe to call concurrently with
-// calls using o.
-func (o *ScopeOpts) Prepare() *ScopeOpts {
-	if o != nil && o.StatementTimeout != 0 {
-		o.arg = boxTimeout(o.StatementTimeout)
-	}
-	return o
-}
-
 // StatementTimeout returns the statement timeout in force without
 // per-call options (0 when none is set).
 func (d *DB) StatementTimeout() time.Duration {
@@ -236,9 +201,9 @@ func boxTimeout(t time.Duration) any {
 
 // timeoutFor returns the statement_timeout parameter of one call (a
 // string boxed once), nil for none.
-func (d *DB) timeoutFor(o *ScopeOpts) any {
+func (d *DB) timeoutFor(o *RunOpts) any {
 	switch {
-	case o == nil || o.StatementTimeout == 0:
+	case o.StatementTimeout == 0:
 		return d.timeoutArg
 	case o.arg != nil || o.StatementTimeout < 0:
 		return o.arg
@@ -290,57 +255,33 @@ type settings struct {
 // settingsFor resolves the database role and claims JSON of a caller. The
 // role follows the role claim of the JSON actually sent, so the role and
 // what auth.jwt()/auth.role() read in policies never disagree.
-func (d *DB) settingsFor(c authctx.Caller) (settings, error) {
-	switch c.Actor.Type {
-	case authctx.ActorUser:
-		raw := c.ClaimsJSON()
-		if raw == nil {
-			b, err := json.Marshal(c.Claims)
-			if err != nil {
-				return settings{}, fmt.Errorf("db: marshal claims: %w", err)
-			}
-			raw = b
+func (d *DB) settingsFor(c Caller) (settings, error) {
+	switch c.kind {
+	case callerUser:
+		if c.claims == nil {
+			return settings{}, errNoClaims
 		}
 		role := RoleAuthenticated
-		if v, ok := c.RoleClaim(); ok {
-			s, ok := v.(string)
-			if !ok || !slices.Contains(d.userRoles, s) {
+		if c.claimed {
+			if !slices.Contains(d.userRoles, c.role) {
 				return settings{}, ErrRoleNotAllowed
 			}
-			role = s
+			role = c.role
 		}
-		return settings{key: shareKey(c), role: role, claims: raw}, nil
-	case authctx.ActorService:
+		return settings{key: shareKey(c), role: role, claims: c.claims}, nil
+	case callerService:
 		return settings{role: RoleServiceRole, claims: serviceClaims}, nil
 	default:
 		return settings{key: shareKey(c), role: RoleAnon, claims: anonClaims}, nil
 	}
 }
 
-// Read runs fn with a Querier that sends every statement together with the
-// caller settings in one pipelined round trip (one implicit transaction per
-// statement, no BEGIN or COMMIT: Postgres commits when the round trip ends,
-// and an error of the statement or of its commit rolls it back). Use it for
-// reads of one statement, and for a write of one statement that nothing
-// else must see in its transaction; use [DB.Tx] when several statements
-// must see one snapshot or commit together.
-//
-// Each statement runs under the statement timeout of [Config] and waits
-// for a pooled connection at most Config.AcquireTimeout.
-func (d *DB) Read(ctx context.Context, c authctx.Caller, fn func(q Querier) error) error {
-	return d.ReadWith(ctx, c, nil, fn)
-}
-
-// ReadWith is [DB.Read] with per-call options; opts may be nil.
-func (d *DB) ReadWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn func(q Querier) error) error {
-	s, err := d.settingsFor(c)
-	if err != nil {
-		return err
-	}
-	s.timeout = d.timeoutFor(opts)
-	if opts != nil && opts.Unshared {
-		s.key = callerKey{}
-	}
+// runStatements runs fn with a Querier that sends every statement
+// together with the caller settings in one pipelined round trip (one
+// implicit transaction per statement, no BEGIN or COMMIT: Postgres commits
+// when the round trip ends, and an error of the statement or of its commit
+// rolls it back).
+func (d *DB) runStatements(ctx context.Context, s settings, fn func(q Querier) error) error {
 	if d.replicas != nil {
 		if p := trackedPosition(ctx); p != nil {
 			if err := fn(&readQuerier{d: d, s: s}); err != nil {

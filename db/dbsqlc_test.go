@@ -7,6 +7,7 @@ import (
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/dbsqlc"
 	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/rest"
 )
 
 // TestSQLCQueriesRunBoundToTheCaller runs the generated queries on the
@@ -18,7 +19,7 @@ func TestSQLCQueriesRunBoundToTheCaller(t *testing.T) {
 	q := dbsqlc.New()
 
 	var tenant dbsqlc.TablegateTenant
-	err := d.Tx(ctx, serviceCaller, func(tx db.Querier) error {
+	err := d.Run(ctx, serviceCaller, db.RunOpts{Tx: true}, func(tx db.Querier) error {
 		var err error
 		if tenant, err = q.TenantCreate(ctx, tx, "Acme"); err != nil {
 			return err
@@ -33,7 +34,7 @@ func TestSQLCQueriesRunBoundToTheCaller(t *testing.T) {
 
 	// Alice, a member through the table, sees the tenant and her membership.
 	a := user(map[string]any{"sub": alice})
-	if err := d.Read(ctx, a, func(tx db.Querier) error {
+	if err := d.Run(ctx, a, db.RunOpts{}, func(tx db.Querier) error {
 		ts, err := q.TenantList(ctx, tx)
 		if err != nil || len(ts) != 1 || ts[0].Name != "Acme" {
 			t.Errorf("alice tenants %v %v", ts, err)
@@ -54,7 +55,7 @@ func TestSQLCQueriesRunBoundToTheCaller(t *testing.T) {
 
 	// Bob sees neither; his attempt to read Alice's memberships returns nothing.
 	b := user(map[string]any{"sub": bob})
-	if err := d.Read(ctx, b, func(tx db.Querier) error {
+	if err := d.Run(ctx, b, db.RunOpts{}, func(tx db.Querier) error {
 		ts, err := q.TenantList(ctx, tx)
 		if err != nil || len(ts) != 0 {
 			t.Errorf("bob tenants %v %v", ts, err)
@@ -69,12 +70,12 @@ func TestSQLCQueriesRunBoundToTheCaller(t *testing.T) {
 	}
 
 	// Bob cannot grant himself a membership: 42501 → 403.
-	err = d.Tx(ctx, b, func(tx db.Querier) error {
+	err = d.Run(ctx, b, db.RunOpts{Tx: true}, func(tx db.Querier) error {
 		_, err := q.MembershipUpsert(ctx, tx, dbsqlc.MembershipUpsertParams{
 			UserID: bob, Scope: "tenant", ScopeID: tenant.ID, Roles: []string{"owner"}})
 		return err
 	})
-	if st, _ := asProblem(db.Problem(err)); st != 403 {
+	if st, _ := asProblem(rest.DBProblem(err)); st != 403 {
 		t.Fatalf("bob self-granted: %v", err)
 	}
 }

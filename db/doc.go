@@ -1,8 +1,8 @@
 // Package db binds database work to the caller.
 //
-// Every statement tablegate sends runs as the caller: the database role is
-// picked from the actor ([authctx.Caller]) and the verified claims are set
-// into request.jwt.claims, both with set_config(..., true) so they live only
+// Every statement tablegate sends runs as the caller ([Caller]) in one unit
+// of work ([DB.Run]): the database role is picked from the caller and its
+// verified claims are set into request.jwt.claims, both with set_config(..., true) so they live only
 // for the transaction. Row-level security therefore decides what exists, in
 // Postgres, for every caller. A pooled connection can never carry one
 // caller's identity into another's request.
@@ -10,9 +10,17 @@
 // # One round trip
 //
 // The caller settings travel in the same pipelined round trip as the first
-// statement (a pgx batch): [DB.Read] sends each statement together with the
-// settings in one implicit transaction, so a read costs one network round
-// trip; [DB.Tx] sends BEGIN, the settings and the first statement together.
+// statement (a pgx batch): by default [DB.Run] sends each statement together
+// with the settings in one implicit transaction, so a read costs one network
+// round trip; with [RunOpts.Tx] it sends BEGIN, the settings and the first
+// statement together.
+//
+// # Errors
+//
+// Errors of Postgres and of the connection come back as an [*Error] that
+// errors.Is matches with the outcome: [ErrUniqueViolation],
+// [ErrPermissionDenied], [ErrTimeout], [ErrUnavailable], … (see [Classify]).
+// Package rest answers them with Problem Details.
 //
 // # Roles
 //
@@ -34,7 +42,7 @@
 //
 // # Read replicas
 //
-// With [Config.Replicas], [DB.ReplicaRead] and [DB.ReplicaTx] run reads on
+// With [Config.Replicas], [DB.Run] with [RunOpts.ReadOnly] runs reads on
 // a streaming replica in rotation (healthy, in recovery, lagging less than
 // Config.MaxReplicaLag), retrying on the primary when the replica fails;
 // everything else runs on the primary. [TrackPosition] records a write's

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/rest"
 )
 
 const (
@@ -15,10 +15,10 @@ const (
 )
 
 // scalar evaluates one SQL expression as the caller.
-func scalar[T any](t *testing.T, d *db.DB, c authctx.Caller, expr string, args ...any) T {
+func scalar[T any](t *testing.T, d *db.DB, c db.Caller, expr string, args ...any) T {
 	t.Helper()
 	var v T
-	if err := d.Read(context.Background(), c, func(q db.Querier) error {
+	if err := d.Run(context.Background(), c, db.RunOpts{}, func(q db.Querier) error {
 		return q.QueryRow(context.Background(), "select "+expr, args...).Scan(&v)
 	}); err != nil {
 		t.Fatalf("%s: %v", expr, err)
@@ -32,56 +32,56 @@ func TestClaimHelpers(t *testing.T) {
 	d := db.New(pool, nil)
 	ctx := context.Background()
 
-	full := user(authctx.Claims{"sub": alice, "tenant_id": tenantA, "is_anonymous": false, "roles": []any{"editor"}})
-	guest := user(authctx.Claims{"sub": bob, "is_anonymous": true, "app_metadata": map[string]any{"tenant_id": tenantB}})
-	metaRoles := user(authctx.Claims{"sub": alice, "app_metadata": map[string]any{"roles": []any{"admin"}}})
-	userMetaOnly := user(authctx.Claims{"sub": alice, "user_metadata": map[string]any{"roles": []any{"admin"},
+	full := user(claims{"sub": alice, "tenant_id": tenantA, "is_anonymous": false, "roles": []any{"editor"}})
+	guest := user(claims{"sub": bob, "is_anonymous": true, "app_metadata": map[string]any{"tenant_id": tenantB}})
+	metaRoles := user(claims{"sub": alice, "app_metadata": map[string]any{"roles": []any{"admin"}}})
+	userMetaOnly := user(claims{"sub": alice, "user_metadata": map[string]any{"roles": []any{"admin"},
 		"tenant_id": tenantA, "memberships": []any{map[string]any{"scope": "tenant", "id": tenantA, "roles": []any{"owner"}}}}})
-	badTenant := user(authctx.Claims{"sub": alice, "tenant_id": "not-a-uuid"})
-	rolesNotArray := user(authctx.Claims{"sub": alice, "roles": "admin"})
+	badTenant := user(claims{"sub": alice, "tenant_id": "not-a-uuid"})
+	rolesNotArray := user(claims{"sub": alice, "roles": "admin"})
 
 	t.Run("is_anonymous", func(t *testing.T) {
 		for _, tc := range []struct {
-			c    authctx.Caller
+			c    db.Caller
 			want bool
 		}{{full, false}, {guest, true}, {anonCaller, false}, {serviceCaller, false},
-			{user(authctx.Claims{"sub": alice, "is_anonymous": "true"}), false}} {
+			{user(claims{"sub": alice, "is_anonymous": "true"}), false}} {
 			if got := scalar[bool](t, d, tc.c, "tablegate.is_anonymous()"); got != tc.want {
-				t.Errorf("%v: got %v want %v", tc.c.Claims, got, tc.want)
+				t.Errorf("%v: got %v want %v", string(tc.c.Claims()), got, tc.want)
 			}
 		}
 	})
 	t.Run("has_role", func(t *testing.T) {
 		for _, tc := range []struct {
-			c    authctx.Caller
+			c    db.Caller
 			role string
 			want bool
 		}{{full, "editor", true}, {full, "admin", false}, {metaRoles, "admin", true},
 			{userMetaOnly, "admin", false}, {rolesNotArray, "admin", false}, {anonCaller, "admin", false}} {
 			if got := scalar[bool](t, d, tc.c, "tablegate.has_role($1)", tc.role); got != tc.want {
-				t.Errorf("%v has_role(%s): got %v want %v", tc.c.Claims, tc.role, got, tc.want)
+				t.Errorf("%v has_role(%s): got %v want %v", string(tc.c.Claims()), tc.role, got, tc.want)
 			}
 		}
 	})
 	t.Run("current_tenant_id", func(t *testing.T) {
 		for _, tc := range []struct {
-			c    authctx.Caller
+			c    db.Caller
 			want string
 		}{{full, tenantA}, {guest, tenantB}, {userMetaOnly, ""}, {badTenant, ""}, {anonCaller, ""}} {
 			if got := scalar[*string](t, d, tc.c, "tablegate.current_tenant_id()::text"); deref(got) != tc.want {
-				t.Errorf("%v: got %v want %q", tc.c.Claims, deref(got), tc.want)
+				t.Errorf("%v: got %v want %q", string(tc.c.Claims()), deref(got), tc.want)
 			}
 		}
 	})
 	t.Run("is_member", func(t *testing.T) {
-		claimMember := user(authctx.Claims{"sub": alice, "memberships": []any{
+		claimMember := user(claims{"sub": alice, "memberships": []any{
 			map[string]any{"scope": "tenant", "id": tenantA, "roles": []any{"owner"}}}})
 		if _, err := pool.Exec(ctx, "insert into tablegate.memberships (user_id, scope, scope_id, roles) values ($1, 'tenant', $2, '{viewer}')", bob, tenantB); err != nil {
 			t.Fatal(err)
 		}
-		tableMember := user(authctx.Claims{"sub": bob})
+		tableMember := user(claims{"sub": bob})
 		for _, tc := range []struct {
-			c        authctx.Caller
+			c        db.Caller
 			id, role string
 			want     bool
 			comment  string
@@ -94,7 +94,7 @@ func TestClaimHelpers(t *testing.T) {
 			{tableMember, tenantB, "owner", false, "table lacks role"},
 			{userMetaOnly, tenantA, "", false, "user_metadata is never read"},
 			{anonCaller, tenantA, "", false, "no session"},
-			{user(authctx.Claims{"sub": "not-a-uuid"}), tenantB, "", false, "odd sub is not an error"},
+			{user(claims{"sub": "not-a-uuid"}), tenantB, "", false, "odd sub is not an error"},
 		} {
 			var role any
 			if tc.role != "" {
@@ -112,7 +112,7 @@ func TestClaimHelpers(t *testing.T) {
 		if _, err := p2.Exec(ctx, "select tablegate.set_tenant_claim('app_metadata.org_id')"); err != nil {
 			t.Fatal(err)
 		}
-		org := user(authctx.Claims{"sub": alice, "tenant_id": tenantB, "app_metadata": map[string]any{"org_id": tenantA}})
+		org := user(claims{"sub": alice, "tenant_id": tenantB, "app_metadata": map[string]any{"org_id": tenantA}})
 		if got := scalar[*string](t, d2, org, "tablegate.current_tenant_id()::text"); deref(got) != tenantA {
 			t.Fatalf("renamed claim: got %v", deref(got))
 		}
@@ -120,11 +120,11 @@ func TestClaimHelpers(t *testing.T) {
 			t.Fatalf("tenant_claim() = %q", got)
 		}
 		// Callers cannot rename it.
-		err := d2.Tx(ctx, org, func(q db.Querier) error {
+		err := d2.Run(ctx, org, db.RunOpts{Tx: true}, func(q db.Querier) error {
 			_, err := q.Exec(ctx, "select tablegate.set_tenant_claim('tenant_id')")
 			return err
 		})
-		if st, _ := asProblem(db.Problem(err)); st != 403 {
+		if st, _ := asProblem(rest.DBProblem(err)); st != 403 {
 			t.Fatalf("caller renamed the claim: %v", err)
 		}
 		for _, bad := range []string{"", "a..b", "x;drop table y", ".a", "1a"} {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -28,9 +27,9 @@ func TestHoldTakesTheCallersPlace(t *testing.T) {
 		t.Fatalf("PerCaller %d, want 2", d.PerCaller())
 	}
 	ctx := context.Background()
-	a, b := user(authctx.Claims{"sub": alice}), user(authctx.Claims{"sub": bob})
-	ping := func(c authctx.Caller) error {
-		return d.Read(ctx, c, func(q db.Querier) error {
+	a, b := user(claims{"sub": alice}), user(claims{"sub": bob})
+	ping := func(c db.Caller) error {
+		return d.Run(ctx, c, db.RunOpts{}, func(q db.Querier) error {
 			var one int
 			return q.QueryRow(ctx, "select 1").Scan(&one)
 		})
@@ -60,7 +59,7 @@ func TestHoldTakesTheCallersPlace(t *testing.T) {
 		t.Errorf("alice's request after a release: %v", err)
 	}
 	r2()
-	svc := authctx.Caller{Actor: authctx.Actor{Type: authctx.ActorService, ID: "svc"}}
+	svc := db.ServiceCaller()
 	for range 5 {
 		if _, err := d.Hold(ctx, svc); err != nil {
 			t.Fatalf("service Hold: %v", err)

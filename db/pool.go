@@ -15,22 +15,6 @@ import (
 	"github.com/jackc/puddle/v2"
 )
 
-// ErrPoolBusy is returned by [DB.Read], [DB.Tx] and their variants when no
-// pooled connection became free within Config.AcquireTimeout: every
-// connection is serving another request. [Problem] answers it 503 with
-// Retry-After. It says nothing about the database's health (see [Ready]).
-var ErrPoolBusy = errors.New("db: no pooled connection became free in time")
-
-// ErrCallerBusy is returned by [DB.Read], [DB.Tx] and their variants when
-// the pool was full and the caller already held its share of it
-// (Config.MaxConnsPerCaller) for the whole acquire timeout: its own
-// requests are keeping those connections busy while others wait. [Problem] answers it 429 with Retry-After.
-var ErrCallerBusy = errors.New("db: the caller's share of pooled connections stayed busy")
-
-// ErrPoolClosed is returned when the pool was closed (the server is
-// shutting down). [Problem] answers it 503 with Retry-After.
-var ErrPoolClosed = errors.New("db: the connection pool is closed")
-
 // DefaultMaxConns returns the pool size tablegate uses when none is
 // configured: eight connections per CPU this process may use
 // (GOMAXPROCS), at least 16 and at most 64. A request holds its connection

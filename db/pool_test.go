@@ -61,7 +61,7 @@ where datname = current_database() and application_name = $1`, app)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- d.Read(ctx, caller, func(q db.Querier) error {
+				errs <- d.Run(ctx, caller, db.RunOpts{}, func(q db.Querier) error {
 					_, err := q.Exec(ctx, sql)
 					return err
 				})
@@ -90,7 +90,7 @@ where datname = current_database() and application_name = $1 and query = $2 and 
 	}
 	// The pool still serves.
 	var one int
-	if err := d.Read(context.Background(), caller, func(q db.Querier) error {
+	if err := d.Run(context.Background(), caller, db.RunOpts{}, func(q db.Querier) error {
 		return q.QueryRow(context.Background(), "select 1").Scan(&one)
 	}); err != nil || one != 1 {
 		t.Fatalf("pool unusable after the burst: %v", err)

@@ -49,7 +49,7 @@ type (
 )
 
 // WithPosition returns a context asking the reads run with it
-// ([DB.ReplicaRead], [DB.ReplicaTx]) to see the database at least as of
+// ([RunOpts.ReadOnly]) to see the database at least as of
 // p: they run on a replica that has replayed past p, or on the primary.
 // A zero p returns ctx unchanged.
 func WithPosition(ctx context.Context, p Position) context.Context {
@@ -66,8 +66,8 @@ func PositionOf(ctx context.Context) Position {
 	return p
 }
 
-// TrackPosition returns a context under which a successful [DB.Read],
-// [DB.Tx] or their variants on a DB with replicas record where the
+// TrackPosition returns a context under which a successful [DB.Run] on a
+// DB with replicas records where the
 // primary's log stood after the commit into *p: the Position a client
 // hands back ([WithPosition]) to read its own write. Without replicas
 // nothing is recorded (and nothing costs a round trip); *p stays zero, as

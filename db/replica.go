@@ -14,8 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/tablegate/tablegate/authctx"
 )
 
 // Defaults of read replica routing (see [Config]).
@@ -403,33 +401,10 @@ func (d *DB) acquireReplica(ctx context.Context, r *replica) (lease, error) {
 // ([Config.Replicas]).
 func (d *DB) HasReplicas() bool { return d != nil && d.replicas != nil }
 
-// ReplicaRead is [DB.ReadWith] for a read that writes nothing: with
-// [Config.Replicas] it runs on a replica in rotation, one that has
-// replayed past the context's position ([WithPosition]) when it carries
-// one, else on the primary. A replica that fails during the read (lost
-// connection, shutdown, conflict with recovery) is taken out of rotation
-// and fn runs again on the primary: fn must be safe to run twice. The
-// caller's own errors (a denied or invalid statement) are returned as they
-// are. Without replicas it is ReadWith.
-func (d *DB) ReplicaRead(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn func(q Querier) error) error {
-	if d.replicas == nil {
-		return d.ReadWith(ctx, c, opts, fn)
-	}
-	return d.onReplica(ctx, c, opts, false, fn)
-}
-
-// ReplicaTx is [DB.TxWith] for a transaction that writes nothing (a
-// read-only action): it is routed like [DB.ReplicaRead]. On a replica the
-// transaction is read-only; one that tries to write is run again on the
-// primary.
-func (d *DB) ReplicaTx(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn func(q Querier) error) error {
-	if d.replicas == nil {
-		return d.TxWith(ctx, c, opts, fn)
-	}
-	return d.onReplica(ctx, c, opts, true, fn)
-}
-
-func (d *DB) onReplica(ctx context.Context, c authctx.Caller, opts *ScopeOpts, tx bool, fn func(q Querier) error) error {
+// onReplica runs fn, which writes nothing, on a replica in rotation (one
+// that has replayed past the context's position when it carries one), else
+// on the primary; see [RunOpts.ReadOnly].
+func (d *DB) onReplica(ctx context.Context, c Caller, opts *RunOpts, fn func(q Querier) error) error {
 	rs := d.replicas
 	if r := rs.route(ctx, PositionOf(ctx)); r != nil {
 		s, err := d.settingsFor(c)
@@ -438,7 +413,7 @@ func (d *DB) onReplica(ctx context.Context, c authctx.Caller, opts *ScopeOpts, t
 		}
 		s.timeout = d.timeoutFor(opts)
 		s.key = callerKey{}
-		if tx {
+		if opts.Tx {
 			var l lease
 			if l, err = d.acquireReplica(ctx, r); err == nil {
 				err = d.txOn(ctx, l, s, fn)
@@ -460,10 +435,7 @@ func (d *DB) onReplica(ctx context.Context, c authctx.Caller, opts *ScopeOpts, t
 		rs.primaryReads[2].Add(1)
 	}
 	noteTarget(ctx, TargetPrimary)
-	if tx {
-		return d.TxWith(ctx, c, opts, fn)
-	}
-	return d.ReadWith(ctx, c, opts, fn)
+	return d.run(ctx, c, opts, fn)
 }
 
 // recordPosition reads the primary's position after a committed write

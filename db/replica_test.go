@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -70,14 +69,14 @@ func waitRotation(t *testing.T, d *db.DB, want bool) {
 	t.Fatalf("replica in rotation did not become %v within 30s: %+v", want, d.ReplicaStats())
 }
 
-var anon = authctx.Anon(authctx.ReasonNone).Caller()
+var anon = db.Caller{}
 
 // insert writes one row as anon, tracking the commit position.
 func insert(t *testing.T, d *db.DB, v string) (int, db.Position) {
 	t.Helper()
 	ctx, pos := db.TrackPosition(context.Background())
 	var id int
-	if err := d.Read(ctx, anon, func(q db.Querier) error {
+	if err := d.Run(ctx, anon, db.RunOpts{}, func(q db.Querier) error {
 		return q.QueryRow(ctx, `insert into rw (v) values ($1) returning id`, v).Scan(&id)
 	}); err != nil {
 		t.Fatal(err)
@@ -93,7 +92,7 @@ func count(t *testing.T, d *db.DB, id int, pos db.Position) int {
 	t.Helper()
 	ctx := db.WithPosition(context.Background(), pos)
 	var n int
-	if err := d.ReplicaRead(ctx, anon, nil, func(q db.Querier) error {
+	if err := d.Run(ctx, anon, db.RunOpts{ReadOnly: true}, func(q db.Querier) error {
 		return q.QueryRow(ctx, `select count(*) from rw where id = $1`, id).Scan(&n)
 	}); err != nil {
 		t.Fatal(err)
@@ -158,7 +157,7 @@ func TestReplicaReadYourWrites(t *testing.T) {
 	}{{0, "replica0"}, {^db.Position(0), "primary"}} {
 		sp := &recordingSpan{}
 		ctx := trace.ContextWithSpan(db.WithPosition(context.Background(), c.pos), sp)
-		if err := d.ReplicaRead(ctx, anon, nil, func(q db.Querier) error { return nil }); err != nil {
+		if err := d.Run(ctx, anon, db.RunOpts{ReadOnly: true}, func(q db.Querier) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if len(sp.attrs) != 1 || string(sp.attrs[0].Key) != db.TargetAttr || sp.attrs[0].Value.AsString() != c.want {
@@ -169,7 +168,7 @@ func TestReplicaReadYourWrites(t *testing.T) {
 	// A Tx records the position after its commit.
 	ctx, pos := db.TrackPosition(context.Background())
 	var id int
-	if err := d.Tx(ctx, anon, func(q db.Querier) error {
+	if err := d.Run(ctx, anon, db.RunOpts{Tx: true}, func(q db.Querier) error {
 		return q.QueryRow(ctx, `insert into rw (v) values ('tx') returning id`).Scan(&id)
 	}); err != nil {
 		t.Fatal(err)
@@ -214,7 +213,7 @@ func TestReplicaStoppedUnderLoad(t *testing.T) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				var n int
-				err := d.ReplicaRead(rctx, anon, nil, func(q db.Querier) error {
+				err := d.Run(rctx, anon, db.RunOpts{ReadOnly: true}, func(q db.Querier) error {
 					return q.QueryRow(rctx, `select count(*) from rw where id = $1`, id).Scan(&n)
 				})
 				reads.Add(1)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -20,30 +19,31 @@ func TestRoleFollowsClaimsJSON(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
 	d := db.New(pool, &db.Config{UserRoles: []string{db.RoleAuthenticated, db.RoleAnon}})
-	run := func(c authctx.Caller) (role, jsonRole string, err error) {
-		err = d.Read(context.Background(), c, func(q db.Querier) error {
+	run := func(c db.Caller) (role, jsonRole string, err error) {
+		err = d.Run(context.Background(), c, db.RunOpts{}, func(q db.Querier) error {
 			return q.QueryRow(context.Background(),
 				`select current_user::text, coalesce(current_setting('request.jwt.claims', true)::json->>'role', '')`).Scan(&role, &jsonRole)
 		})
 		return role, jsonRole, err
 	}
-	withJSON := func(m authctx.Claims, raw string) authctx.Caller {
-		return authctx.NewUser(m, "token", json.RawMessage(raw)).Caller()
+	withJSON := func(m claims, raw string) db.Caller {
+		id, _ := m["sub"].(string)
+		return db.UserCaller(id, json.RawMessage(raw))
 	}
 	for _, tc := range []struct {
 		name   string
-		caller authctx.Caller
+		caller db.Caller
 		want   string // "" means refused with ErrRoleNotAllowed
 	}{
-		{"map says anon, JSON says authenticated", withJSON(authctx.Claims{"sub": alice, "role": db.RoleAnon},
+		{"map says anon, JSON says authenticated", withJSON(claims{"sub": alice, "role": db.RoleAnon},
 			`{"sub":"`+alice+`","role":"authenticated"}`), db.RoleAuthenticated},
-		{"map says authenticated, JSON says anon", withJSON(authctx.Claims{"sub": alice, "role": "authenticated"},
+		{"map says authenticated, JSON says anon", withJSON(claims{"sub": alice, "role": "authenticated"},
 			`{"sub":"`+alice+`","role":"anon"}`), db.RoleAnon},
-		{"map says authenticated, JSON says service_role", withJSON(authctx.Claims{"sub": alice, "role": "authenticated"},
+		{"map says authenticated, JSON says service_role", withJSON(claims{"sub": alice, "role": "authenticated"},
 			`{"sub":"`+alice+`","role":"service_role"}`), ""},
-		{"map has a role, JSON has none", withJSON(authctx.Claims{"sub": alice, "role": "service_role"},
+		{"map has a role, JSON has none", withJSON(claims{"sub": alice, "role": "service_role"},
 			`{"sub":"`+alice+`"}`), db.RoleAuthenticated},
-		{"no JSON: the map is marshalled and followed", user(authctx.Claims{"sub": alice, "role": db.RoleAnon}), db.RoleAnon},
+		{"no JSON: the map is marshalled and followed", user(claims{"sub": alice, "role": db.RoleAnon}), db.RoleAnon},
 	} {
 		role, jsonRole, err := run(tc.caller)
 		if tc.want == "" {

@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/rest"
 )
 
 const (
@@ -18,13 +18,9 @@ const (
 	bob   = "22222222-2222-4222-8222-222222222222"
 )
 
-func user(claims authctx.Claims) authctx.Caller {
-	return authctx.NewUser(claims, "token", nil).Caller()
-}
-
 var (
-	anonCaller    = authctx.Anon(authctx.ReasonNone).Caller()
-	serviceCaller = authctx.Service("svc").Caller()
+	anonCaller    = db.Caller{}
+	serviceCaller = db.ServiceCaller()
 )
 
 // setupNotes creates a table owned by the admin role with RLS forced:
@@ -44,10 +40,10 @@ func setupNotes(t *testing.T, pool *pgxpool.Pool) {
 	}
 }
 
-func ids(t *testing.T, d *db.DB, c authctx.Caller) []int {
+func ids(t *testing.T, d *db.DB, c db.Caller) []int {
 	t.Helper()
 	var out []int
-	err := d.Read(context.Background(), c, func(q db.Querier) error {
+	err := d.Run(context.Background(), c, db.RunOpts{}, func(q db.Querier) error {
 		rows, err := q.Query(context.Background(), "select id from notes order by id")
 		if err != nil {
 			return err
@@ -68,11 +64,11 @@ func TestScopeRLS(t *testing.T) {
 	d := db.New(pool, nil)
 	cases := []struct {
 		name   string
-		caller authctx.Caller
+		caller db.Caller
 		want   []int
 	}{
-		{"alice sees her note", user(authctx.Claims{"sub": alice, "role": "authenticated"}), []int{1}},
-		{"bob sees his notes", user(authctx.Claims{"sub": bob}), []int{2, 3}},
+		{"alice sees her note", user(claims{"sub": alice, "role": "authenticated"}), []int{1}},
+		{"bob sees his notes", user(claims{"sub": bob}), []int{2, 3}},
 		{"anon sees public only", anonCaller, []int{3}},
 		{"service role bypasses RLS", serviceCaller, []int{1, 2, 3}},
 	}
@@ -97,10 +93,10 @@ func TestTxWritesUnderRLS(t *testing.T) {
 	setupNotes(t, pool)
 	d := db.New(pool, nil)
 	ctx := context.Background()
-	a := user(authctx.Claims{"sub": alice})
+	a := user(claims{"sub": alice})
 
 	// A write the policy allows commits.
-	err := d.Tx(ctx, a, func(q db.Querier) error {
+	err := d.Run(ctx, a, db.RunOpts{Tx: true}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, "insert into notes (id, owner, body) values (10, auth.uid(), 'x')")
 		return err
 	})
@@ -108,16 +104,16 @@ func TestTxWritesUnderRLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A write for someone else is refused by the policy with 42501 → 403.
-	err = d.Tx(ctx, a, func(q db.Querier) error {
+	err = d.Run(ctx, a, db.RunOpts{Tx: true}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, "insert into notes (id, owner, body) values (11, $1, 'x')", bob)
 		return err
 	})
-	if st, _ := asProblem(db.Problem(err)); st != 403 {
+	if st, _ := asProblem(rest.DBProblem(err)); st != 403 {
 		t.Fatalf("status %d, want 403 (err %v)", st, err)
 	}
 	// An error from fn rolls back everything fn did.
 	boom := errors.New("boom")
-	err = d.Tx(ctx, a, func(q db.Querier) error {
+	err = d.Run(ctx, a, db.RunOpts{Tx: true}, func(q db.Querier) error {
 		if _, err := q.Exec(ctx, "insert into notes (id, owner, body) values (12, auth.uid(), 'x')"); err != nil {
 			return err
 		}
@@ -133,7 +129,7 @@ func TestTxWritesUnderRLS(t *testing.T) {
 				t.Fatal("panic was swallowed")
 			}
 		}()
-		_ = d.Tx(ctx, a, func(q db.Querier) error {
+		_ = d.Run(ctx, a, db.RunOpts{Tx: true}, func(q db.Querier) error {
 			_, _ = q.Exec(ctx, "insert into notes (id, owner, body) values (13, auth.uid(), 'x')")
 			panic("hook exploded")
 		})
@@ -143,7 +139,7 @@ func TestTxWritesUnderRLS(t *testing.T) {
 		t.Fatalf("count %d, err %v: want only the committed row", n, err)
 	}
 	// Several statements share the transaction and the caller.
-	err = d.Tx(ctx, a, func(q db.Querier) error {
+	err = d.Run(ctx, a, db.RunOpts{Tx: true}, func(q db.Querier) error {
 		if _, err := q.Exec(ctx, "update notes set body = 'y' where id = 10"); err != nil {
 			return err
 		}
@@ -177,14 +173,14 @@ func TestNoLeakBetweenTransactions(t *testing.T) {
 	defer pool.Close()
 	d := db.New(pool, nil)
 	ctx := context.Background()
-	a := user(authctx.Claims{"sub": alice})
-	if err := d.Tx(ctx, a, func(q db.Querier) error {
+	a := user(claims{"sub": alice})
+	if err := d.Run(ctx, a, db.RunOpts{Tx: true}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, "select auth.uid()")
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Read(ctx, a, func(q db.Querier) error {
+	if err := d.Run(ctx, a, db.RunOpts{}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, "select auth.uid()")
 		return err
 	}); err != nil {
@@ -201,7 +197,7 @@ func TestNoLeakBetweenTransactions(t *testing.T) {
 		t.Fatalf("leaked: role %q claims %q uid %v", role, claims, uid)
 	}
 	// And the next caller, anon, sees no trace of alice.
-	if err := d.Read(ctx, anonCaller, func(q db.Querier) error {
+	if err := d.Run(ctx, anonCaller, db.RunOpts{}, func(q db.Querier) error {
 		return q.QueryRow(ctx, "select current_user, auth.uid()::text").Scan(&role, &uid)
 	}); err != nil {
 		t.Fatal(err)
@@ -218,15 +214,15 @@ func TestRoleClaimNeverEscalates(t *testing.T) {
 	d := db.New(pool, nil)
 	ctx := context.Background()
 	for _, role := range []any{"postgres", "service_role", "anon", "pg_read_all_data", 42, nil} {
-		c := user(authctx.Claims{"sub": alice, "role": role})
+		c := user(claims{"sub": alice, "role": role})
 		var got string
-		err := d.Read(ctx, c, func(q db.Querier) error {
+		err := d.Run(ctx, c, db.RunOpts{}, func(q db.Querier) error {
 			return q.QueryRow(ctx, "select current_user").Scan(&got)
 		})
 		if !errors.Is(err, db.ErrRoleNotAllowed) {
 			t.Errorf("role %v: err %v, current_user %q; want refusal", role, err, got)
 		}
-		err = d.Tx(ctx, c, func(q db.Querier) error {
+		err = d.Run(ctx, c, db.RunOpts{Tx: true}, func(q db.Querier) error {
 			return q.QueryRow(ctx, "select current_user").Scan(&got)
 		})
 		if !errors.Is(err, db.ErrRoleNotAllowed) {
@@ -236,7 +232,7 @@ func TestRoleClaimNeverEscalates(t *testing.T) {
 	// A role on the configured list is honoured.
 	d2 := db.New(pool, &db.Config{UserRoles: []string{"authenticated", "anon"}})
 	var got string
-	if err := d2.Read(ctx, user(authctx.Claims{"sub": alice, "role": "anon"}), func(q db.Querier) error {
+	if err := d2.Run(ctx, user(claims{"sub": alice, "role": "anon"}), db.RunOpts{}, func(q db.Querier) error {
 		return q.QueryRow(ctx, "select current_user").Scan(&got)
 	}); err != nil || got != "anon" {
 		t.Fatalf("configured role: %q %v", got, err)
@@ -263,7 +259,7 @@ func TestReadIsOneRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	get := func() string {
 		var body string
-		if err := d.Read(ctx, user(authctx.Claims{"sub": alice}), func(q db.Querier) error {
+		if err := d.Run(ctx, user(claims{"sub": alice}), db.RunOpts{}, func(q db.Querier) error {
 			return q.QueryRow(ctx, "select body from notes where id = $1", 1).Scan(&body)
 		}); err != nil {
 			t.Fatal(err)
@@ -280,7 +276,7 @@ func TestReadIsOneRoundTrip(t *testing.T) {
 	}
 	// A transaction: BEGIN + settings + first statement together, then COMMIT.
 	tr.Reset()
-	if err := d.Tx(ctx, user(authctx.Claims{"sub": alice}), func(q db.Querier) error {
+	if err := d.Run(ctx, user(claims{"sub": alice}), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, "update notes set body = 'a' where id = 1")
 		return err
 	}); err != nil {

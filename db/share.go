@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/tablegate/tablegate/authctx"
 )
 
 // shares bounds the pooled connections each caller holds while others
@@ -28,8 +27,8 @@ type shares struct {
 // callerKey names the share a caller draws on; the zero value (service
 // callers) draws on none.
 type callerKey struct {
-	kind authctx.ActorType // ActorUser or ActorAnon; "" for none
-	id   string            // the user id
+	kind shareKind // shareUser or shareAnon; shareNone for none
+	id   string    // the user id
 }
 
 // share is one caller's semaphore, kept while any request of the caller
@@ -62,17 +61,26 @@ func newShares(pool *pgxpool.Pool, n int) *shares {
 	return &shares{max: n, poolMax: int64(poolMax), slots: map[callerKey]*share{}}
 }
 
+// shareKind is the kind of share a callerKey names.
+type shareKind uint8
+
+const (
+	shareNone shareKind = iota
+	shareAnon
+	shareUser
+)
+
 // shareKey names the share a caller draws on: a user by id, every caller
 // without a token together; none for service callers, which are the
 // server's own.
-func shareKey(c authctx.Caller) callerKey {
-	switch c.Actor.Type {
-	case authctx.ActorUser:
-		return callerKey{kind: authctx.ActorUser, id: c.Actor.ID}
-	case authctx.ActorService:
+func shareKey(c Caller) callerKey {
+	switch c.kind {
+	case callerUser:
+		return callerKey{kind: shareUser, id: c.id}
+	case callerService:
 		return callerKey{}
 	default:
-		return callerKey{kind: authctx.ActorAnon}
+		return callerKey{kind: shareAnon}
 	}
 }
 
@@ -81,7 +89,7 @@ func shareKey(c authctx.Caller) callerKey {
 // takes a connection nobody else wants without waiting. It returns the
 // zero place (and takes nothing) for an unbounded key or DB.
 func (s *shares) enter(ctx, req context.Context, key callerKey, spare bool) (place, error) {
-	if s == nil || key.kind == "" {
+	if s == nil || key.kind == shareNone {
 		return place{}, nil
 	}
 	s.mu.Lock()
@@ -167,13 +175,13 @@ func (l *lease) release() {
 // and keeps it until release is called, waiting for it until ctx is done.
 // It is for the server's own work on a caller's behalf that must count
 // against the caller's share like the caller's requests, such as an events
-// stream replaying the outbox: run that work with [ScopeOpts.Unshared] (or
+// stream replaying the outbox: run that work with [RunOpts.Unshared] (or
 // as a service caller) while holding the place, so that it holds at most
 // one pooled connection at a time per place. Unlike a request, it never
 // borrows an idle connection beyond the share. For service callers, or
 // without a bound per caller, it takes nothing and returns at once.
 // release is safe to call more than once.
-func (d *DB) Hold(ctx context.Context, c authctx.Caller) (release func(), err error) {
+func (d *DB) Hold(ctx context.Context, c Caller) (release func(), err error) {
 	key := shareKey(c)
 	// Strictly within the share: the work runs on connections the bound
 	// does not see, so it may not borrow idle ones.

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
 )
 
 // TestCallerShareLeavesConnectionsForOthers: the per-caller bound is
@@ -27,10 +27,10 @@ func TestCallerShareLeavesConnectionsForOthers(t *testing.T) {
 	d := db.New(pool, &db.Config{AcquireTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
 	greedy := user(map[string]any{"sub": alice})
-	sel := func(c authctx.Caller, tx bool) error {
-		scope := d.Read
+	sel := func(c db.Caller, tx bool) error {
+		scope := read(d)
 		if tx {
-			scope = d.Tx
+			scope = inTx(d)
 		}
 		return scope(ctx, c, func(q db.Querier) error {
 			_, err := q.Exec(ctx, "select 1")
@@ -41,13 +41,13 @@ func TestCallerShareLeavesConnectionsForOthers(t *testing.T) {
 	// hold runs a transaction of c that keeps its connection until its
 	// channel closes; it returns once the transaction ran its statement.
 	var wg sync.WaitGroup
-	hold := func(c authctx.Caller) chan struct{} {
+	hold := func(c db.Caller) chan struct{} {
 		release := make(chan struct{})
 		held := make(chan error, 1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = d.Tx(ctx, c, func(q db.Querier) error {
+			_ = d.Run(ctx, c, db.RunOpts{Tx: true}, func(q db.Querier) error {
 				_, err := q.Exec(ctx, "select 1")
 				held <- err
 				<-release
@@ -96,14 +96,14 @@ func TestCallerShareLeavesConnectionsForOthers(t *testing.T) {
 	if el := time.Since(greedyStart); el < 200*time.Millisecond || el > 10*time.Second {
 		t.Errorf("it waited %v, want about the acquire timeout (300ms)", el)
 	}
-	p, _ := problem.As(db.Problem(err))
+	p, _ := problem.As(rest.DBProblem(err))
 	if p == nil || p.Status != 429 || p.Header.Get("Retry-After") == "" {
 		t.Errorf("problem %+v, want 429 with Retry-After", p)
 	}
 
 	// With three connections held by the greedy caller, callers without a
 	// token and service callers are served at once from the fourth.
-	for name, c := range map[string]authctx.Caller{
+	for name, c := range map[string]db.Caller{
 		"no token": anonCaller,
 		"service":  serviceCaller,
 	} {
@@ -118,7 +118,7 @@ func TestCallerShareLeavesConnectionsForOthers(t *testing.T) {
 
 	// The server's own work on the greedy caller's behalf is not held to
 	// its share.
-	if err := d.ReadWith(ctx, greedy, &db.ScopeOpts{Unshared: true}, func(q db.Querier) error {
+	if err := d.Run(ctx, greedy, db.RunOpts{Unshared: true}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, "select 1")
 		return err
 	}); err != nil {
@@ -155,7 +155,7 @@ func TestCallerShareOff(t *testing.T) {
 	hold := make(chan struct{})
 	held := make(chan error, 1)
 	go func() {
-		_ = d.Tx(ctx, greedy, func(q db.Querier) error {
+		_ = d.Run(ctx, greedy, db.RunOpts{Tx: true}, func(q db.Querier) error {
 			_, err := q.Exec(ctx, "select 1")
 			held <- err
 			<-hold
@@ -166,7 +166,7 @@ func TestCallerShareOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer close(hold)
-	if err := d.Read(ctx, greedy, func(q db.Querier) error {
+	if err := d.Run(ctx, greedy, db.RunOpts{}, func(q db.Querier) error {
 		_, err := q.Exec(ctx, "select 1")
 		return err
 	}); err != nil {

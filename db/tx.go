@@ -9,47 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/tablegate/tablegate/authctx"
 )
-
-// Tx runs fn in one transaction bound to the caller. BEGIN and the caller
-// settings travel in the same round trip as fn's first statement; later
-// statements run in the same transaction. The transaction commits when fn
-// returns nil and rolls back when fn returns an error or panics (the panic
-// is re-raised after the rollback). A fn that sends no statement costs no
-// round trip at all.
-//
-// The Querier must not be used after fn returns (it then only returns an
-// error) nor from several goroutines at once: a transaction is one
-// connection, and statements on it run one after the other.
-//
-// Every statement runs under the statement timeout of [Config], and so
-// does every pause between statements, with at least one second (while fn
-// works in Go with the transaction open: past it, Postgres ends the
-// transaction and the next statement or the commit fails with SQLSTATE
-// 25P03). The wait for a pooled connection is bounded by
-// Config.AcquireTimeout.
-func (d *DB) Tx(ctx context.Context, c authctx.Caller, fn func(q Querier) error) (err error) {
-	return d.TxWith(ctx, c, nil, fn)
-}
-
-// TxWith is [DB.Tx] with per-call options; opts may be nil.
-func (d *DB) TxWith(ctx context.Context, c authctx.Caller, opts *ScopeOpts, fn func(q Querier) error) (err error) {
-	s, err := d.settingsFor(c)
-	if err != nil {
-		return err
-	}
-	s.timeout = d.timeoutFor(opts)
-	if opts != nil && opts.Unshared {
-		s.key = callerKey{}
-	}
-	l, err := d.acquire(ctx, s.key)
-	if err != nil {
-		return err
-	}
-	return d.txOn(ctx, l, s, fn)
-}
 
 // txOn runs fn in a transaction on the connection of l.
 func (d *DB) txOn(ctx context.Context, l lease, s settings, fn func(q Querier) error) (err error) {

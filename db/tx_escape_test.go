@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
 )
@@ -21,13 +20,13 @@ func TestEscapedTxQuerierNeverRunsAfterTx(t *testing.T) {
 	pool := pgtest.DB(t)
 	d := db.New(pool, nil)
 	ctx := context.Background()
-	alice := user(authctx.Claims{"sub": alice, "role": "authenticated"})
+	alice := user(claims{"sub": alice, "role": "authenticated"})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var okAfter int
 	for i := 0; i < 20; i++ {
 		finished := make(chan struct{})
-		err := d.Tx(ctx, alice, func(q db.Querier) error {
+		err := d.Run(ctx, alice, db.RunOpts{Tx: true}, func(q db.Querier) error {
 			if _, err := q.Exec(ctx, "select 1"); err != nil {
 				return err
 			}

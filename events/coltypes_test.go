@@ -23,7 +23,7 @@ create table ct (id int primary key, tt dt2, mm dm2, cu app.uuid);`); err != nil
 		t.Fatal(err)
 	}
 	var types map[string]colType
-	if err := db.New(pool, nil).Read(t.Context(), service, func(q db.Querier) error {
+	if err := db.New(pool, nil).Run(t.Context(), service, db.RunOpts{}, func(q db.Querier) error {
 		var err error
 		types, err = columnTypes(t.Context(), q, "public.ct")
 		return err
@@ -62,7 +62,7 @@ create table cx (id int primary key, c ext.citext, m mine.citext);`); err != nil
 		t.Fatalf("citext (PostgreSQL contrib) is needed: %v", err)
 	}
 	var types map[string]colType
-	if err := db.New(pool, nil).Read(t.Context(), service, func(q db.Querier) error {
+	if err := db.New(pool, nil).Run(t.Context(), service, db.RunOpts{}, func(q db.Querier) error {
 		var err error
 		types, err = columnTypes(t.Context(), q, "public.cx")
 		return err

@@ -28,7 +28,7 @@ type frame struct {
 // subscriber is one open stream.
 type subscriber struct {
 	st       *Stream
-	auth     authctx.Caller
+	auth     authctx.Auth
 	identity string // role and claims: who the checks run as
 	caller   string // who the per-caller cap counts
 	tenant   *string
@@ -103,31 +103,29 @@ func (s *subscriber) cut() bool {
 
 // identityOf keys the visibility checks: callers with the same role and
 // claims see the same rows, so they share one statement per batch.
-func identityOf(c authctx.Caller) string {
-	switch c.Actor.Type {
-	case authctx.ActorUser:
-		if raw := c.ClaimsJSON(); raw != nil {
+func identityOf(c authctx.Auth) string {
+	switch c.Actor().Type {
+	case authctx.KindUser:
+		if raw := c.DBCaller().Claims(); raw != nil {
 			return "u" + string(raw)
 		}
-		b, _ := json.Marshal(c.Claims)
+		b, _ := json.Marshal(c.Claims())
 		return "u" + string(b)
-	case authctx.ActorService:
+	case authctx.KindService:
 		return "s"
 	}
 	return "a"
 }
 
 // roleOf is the database role a caller runs as (as package db picks it).
-func roleOf(c authctx.Caller) string {
-	switch c.Actor.Type {
-	case authctx.ActorUser:
-		if r, ok := c.RoleClaim(); ok { // the role of the claims JSON sent, like db
-			if s, ok := r.(string); ok {
-				return s
-			}
+func roleOf(c authctx.Auth) string {
+	switch c.Actor().Type {
+	case authctx.KindUser:
+		if r := c.DBCaller().Role(); r != "" { // the role of the claims JSON sent, like db
+			return r
 		}
 		return db.RoleAuthenticated
-	case authctx.ActorService:
+	case authctx.KindService:
 		return db.RoleServiceRole
 	}
 	return db.RoleAnon
@@ -230,7 +228,7 @@ func eqPtr(a, b *string) bool {
 
 // identityCheck collects what one caller identity must have checked.
 type identityCheck struct {
-	auth    authctx.Caller
+	auth    authctx.Auth
 	live    map[*Stream][]*record
 	replay  map[*Stream][]*record
 	seen    map[int64]bool
@@ -388,7 +386,7 @@ func redactedErr(err error) any {
 }
 
 // unshared runs the hub's checks outside the subscribers' shares.
-var unshared = &db.ScopeOpts{Unshared: true}
+var unshared = db.RunOpts{Unshared: true}
 
 // isDataError reports an error of the values a check statement reads (an
 // image or key that no longer casts to the table's types: SQLSTATE classes
@@ -471,7 +469,7 @@ func (h *Hub) checkSet(ctx context.Context, ic *identityCheck, live, replay map[
 	// Outside the subscriber's share of the pool: every subscriber's
 	// delivery waits on this check, so a subscriber keeping its own share
 	// busy must not hold it up (nor end its own streams).
-	return h.d.ReadWith(ctx, ic.auth, unshared, func(q db.Querier) error {
+	return h.d.Run(ctx, ic.auth.DBCaller(), unshared, func(q db.Querier) error {
 		rows, err := q.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -540,7 +538,7 @@ func (pc *policyCache) get(ctx context.Context, h *Hub, table, role string) (pol
 	}
 	var sel, rls, bypass bool
 	var perm, restr string
-	err := h.d.Read(ctx, service, func(q db.Querier) error {
+	err := h.d.Run(ctx, service, db.RunOpts{}, func(q db.Querier) error {
 		return q.QueryRow(ctx, policySQL, table, role).Scan(&sel, &rls, &bypass, &perm, &restr)
 	})
 	if err != nil {

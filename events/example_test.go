@@ -32,7 +32,7 @@ func ExampleHub_Stream() {
 				Method: "POST", Path: "/{id}/complete", Emits: []string{"todo.completed"},
 				Handler: func(c *rest.Ctx, in rest.ActionInput[rest.None, rest.None]) (rest.None, error) {
 					if _, err := c.DB.Exec(c, "update todos set done = true where id = $1", in.ID); err != nil {
-						return rest.None{}, db.Problem(err)
+						return rest.None{}, rest.DBProblem(err)
 					}
 					// Written in this transaction: delivered only if it commits.
 					return rest.None{}, events.Emit(c, "todo.completed", map[string]any{"id": in.ID}, &events.EmitOpts{Key: in.ID})

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tablegate/tablegate/rest"
+	"github.com/tablegate/tablegate/internal/inlist"
 )
 
 // Limits of a stream's query.
@@ -146,7 +146,7 @@ func parseTyped(col string, t colType, v string) (filter, error) {
 			return f, fmt.Errorf("filter %s: is.true, is.false and is.unknown apply to boolean columns only; use is.null", col)
 		}
 	case "in":
-		vals, ok := rest.ParseInList(val)
+		vals, ok := inlist.Parse(val)
 		if !ok {
 			return f, fmt.Errorf(`filter %s: in takes a list in parentheses: in.(a,b,"c,d")`, col)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 )
 
@@ -172,7 +171,7 @@ type Hub struct {
 }
 
 // service is the identity the hub reads and prunes the outbox with.
-var service = authctx.Caller{Actor: authctx.Actor{Type: authctx.ActorService, ID: "tablegate-events"}}
+var service = db.ServiceCaller()
 
 // New starts a hub: it reads the current end of the outbox (new streams
 // without Last-Event-ID start there), then listens for notifications in
@@ -190,7 +189,7 @@ func New(ctx context.Context, cfg *Config) (*Hub, error) {
 		replays: map[replayKey]*replayCall{}, failing: map[string]bool{}, pruneEvery: pruneEvery}
 	rctx, cancel := context.WithTimeout(ctx, c.CheckTimeout)
 	defer cancel()
-	err := h.d.Read(rctx, service, func(q db.Querier) error {
+	err := h.d.Run(rctx, service, db.RunOpts{}, func(q db.Querier) error {
 		return q.QueryRow(rctx, `select coalesce(max(seq), 0) from tablegate.events`).Scan(&h.head)
 	})
 	if err != nil {
@@ -385,7 +384,7 @@ from tablegate.events where seq > $1 and seq <= $2 order by seq limit $3`
 // read returns up to limit events with after < seq <= upto, in seq order.
 func (h *Hub) read(ctx context.Context, after, upto int64, limit int) ([]*record, error) {
 	var out []*record
-	err := h.d.Read(ctx, service, func(q db.Querier) error {
+	err := h.d.Run(ctx, service, db.RunOpts{}, func(q db.Querier) error {
 		rows, err := q.Query(ctx, readSQL, after, upto, limit)
 		if err != nil {
 			return err
@@ -410,7 +409,7 @@ func (h *Hub) sequence() bool {
 	for h.ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CheckTimeout)
 		var n int
-		err := h.d.Read(ctx, service, func(q db.Querier) error {
+		err := h.d.Run(ctx, service, db.RunOpts{}, func(q db.Querier) error {
 			// Numbering commits without waiting for its WAL flush: it does
 			// not compete with the writers' commits. Should Postgres crash
 			// before the flush, the rows are numbered again with higher
@@ -606,7 +605,7 @@ var (
 // pruneBatch deletes one batch of the oldest events and returns how many.
 func (h *Hub) pruneBatch(ctx context.Context) (int, error) {
 	var n int
-	err := h.d.Tx(ctx, service, func(q db.Querier) error {
+	err := h.d.Run(ctx, service, db.RunOpts{Tx: true}, func(q db.Querier) error {
 		var got bool
 		if err := q.QueryRow(ctx, `select pg_try_advisory_xact_lock(7263102, 20)`).Scan(&got); err != nil || !got {
 			return err
@@ -634,7 +633,7 @@ select count(*) from d`, h.cfg.Retention.Seconds(), pruneBatch).Scan(&n)
 // horizon returns the highest pruned id.
 func (h *Hub) horizon(ctx context.Context) (int64, error) {
 	var p int64
-	err := h.d.Read(ctx, service, func(q db.Querier) error {
+	err := h.d.Run(ctx, service, db.RunOpts{}, func(q db.Querier) error {
 		return q.QueryRow(ctx, `select pruned from tablegate.event_horizon`).Scan(&p)
 	})
 	return p, err

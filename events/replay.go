@@ -114,7 +114,7 @@ func (h *Hub) forget(k replayKey, c *replayCall) {
 // readWindow reads and checks the window after start on one of the
 // caller's places in the pool.
 func (h *Hub) readWindow(ctx context.Context, s *subscriber, start int64) (*window, error) {
-	release, err := h.d.Hold(ctx, s.auth)
+	release, err := h.d.Hold(ctx, s.auth.DBCaller())
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (st *Stream) catchUp(ctx context.Context, s *subscriber, last, head int64, 
 		return last, true
 	}
 	// The horizon too is read on one of the caller's places.
-	release, err := h.d.Hold(ctx, s.auth)
+	release, err := h.d.Hold(ctx, s.auth.DBCaller())
 	if err != nil {
 		return 0, false
 	}

@@ -24,14 +24,14 @@ func TestHubChecksOutsideSubscriberShare(t *testing.T) {
 		t.Fatalf("subscribe %d %d", sa.status, sb.status)
 	}
 	share := int(b.pool.Config().MaxConns) / 2
-	ac := authctx.NewUser(authctx.Claims{"sub": alice, "role": "authenticated", "tenant_id": tenantA}, "tok", nil).Caller()
+	ac := authctx.NewUser(authctx.Claims{"sub": alice, "role": "authenticated", "tenant_id": tenantA}, "tok", nil)
 	held := make(chan struct{}, share)
 	var wg sync.WaitGroup
 	for range share {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = b.db.Tx(context.Background(), ac, func(q db.Querier) error {
+			_ = b.db.Run(context.Background(), ac.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 				held <- struct{}{}
 				_, err := q.Exec(context.Background(), "select pg_sleep(3)")
 				return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/streamauth"
 	"github.com/tablegate/tablegate/problem"
 	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/telemetry"
@@ -141,7 +142,7 @@ func (h *Hub) Stream(ctx context.Context, res *rest.Resource, opts *StreamOpts) 
 		st.colSet[c.Name] = colType{name: c.TypeName}
 	}
 	var trigKey *string
-	err := h.d.Read(ctx, service, func(q db.Querier) error {
+	err := h.d.Run(ctx, service, db.RunOpts{}, func(q db.Querier) error {
 		err := q.QueryRow(ctx, `select quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relname,
   (select encode(t.tgargs, 'escape') from pg_catalog.pg_trigger t where t.tgrelid = c.oid and t.tgname = 'tablegate_events')
 from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
@@ -248,7 +249,7 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			st.problems.Write(w, p)
 			return
 		}
-		if p, ok := problem.As(db.Problem(err)); ok && p.Kind != problem.KindUnexpected {
+		if p, ok := problem.As(rest.DBProblem(err)); ok && p.Kind != problem.KindUnexpected {
 			st.problems.Write(w, p)
 			return
 		}
@@ -261,7 +262,7 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.problems.Write(w, p)
 		return
 	}
-	if p := authctx.ExpiredForStream(res.Auth, time.Now()); p != nil {
+	if p := streamauth.ExpiredForStream(res.Auth, time.Now()); p != nil {
 		st.problems.Write(w, p)
 		return
 	}
@@ -282,9 +283,9 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.problems.Write(w, p)
 		return
 	}
-	s.auth = res.Auth.Caller()
+	s.auth = res.Auth
 	s.identity = identityOf(s.auth)
-	s.caller = string(s.auth.Actor.Type) + ":" + s.auth.Actor.ID
+	s.caller = string(s.auth.Actor().Type) + ":" + s.auth.Actor().ID
 
 	// The caller's active tenant, read in Postgres exactly as the writer's
 	// (and checking the caller may run statements at all). A tenant the
@@ -296,9 +297,9 @@ func (st *Stream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Opening a stream counts strictly against the caller's share of the
 	// pool, as its replay does: one caller reconnecting many streams at
 	// once never borrows the idle connections a request may borrow.
-	release, err := st.h.d.Hold(ctx, s.auth)
+	release, err := st.h.d.Hold(ctx, s.auth.DBCaller())
 	if err == nil {
-		err = st.h.d.ReadWith(ctx, s.auth, unshared, func(q db.Querier) error {
+		err = st.h.d.Run(ctx, s.auth.DBCaller(), unshared, func(q db.Querier) error {
 			return q.QueryRow(ctx, `select case when t is null or t = tablegate.member_tenant_id() then t::text else '' end,
   current_setting('TimeZone')
 from tablegate.current_tenant_id() as t`).Scan(&s.tenant, &zone)
@@ -309,7 +310,7 @@ from tablegate.current_tenant_id() as t`).Scan(&s.tenant, &zone)
 	}
 	cancel()
 	if err != nil {
-		st.problems.Write(w, problem.From(db.Problem(err)))
+		st.problems.Write(w, problem.From(rest.DBProblem(err)))
 		return
 	}
 	loc, err := time.LoadLocation(zone)

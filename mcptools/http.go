@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/internal/streamauth"
 	"github.com/tablegate/tablegate/problem"
 )
 
@@ -243,7 +244,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.s.calls.delete(id)
 	rr.Header.Set(callHeader, id)
 	if r.Method == http.MethodGet {
-		if p := authctx.ExpiredForStream(a, time.Now()); p != nil {
+		if p := streamauth.ExpiredForStream(a, time.Now()); p != nil {
 			h.refuse(w, p)
 			return
 		}

@@ -81,12 +81,12 @@ const (
 var authorizer = rest.AuthorizerFunc(func(_ context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
 	switch req.Permission {
 	case permDelete:
-		if req.Caller.Claims["app_role"] == "admin" {
+		if req.Caller.Claims()["app_role"] == "admin" {
 			return rest.Allowed(), nil
 		}
 		return rest.Denied(), nil
 	case permArchive:
-		if req.Caller.Claims["approval"] == "appr-1" {
+		if req.Caller.Claims()["approval"] == "appr-1" {
 			return rest.Allowed(), nil
 		}
 		return rest.ApprovalRequired("appr-1"), nil

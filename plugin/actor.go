@@ -76,18 +76,18 @@ func (a *Actor) Columns() (write, readOnly []string) {
 // Value returns what the plugin stamps for the caller: the user id (also
 // for anonymous sign-ins), the service value, or nil (NULL) for a caller
 // without a session.
-func (a *Actor) Value(c authctx.Caller) any {
-	switch c.Actor.Type {
-	case authctx.ActorUser:
-		if c.Actor.ID == "" {
+func (a *Actor) Value(c authctx.Auth) any {
+	switch c.Actor().Type {
+	case authctx.KindUser:
+		if c.Actor().ID == "" {
 			return nil
 		}
-		return c.Actor.ID
-	case authctx.ActorService:
+		return c.Actor().ID
+	case authctx.KindService:
 		if a.service != nil {
-			return a.service(c.Actor.ID)
+			return a.service(c.Actor().ID)
 		}
-		return c.Actor.ID
+		return c.Actor().ID
 	}
 	return nil
 }
@@ -95,7 +95,7 @@ func (a *Actor) Value(c authctx.Caller) any {
 // BeforeCreate returns the create body with created-by and updated-by set
 // to the actor, replacing whatever it held. It never fails. data is not
 // modified.
-func (a *Actor) BeforeCreate(c authctx.Caller, data rest.Row) (rest.Row, error) {
+func (a *Actor) BeforeCreate(c authctx.Auth, data rest.Row) (rest.Row, error) {
 	out := maps.Clone(data)
 	if out == nil {
 		out = rest.Row{}
@@ -113,7 +113,7 @@ func (a *Actor) BeforeCreate(c authctx.Caller, data rest.Row) (rest.Row, error) 
 // BeforeUpdate returns the update body with updated-by set to the actor
 // and created-by removed (it never changes after create). It never fails.
 // data is not modified.
-func (a *Actor) BeforeUpdate(c authctx.Caller, data rest.Row) (rest.Row, error) {
+func (a *Actor) BeforeUpdate(c authctx.Auth, data rest.Row) (rest.Row, error) {
 	out := maps.Clone(data)
 	if out == nil {
 		out = rest.Row{}

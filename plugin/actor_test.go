@@ -15,7 +15,7 @@ func TestActor(t *testing.T) {
 	if w, ro := a.Columns(); !slices.Equal(w, []string{"created_by", "updated_by"}) || !slices.Equal(ro, w) {
 		t.Fatalf("columns %v %v", w, ro)
 	}
-	create := func(a *plugin.Actor, c authctx.Caller, data map[string]any) map[string]any {
+	create := func(a *plugin.Actor, c authctx.Auth, data map[string]any) map[string]any {
 		t.Helper()
 		out, err := a.BeforeCreate(c, data)
 		if err != nil {
@@ -23,7 +23,7 @@ func TestActor(t *testing.T) {
 		}
 		return out
 	}
-	update := func(a *plugin.Actor, c authctx.Caller, data map[string]any) map[string]any {
+	update := func(a *plugin.Actor, c authctx.Auth, data map[string]any) map[string]any {
 		t.Helper()
 		out, err := a.BeforeUpdate(c, data)
 		if err != nil {

@@ -16,7 +16,7 @@ func ExampleNewTenant() {
 	caller := authctx.NewUser(authctx.Claims{
 		"sub":          "a1a1a1a1-0000-4000-8000-0000000000a1",
 		"app_metadata": map[string]any{"org_id": "aaaaaaaa-0000-4000-8000-000000000001"},
-	}, "token", nil).Caller()
+	}, "token", nil)
 
 	body, _ := tenant.BeforeCreate(caller, map[string]any{"title": "Buy milk"})
 	fmt.Println(body["tenant_id"])
@@ -35,7 +35,7 @@ func ExampleNewTenant() {
 
 func ExampleNewActor() {
 	actor := plugin.NewActor(nil)
-	caller := authctx.Service("billing").Caller()
+	caller := authctx.Service("billing")
 	body, _ := actor.BeforeCreate(caller, map[string]any{"title": "Invoice", "created_by": "someone else"})
 	fmt.Println(body["created_by"], body["updated_by"])
 	// Output: billing billing

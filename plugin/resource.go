@@ -20,9 +20,9 @@ type Plugin interface {
 	// may never name (added to [rest.Config.ReadOnly]).
 	Columns() (write, readOnly []string)
 	// BeforeCreate returns the values to insert. It must not modify data.
-	BeforeCreate(c authctx.Caller, data rest.Row) (rest.Row, error)
+	BeforeCreate(c authctx.Auth, data rest.Row) (rest.Row, error)
 	// BeforeUpdate returns the values to update. It must not modify data.
-	BeforeUpdate(c authctx.Caller, data rest.Row) (rest.Row, error)
+	BeforeUpdate(c authctx.Auth, data rest.Row) (rest.Row, error)
 }
 
 // ErrNilPlugin is returned by [With] and [NewResource] for a nil plugin, or
@@ -59,34 +59,34 @@ func With(opts *rest.Config, plugins ...Plugin) (*rest.Config, error) {
 	ps := slices.Clone(plugins)
 	userCreate, userUpdate := o.Hooks.BeforeCreateFunc, o.Hooks.BeforeUpdateFunc
 	o.Hooks.BeforeCreateFunc = func(c *rest.Ctx, data rest.Row) (rest.Row, error) {
-		v, err := runAll(ps, c.Caller, data, Plugin.BeforeCreate)
+		v, err := runAll(ps, c.Auth, data, Plugin.BeforeCreate)
 		if err != nil || userCreate == nil {
 			return v, err
 		}
 		if v, err = userCreate(c, v); err != nil {
 			return nil, err
 		}
-		return runAll(ps, c.Caller, v, Plugin.BeforeCreate)
+		return runAll(ps, c.Auth, v, Plugin.BeforeCreate)
 	}
 	o.Hooks.BeforeUpdateFunc = func(c *rest.Ctx, data rest.Row, t *rest.Target) (rest.Row, error) {
 		if len(data) == 0 && userUpdate == nil {
 			// What rest answers for an empty body without a hook.
 			return nil, problem.New(problem.KindBadRequest, "The body sets no column.")
 		}
-		v, err := runAll(ps, c.Caller, data, Plugin.BeforeUpdate)
+		v, err := runAll(ps, c.Auth, data, Plugin.BeforeUpdate)
 		if err != nil || userUpdate == nil {
 			return v, err
 		}
 		if v, err = userUpdate(c, v, t); err != nil {
 			return nil, err
 		}
-		return runAll(ps, c.Caller, v, Plugin.BeforeUpdate)
+		return runAll(ps, c.Auth, v, Plugin.BeforeUpdate)
 	}
 	return &o, nil
 }
 
-func runAll(ps []Plugin, c authctx.Caller, data rest.Row,
-	f func(Plugin, authctx.Caller, rest.Row) (rest.Row, error)) (rest.Row, error) {
+func runAll(ps []Plugin, c authctx.Auth, data rest.Row,
+	f func(Plugin, authctx.Auth, rest.Row) (rest.Row, error)) (rest.Row, error) {
 	v := data
 	for _, p := range ps {
 		var err error

@@ -63,7 +63,7 @@ func TestOneTenantClaimForAll(t *testing.T) {
 	caller := authctx.NewUser(authctx.Claims{
 		"sub": userA1, "role": "authenticated", "is_anonymous": false,
 		"tenant_id": tenantB, "app_metadata": map[string]any{"org_id": tenantA},
-	}, "tok", nil).Caller()
+	}, "tok", nil)
 
 	// seen returns the tenant each of the four readers resolves.
 	seen := func(cfg plugin.TenantConfig) [4]string {
@@ -78,7 +78,7 @@ func TestOneTenantClaimForAll(t *testing.T) {
 			t.Fatal(err)
 		}
 		out[0], _ = body["tenant_id"].(string)
-		err = d.Tx(t.Context(), caller, func(q db.Querier) error {
+		err = d.Run(t.Context(), caller.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 			if err := q.QueryRow(t.Context(), `select coalesce(tablegate.current_tenant_id()::text, '')`).Scan(&out[1]); err != nil {
 				return err
 			}
@@ -133,8 +133,8 @@ func TestSyncTenantClaimRefuses(t *testing.T) {
 	}
 	// The API roles may not rename it, even through the helper.
 	d := db.New(pool, nil)
-	caller := authctx.NewUser(authctx.Claims{"sub": userA1, "role": "authenticated"}, "tok", nil).Caller()
-	err := d.Tx(t.Context(), caller, func(q db.Querier) error {
+	caller := authctx.NewUser(authctx.Claims{"sub": userA1, "role": "authenticated"}, "tok", nil)
+	err := d.Run(t.Context(), caller.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		return plugin.SyncTenantClaim(t.Context(), q, "org_id")
 	})
 	var pgErr *pgconn.PgError
@@ -142,7 +142,7 @@ func TestSyncTenantClaimRefuses(t *testing.T) {
 		t.Fatalf("authenticated renaming the claim: %v", err)
 	}
 	// CheckTenantClaim may run as any role.
-	err = d.Read(t.Context(), caller, func(q db.Querier) error {
+	err = d.Run(t.Context(), caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 		return plugin.CheckTenantClaim(context.Background(), q, "")
 	})
 	if err != nil {
@@ -216,10 +216,10 @@ func TestTenantReadsAgree(t *testing.T) {
 			for k, v := range shape {
 				c[k] = v
 			}
-			caller := authctx.NewUser(c, "tok", nil).Caller()
+			caller := authctx.NewUser(c, "tok", nil)
 			goTenant, _ := tp.ActiveTenant(caller)
 			var dbTenant string
-			err := d.Read(t.Context(), caller, func(q db.Querier) error {
+			err := d.Run(t.Context(), caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 				return q.QueryRow(t.Context(), `select coalesce(tablegate.current_tenant_id()::text, '')`).Scan(&dbTenant)
 			})
 			if err != nil {

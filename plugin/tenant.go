@@ -75,11 +75,11 @@ func (t *Tenant) Columns() (write, readOnly []string) { return []string{t.column
 // ActiveTenant returns the caller's active tenant, read like
 // tablegate.current_tenant_id() (see [TenantFromClaims]). Callers other than
 // users have none.
-func (t *Tenant) ActiveTenant(c authctx.Caller) (string, bool) {
-	if c.Actor.Type != authctx.ActorUser {
+func (t *Tenant) ActiveTenant(c authctx.Auth) (string, bool) {
+	if c.Actor().Type != authctx.KindUser {
 		return "", false
 	}
-	return TenantFromClaims(c.Claims, t.claim)
+	return TenantFromClaims(c.Claims(), t.claim)
 }
 
 // BeforeCreate returns the create body with the tenant column set to the
@@ -88,8 +88,8 @@ func (t *Tenant) ActiveTenant(c authctx.Caller) (string, bool) {
 // 403 TENANT_MISMATCH; a caller other than a service without an active
 // tenant answers 403 TENANT_REQUIRED. A service caller's body is returned
 // as is. data is not modified.
-func (t *Tenant) BeforeCreate(c authctx.Caller, data rest.Row) (rest.Row, error) {
-	if c.Actor.Type == authctx.ActorService {
+func (t *Tenant) BeforeCreate(c authctx.Auth, data rest.Row) (rest.Row, error) {
+	if c.Actor().Type == authctx.KindService {
 		return data, nil
 	}
 	active, ok := t.ActiveTenant(c)
@@ -112,9 +112,9 @@ func (t *Tenant) BeforeCreate(c authctx.Caller, data rest.Row) (rest.Row, error)
 // TENANT_MISMATCH (rows never move between tenants through the API), and a
 // body that does not name the tenant is returned as is. Service callers
 // are left alone. data is not modified.
-func (t *Tenant) BeforeUpdate(c authctx.Caller, data rest.Row) (rest.Row, error) {
+func (t *Tenant) BeforeUpdate(c authctx.Auth, data rest.Row) (rest.Row, error) {
 	v, named := data[t.column]
-	if !named || c.Actor.Type == authctx.ActorService {
+	if !named || c.Actor().Type == authctx.KindService {
 		return data, nil
 	}
 	active, ok := t.ActiveTenant(c)

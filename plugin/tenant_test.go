@@ -18,13 +18,13 @@ const (
 	guestA  = "9a9a9a9a-0000-4000-8000-00000000009a"
 )
 
-func userCtx(claims authctx.Claims) authctx.Caller {
-	return authctx.NewUser(claims, "tok", nil).Caller()
+func userCtx(claims authctx.Claims) authctx.Auth {
+	return authctx.NewUser(claims, "tok", nil)
 }
 
 var (
-	noSession = authctx.Anon(authctx.ReasonNone).Caller()
-	service   = authctx.Service("svc").Caller()
+	noSession = authctx.Anon(authctx.ReasonNone)
+	service   = authctx.Service("svc")
 )
 
 func TestNewTenant(t *testing.T) {
@@ -76,7 +76,7 @@ func TestTenantCreate(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		c    authctx.Caller
+		c    authctx.Auth
 		body map[string]any
 		want map[string]any
 	}{
@@ -101,7 +101,7 @@ func TestTenantCreate(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		c    authctx.Caller
+		c    authctx.Auth
 		body map[string]any
 		code problem.Code
 	}{

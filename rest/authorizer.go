@@ -82,8 +82,9 @@ type AuthzRequest struct {
 	Row Row
 	// Data is the request body (create, update, actions).
 	Data Row
-	// Caller is the verified request context (actor, claims).
-	Caller authctx.Caller
+	// Caller is the verified caller: [authctx.Auth.Actor] is who acts,
+	// [authctx.Auth.Claims] its claims (this request's own copy).
+	Caller authctx.Auth
 	// DB is the caller-bound transaction of the request, for authorizers
 	// that read memberships or approvals (RLS applies).
 	DB db.Querier

@@ -80,8 +80,8 @@ func TestHooksCannotChangeSharedClaims(t *testing.T) {
 		// The authorizer is the first to see a request's claims: always
 		// the verified ones. Hooks of the same request share its copy.
 		Authorizer: AuthorizerFunc(func(ctx context.Context, req *AuthzRequest) (Decision, error) {
-			pristine("authorizer", req.Caller.Claims)
-			vandalize(req.Caller.Claims)
+			pristine("authorizer", req.Caller.Claims())
+			vandalize(req.Caller.Claims())
 			return Allowed(), nil
 		}),
 		Permissions: map[Operation]string{OpGet: "todos.read", OpList: "todos.read"},
@@ -94,7 +94,7 @@ func TestHooksCannotChangeSharedClaims(t *testing.T) {
 			},
 			AfterListFunc: func(c *Ctx, p *Page) (any, error) {
 				inTx("AfterListFunc", c)
-				vandalize(c.Caller.Claims)
+				vandalize(c.Auth.Claims())
 				return p, nil
 			},
 		},

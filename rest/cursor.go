@@ -56,9 +56,9 @@ func (r *Resource) cursorAD(lq *ListQuery) []byte {
 // app_metadata.tenant_id). Another caller replaying the cursor — another
 // user, the same user in another role or tenant — gets 400, never rows
 // positioned by values it cannot see.
-func cursorBinding(c authctx.Caller) string {
-	role, _ := c.Claims["role"].(string)
-	b, _ := json.Marshal([]string{string(c.Actor.Type), c.Actor.ID, role, c.Claims.TenantID()})
+func cursorBinding(c authctx.Auth) string {
+	role, _ := c.Claims()["role"].(string)
+	b, _ := json.Marshal([]string{string(c.Actor().Type), c.Actor().ID, role, c.Claims().TenantID()})
 	return string(b)
 }
 

@@ -98,7 +98,7 @@ func (r *Resource) checkWrite(ctx context.Context, call *Call, w *WriteCheck) (R
 	if !r.ops[op] {
 		return nil, methodNotAllowed(r.allowed(op.Item()))
 	}
-	c := r.newCtx(ctx, call, w.Auth.Caller(), w.DB)
+	c := r.newCtx(ctx, call, w.Auth, w.DB)
 	t := &Target{ID: w.Key, Row: w.Row, Data: w.Data}
 	if err := r.check(c, call, r.perms[op], t); err != nil {
 		return nil, err
@@ -184,8 +184,8 @@ func (r *Resource) ParseKey(s string) (any, error) { return r.parseKey(s) }
 
 // Scope returns the database options of op (its statement timeout from
 // Config.StatementTimeout or Config.StatementTimeouts), for a front that
-// runs op's statements itself; nil uses the DB's.
-func (r *Resource) Scope(op Operation) *db.ScopeOpts { return r.scope(op) }
+// runs op's statements itself; the zero value uses the DB's.
+func (r *Resource) Scope(op Operation) db.RunOpts { return r.scope(op) }
 
 // AfterRow runs, for one row another front wrote or read in its own
 // transaction (w.DB), what [Resource.Do] runs after the statement: op's
@@ -209,7 +209,7 @@ func (r *Resource) AfterRow(ctx context.Context, w *WriteCheck) (any, error) {
 		return w.Row, nil
 	}
 	call := &Call{Operation: w.Operation, Auth: w.Auth, Request: w.Request}
-	out, err := f(r.newCtx(ctx, call, w.Auth.Caller(), w.DB), w.Row)
+	out, err := f(r.newCtx(ctx, call, w.Auth, w.DB), w.Row)
 	if err != nil {
 		return nil, r.toProblem(call, hookErr(err))
 	}
@@ -224,7 +224,7 @@ func (r *Resource) AfterPage(ctx context.Context, w *WriteCheck, page *Page) (an
 		return page, nil
 	}
 	call := &Call{Operation: OpList, Auth: w.Auth, Request: w.Request}
-	out, err := r.hooks.AfterListFunc(r.newCtx(ctx, call, w.Auth.Caller(), w.DB), page)
+	out, err := r.hooks.AfterListFunc(r.newCtx(ctx, call, w.Auth, w.DB), page)
 	if err != nil {
 		return nil, r.toProblem(call, hookErr(err))
 	}

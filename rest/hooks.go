@@ -29,12 +29,9 @@ type Ctx struct {
 	Table string
 	// Request is the HTTP request, nil outside HTTP (e.g. MCP).
 	Request *http.Request
-	// Caller is the verified caller: actor and claims. Its Claims are this
-	// request's own copy: changing them changes neither other requests nor
-	// the claims the transaction runs with.
-	Caller authctx.Caller
-	// Auth is the caller's auth state (its User.Claims are the same copy
-	// as Caller.Claims).
+	// Auth is the verified caller ([authctx.Auth.Actor] for who acts). Its
+	// claims are this request's own copy: changing them changes neither
+	// other requests nor the claims the transaction runs with.
 	Auth authctx.Auth
 	// Operation is the operation or action running.
 	Operation Operation
@@ -79,7 +76,7 @@ type Page struct {
 // *problem.Problem is sent as is; any other error, or a panic, becomes a
 // 500 of kind unexpected that reveals nothing internal (logged with its
 // request id). A database error from a query a hook ran is "any other
-// error" too: return db.Problem(err) to answer it as the repository would
+// error" too: return [DBProblem](err) to answer it as the repository would
 // (409 conflict, 403 policy refusal, 422 check violation, ...). Hooks run
 // after the authorizer, in the request's transaction: an error in an After
 // hook rolls the write back.

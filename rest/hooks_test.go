@@ -96,7 +96,7 @@ func hookedTodos(b *bundle, l *hookLog, az Authorizer, logs *syncBuffer) *Resour
 		Hooks: Hooks{
 			AuthorizeFunc: func(c *Ctx, op Operation, t *Target) error {
 				l.add("authorize:" + string(op))
-				if c.Caller.Actor.ID == "" && op != OpList && op != OpGet {
+				if c.Auth.Actor().ID == "" && op != OpList && op != OpGet {
 					return problem.New(problem.KindForbidden, "Sign in first.")
 				}
 				title, _ := t.Data["title"].(string)
@@ -216,7 +216,7 @@ func TestHooksScenarios(t *testing.T) {
 					t.Errorf("reshaped: %s", r.body)
 				}
 				req := az.last()
-				if req.Operation != OpGet || req.Key != plain || req.Row["title"] != "plain" || req.Table != "todos" || req.Caller.Actor.ID != alice {
+				if req.Operation != OpGet || req.Key != plain || req.Row["title"] != "plain" || req.Table != "todos" || req.Caller.Actor().ID != alice {
 					t.Errorf("authorizer saw %+v", req)
 				}
 			}},

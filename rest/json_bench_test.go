@@ -20,11 +20,11 @@ import (
 // format and rendered in Go (row_json.go). Run with
 //
 //	go test ./rest -run '^$' -bench . -benchmem
-func benchBundle(b *testing.B) (*bundle, authctx.Caller) {
+func benchBundle(b *testing.B) (*bundle, authctx.Auth) {
 	bb := setup(b)
 	bb.exec(`insert into todos (owner_id, title, priority, secret)
 	         select $1, 'todo number ' || i, i, md5(i::text) from generate_series(1, 200) i`, alice)
-	return bb, user(alice).Caller()
+	return bb, user(alice)
 }
 
 const benchCols = `id, owner_id, title, slug, done, priority, created_at`
@@ -39,7 +39,7 @@ func BenchmarkList50JSONBuildObject(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			rows, err := q.Query(ctx, sql)
 			if err != nil {
 				return err
@@ -66,7 +66,7 @@ func BenchmarkList50RowToJSONSubselect(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			rows, err := q.Query(ctx, sql)
 			if err != nil {
 				return err
@@ -91,7 +91,7 @@ func BenchmarkList50JSONAgg(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			var raw []byte
 			return q.QueryRow(ctx, sql).Scan(&raw)
 		})
@@ -109,7 +109,7 @@ func BenchmarkList50DecodeInGo(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			rows, err := q.Query(ctx, sql)
 			if err != nil {
 				return err
@@ -169,7 +169,7 @@ func BenchmarkList50JSONAggLateral(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			var raw, k []byte
 			var n int64
 			return q.QueryRow(ctx, sql).Scan(&raw, &k, &n)
@@ -188,7 +188,7 @@ func BenchmarkGetJSONBuildObject(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			var raw []byte
 			return q.QueryRow(ctx, sql, id).Scan(&raw)
 		})
@@ -206,7 +206,7 @@ func BenchmarkGetRowToJSONLateral(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			var raw []byte
 			return q.QueryRow(ctx, sql, id).Scan(&raw)
 		})
@@ -224,7 +224,7 @@ func BenchmarkGetDecodeInGo(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		err := bb.db.Read(ctx, caller, func(q db.Querier) error {
+		err := bb.db.Run(ctx, caller.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 			rows, err := q.Query(ctx, sql, id)
 			if err != nil {
 				return err

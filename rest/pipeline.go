@@ -176,7 +176,7 @@ func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 	case "":
 		call.Auth = authctx.Anon(authctx.ReasonNone)
 	}
-	caller := call.Auth.Caller()
+	caller := call.Auth
 
 	t := &Target{Query: call.Query}
 	if op.Item() || (ba != nil && ba.item) {
@@ -220,15 +220,12 @@ func (r *Resource) do(ctx context.Context, call *Call) (*Result, error) {
 }
 
 // newCtx builds the hook context of a call. Hooks, authorizers and
-// actions get their own deep copy of the claims (Ctx.Auth and Ctx.Caller
-// share it): the resolved ones are shared by every request presenting the
+// actions get their own deep copy of the claims (in Ctx.Auth): the
+// resolved ones are shared by every request presenting the
 // same token, and the transaction already runs with the verified claims.
-func (r *Resource) newCtx(ctx context.Context, call *Call, caller authctx.Caller, q db.Querier) *Ctx {
-	auth := call.Auth.Clone()
-	if auth.User != nil && caller.Actor.Type == authctx.ActorUser {
-		caller.Claims = auth.User.Claims
-	}
-	c := &Ctx{Context: ctx, DB: q, Table: r.table, Request: call.Request, Caller: caller,
+func (r *Resource) newCtx(ctx context.Context, call *Call, caller authctx.Auth, q db.Querier) *Ctx {
+	auth := caller.Clone()
+	c := &Ctx{Context: ctx, DB: q, Table: r.table, Request: call.Request,
 		Auth: auth, Operation: call.Operation, RequestID: call.requestID(), res: r}
 	if ba := r.actions[string(call.Operation)]; ba != nil && !call.Operation.IsCRUD() {
 		c.Action = ba.Action
@@ -269,7 +266,7 @@ func (r *Resource) authorize(c *Ctx, perm string, t *Target) (Decision, error) {
 	}
 	_, span := authzSpan(c, perm, c.Operation, r.table)
 	d, err := r.authz.Authorize(c, &AuthzRequest{Permission: perm, Table: r.table, Operation: c.Operation,
-		Key: t.ID, Row: t.Row, Data: t.Data, Caller: c.Caller, DB: c.DB})
+		Key: t.ID, Row: t.Row, Data: t.Data, Caller: c.Auth, DB: c.DB})
 	telemetry.EndSpan(span, err)
 	if err != nil {
 		return Decision{}, hookErr(err)
@@ -291,12 +288,12 @@ func (r *Resource) fetch(c *Ctx, t *Target) (json.RawMessage, error) {
 	return raw, nil
 }
 
-func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Caller, t *Target) (*Result, error) {
+func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Auth, t *Target) (*Result, error) {
 	perm := r.perms[OpGet]
 	h := &r.hooks
 	if perm == "" && h.AuthorizeFunc == nil && h.AfterGetFunc == nil {
 		var raw json.RawMessage
-		err := r.d.ReplicaRead(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+		err := r.d.Run(ctx, caller.DBCaller(), readOnly(r.scope(call.Operation)), func(q db.Querier) error {
 			var err error
 			raw, err = r.repo.Get(ctx, q, t.ID)
 			return err
@@ -307,7 +304,7 @@ func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Caller, t
 		return &Result{Status: http.StatusOK, Body: raw, ContentType: jsonType}, nil
 	}
 	var body []byte
-	err := r.d.TxWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+	err := r.d.Run(ctx, caller.DBCaller(), inTx(r.scope(call.Operation)), func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		raw, err := r.fetch(c, t)
 		if err != nil {
@@ -338,7 +335,7 @@ func (r *Resource) get(ctx context.Context, call *Call, caller authctx.Caller, t
 	return &Result{Status: http.StatusOK, Body: body, ContentType: jsonType}, nil
 }
 
-func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Caller, t *Target) (*Result, error) {
+func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Auth, t *Target) (*Result, error) {
 	op := call.Operation
 	perm := r.perms[op]
 	h := &r.hooks
@@ -349,11 +346,9 @@ func (r *Resource) write(ctx context.Context, call *Call, caller authctx.Caller,
 	// like a read, the caller's settings and the statement in one round
 	// trip, committed by Postgres when the round trip ends (one implicit
 	// transaction). Otherwise hooks and checks share one transaction.
-	run := r.d.TxWith
-	if r.writeIsOneStatement(op) {
-		run = r.d.ReadWith
-	}
-	err := run(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+	opts := r.scope(call.Operation)
+	opts.Tx = !r.writeIsOneStatement(op)
+	err := r.d.Run(ctx, caller.DBCaller(), opts, func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		if needRow {
 			if _, err := r.fetch(c, t); err != nil {
@@ -481,12 +476,12 @@ func (r *Resource) checkHookValues(values Row) error {
 	return nil
 }
 
-func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Caller, t *Target, lq *ListQuery) (*Result, error) {
+func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Auth, t *Target, lq *ListQuery) (*Result, error) {
 	perm := r.perms[OpList]
 	h := &r.hooks
 	if perm == "" && h.AuthorizeFunc == nil && h.AfterListFunc == nil {
 		var body []byte
-		err := r.d.ReplicaRead(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+		err := r.d.Run(ctx, caller.DBCaller(), readOnly(r.scope(call.Operation)), func(q db.Querier) error {
 			rp, err := r.repo.List(ctx, q, lq)
 			if err != nil {
 				return err
@@ -500,7 +495,7 @@ func (r *Resource) list(ctx context.Context, call *Call, caller authctx.Caller, 
 		return &Result{Status: http.StatusOK, Body: body, ContentType: jsonType}, nil
 	}
 	var body []byte
-	err := r.d.TxWith(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+	err := r.d.Run(ctx, caller.DBCaller(), inTx(r.scope(call.Operation)), func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		if h.AuthorizeFunc != nil {
 			if err := h.AuthorizeFunc(c, OpList, t); err != nil {
@@ -554,7 +549,7 @@ func (r *Resource) filterRows(c *Ctx, perm string, t *Target, page *Page) error 
 	}
 	_, span := authzSpan(c, perm, OpList, r.table)
 	ds, err := r.authz.AuthorizeRows(c, &AuthzRequest{Permission: perm, Table: r.table, Operation: OpList,
-		Caller: c.Caller, DB: c.DB}, page.Items)
+		Caller: c.Auth, DB: c.DB}, page.Items)
 	telemetry.EndSpan(span, err)
 	if err != nil {
 		return hookErr(err)
@@ -572,7 +567,7 @@ func (r *Resource) filterRows(c *Ctx, perm string, t *Target, page *Page) error 
 	return nil
 }
 
-func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Caller, t *Target, ba *boundAction) (*Result, error) {
+func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Auth, t *Target, ba *boundAction) (*Result, error) {
 	in := actionCall{id: t.ID}
 	if len(bytes.TrimSpace(call.Body)) > 0 {
 		if ba.Input == nil {
@@ -605,11 +600,9 @@ func (r *Resource) action(ctx context.Context, call *Call, caller authctx.Caller
 		in.query = qv
 	}
 	res := &Result{Status: ba.Status, ContentType: jsonType}
-	run := r.d.TxWith
-	if r.replicaAction(ba) {
-		run = r.d.ReplicaTx
-	}
-	err := run(ctx, caller, r.scope(call.Operation), func(q db.Querier) error {
+	opts := r.scope(call.Operation)
+	opts.Tx, opts.ReadOnly = true, r.replicaAction(ba)
+	err := r.d.Run(ctx, caller.DBCaller(), opts, func(q db.Querier) error {
 		c := r.newCtx(ctx, call, caller, q)
 		if ba.item {
 			if _, err := r.fetch(c, t); err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 
-	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
 )
 
@@ -38,7 +37,7 @@ func (r *Resource) toProblem(call *Call, err error) *problem.Problem {
 		// A database error from ctx.DB inside a hook or handler gets the
 		// same translation as the pipeline's own statements (503 for an
 		// unavailable database, 409 for a unique violation, ...).
-		if p, ok := problem.As(db.Problem(he.err)); ok && p.Kind != problem.KindUnexpected {
+		if p, ok := problem.As(DBProblem(he.err)); ok && p.Kind != problem.KindUnexpected {
 			return r.withConstraint(he.err, p, call.Operation)
 		}
 		return r.unexpected(call, err)
@@ -49,7 +48,7 @@ func (r *Resource) toProblem(call *Call, err error) *problem.Problem {
 	if p, ok := problem.As(err); ok {
 		return p
 	}
-	if p, ok := problem.As(db.Problem(err)); ok {
+	if p, ok := problem.As(DBProblem(err)); ok {
 		p = r.withConstraint(err, p, call.Operation)
 		if p.Kind == problem.KindUnexpected {
 			p.RequestID = call.requestID()

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tablegate/tablegate/internal/inlist"
 )
 
 // Reserved list parameters; every other parameter filters a column.
@@ -246,7 +248,7 @@ func parseFilter(param, v string) (Filter, error) {
 			return f, badParam(param, "is takes null, true, false or unknown")
 		}
 	case FilterIn:
-		vals, ok := ParseInList(arg)
+		vals, ok := inlist.Parse(arg)
 		if !ok {
 			return f, badParam(param, `in takes a list in parentheses: in.(a,b,"c,d")`)
 		}
@@ -256,46 +258,6 @@ func parseFilter(param, v string) (Filter, error) {
 	}
 	f.Op = op
 	return f, nil
-}
-
-// ParseInList parses the value of an in filter, (a,b,"c,d"), as a list's
-// query does: double-quoted items may hold commas, parentheses and
-// backslash escapes. ok is false for anything else. Event streams parse
-// their in filters with it, so that both read a filter alike.
-func ParseInList(s string) ([]string, bool) {
-	if len(s) < 2 || s[0] != '(' || s[len(s)-1] != ')' {
-		return nil, false
-	}
-	s = s[1 : len(s)-1]
-	out := []string{}
-	if s == "" {
-		return out, true
-	}
-	var cur strings.Builder
-	quoted, wasQuoted := false, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quoted && c == '\\' && i+1 < len(s):
-			i++
-			cur.WriteByte(s[i])
-		case c == '"' && (quoted || cur.Len() == 0 && !wasQuoted):
-			quoted = !quoted
-			wasQuoted = true
-		case c == ',' && !quoted:
-			out = append(out, cur.String())
-			cur.Reset()
-			wasQuoted = false
-		case wasQuoted && !quoted:
-			return nil, false // text after a closing quote
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	if quoted {
-		return nil, false
-	}
-	return append(out, cur.String()), true
 }
 
 func orderable(c *column) bool { return c.comparable && !c.composite }

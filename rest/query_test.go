@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablegate/tablegate/internal/inlist"
 	"github.com/tablegate/tablegate/problem"
 )
 
@@ -121,14 +122,14 @@ func TestInList(t *testing.T) {
 		`("1);drop table")`: {"1);drop table"},
 	}
 	for in, want := range cases {
-		got, ok := ParseInList(in)
+		got, ok := inlist.Parse(in)
 		if !ok || strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
-			t.Errorf("ParseInList(%q) = %q, %v; want %q", in, got, ok, want)
+			t.Errorf("inlist.Parse(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
 	for _, bad := range []string{"", "a", "(a", `("a)`, `("a"b)`} {
-		if _, ok := ParseInList(bad); ok {
-			t.Errorf("ParseInList(%q) accepted", bad)
+		if _, ok := inlist.Parse(bad); ok {
+			t.Errorf("inlist.Parse(%q) accepted", bad)
 		}
 	}
 }

@@ -20,7 +20,7 @@ var ErrNotFound = errors.New("rest: row not found")
 // Every method runs on q, the caller-bound transaction or read scope of the
 // request: run every statement on it so row-level security applies. Rows
 // are returned as JSON objects holding the resource's select columns.
-// Errors from Postgres are translated by the resource (db.Problem); return
+// Errors from Postgres are translated by the resource (DBProblem); return
 // [ErrNotFound] for a missing or hidden row. Implementations must be safe
 // for concurrent use.
 type Repository interface {

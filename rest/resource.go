@@ -94,9 +94,9 @@ type Resource struct {
 
 	input map[Operation]*validator
 
-	scopeDefault *db.ScopeOpts               // resource-wide budget; nil: the DB's
-	scopes       map[Operation]*db.ScopeOpts // per operation or action
-	filterable   map[string]bool             // nil: every selected column
+	scopeDefault db.RunOpts               // resource-wide budget; zero: the DB's
+	scopes       map[Operation]db.RunOpts // per operation or action
+	filterable   map[string]bool          // nil: every selected column
 
 	defaultLimit, maxLimit int
 	maxBody                int64
@@ -375,7 +375,7 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 
 	// Time budgets.
 	if o.StatementTimeout != 0 {
-		r.scopeDefault = (&db.ScopeOpts{StatementTimeout: o.StatementTimeout}).Prepare()
+		r.scopeDefault = db.RunOpts{StatementTimeout: o.StatementTimeout}.Prepare()
 	}
 	for op, d := range o.StatementTimeouts {
 		if op.IsCRUD() && !r.ops[op] || !op.IsCRUD() && r.actions[string(op)] == nil {
@@ -385,9 +385,9 @@ func (r *Resource) build(o *Config, pk []string, qualified string) error {
 			continue
 		}
 		if r.scopes == nil {
-			r.scopes = map[Operation]*db.ScopeOpts{}
+			r.scopes = map[Operation]db.RunOpts{}
 		}
-		r.scopes[op] = (&db.ScopeOpts{StatementTimeout: d}).Prepare()
+		r.scopes[op] = db.RunOpts{StatementTimeout: d}.Prepare()
 	}
 
 	r.allowCRUD = [2]string{r.allowed(false), r.allowed(true)}
@@ -407,7 +407,7 @@ func (r *Resource) unknownColumn(what, name string) error {
 }
 
 // scope returns the database options of an operation or action.
-func (r *Resource) scope(op Operation) *db.ScopeOpts {
+func (r *Resource) scope(op Operation) db.RunOpts {
 	if s, ok := r.scopes[op]; ok {
 		return s
 	}

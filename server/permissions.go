@@ -43,7 +43,7 @@ func newPermissions(grants map[string][]string) (*permissions, error) {
 
 // Authorize implements rest.Authorizer.
 func (p *permissions) Authorize(ctx context.Context, req *rest.AuthzRequest) (rest.Decision, error) {
-	if req.Caller.Actor.Type == authctx.ActorService {
+	if req.Caller.Kind == authctx.KindService {
 		return p.serviceDecision(req.Permission), nil
 	}
 	return p.claims.Authorize(ctx, req)
@@ -51,7 +51,7 @@ func (p *permissions) Authorize(ctx context.Context, req *rest.AuthzRequest) (re
 
 // AuthorizeRows implements rest.Authorizer.
 func (p *permissions) AuthorizeRows(ctx context.Context, req *rest.AuthzRequest, rows []rest.Row) ([]rest.Decision, error) {
-	if req.Caller.Actor.Type == authctx.ActorService {
+	if req.Caller.Kind == authctx.KindService {
 		out := make([]rest.Decision, len(rows))
 		for i := range out {
 			out[i] = p.serviceDecision(req.Permission)

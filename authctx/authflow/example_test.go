@@ -22,7 +22,6 @@ func ExampleNew() {
 
 	fmt.Println(flows.CookieName())
 	fmt.Println(flows.CallbackURL())
-	fmt.Println(authflow.FlowIndexCookieName(flows.CookieName()))
 	for _, next := range []string{"/account", "//evil.example.net", "https://app.example.com/x"} {
 		target, ok := flows.SafeRedirect(next)
 		fmt.Println(target, ok)
@@ -30,7 +29,6 @@ func ExampleNew() {
 	// Output:
 	// sb-abcdefghijklmnopqrst-auth-token
 	// https://app.example.com/auth/callback
-	// sb-abcdefghijklmnopqrst-auth-token-flows-code-verifier
 	// https://app.example.com/account true
 	// https://app.example.com/ false
 	// https://app.example.com/x true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/internal/gotrue"
+	"github.com/tablegate/tablegate/authctx/internal/ssrsession"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/problem"
 )
@@ -252,7 +253,7 @@ func (f *Flows) sessionCookies(r *http.Request, session []byte) ([]*http.Cookie,
 		}
 	}
 	set, _ := ssrcookie.Write(f.cookieName, stored, f.cookies(r, f.cookieName), f.opts)
-	if m := authctx.ClearSignedOutMarker(f.cookieName, f.cookies(r, authctx.SignedOutCookieName(f.cookieName)), f.opts); m != nil {
+	if m := ssrsession.ClearSignedOutMarker(f.cookieName, f.cookies(r, authctx.SignedOutCookieName(f.cookieName)), f.opts); m != nil {
 		set = append(set, m)
 	}
 	return set, nil
@@ -570,9 +571,9 @@ func (f *Flows) ExchangeCode(w http.ResponseWriter, r *http.Request, code, flowI
 		return nil, newProblem(codeInvalidInput, "The callback carries no usable code.")
 	}
 	cookies := f.pkceCookies(r)
-	if ValidFlowID(flowID) && !hasName(cookies, FlowVerifierCookieName(f.cookieName, flowID)) {
+	if validFlowID(flowID) && !hasName(cookies, flowVerifierCookieName(f.cookieName, flowID)) {
 		// A slot the index does not list (two tabs raced on the index).
-		cookies = append(cookies, f.cookies(r, FlowVerifierCookieName(f.cookieName, flowID))...)
+		cookies = append(cookies, f.cookies(r, flowVerifierCookieName(f.cookieName, flowID))...)
 	}
 	verifier, used := readVerifier(cookies, f.cookieName, flowID)
 	cleanup := f.removeVerifier(cookies, used, verifier)
@@ -621,7 +622,7 @@ func (f *Flows) SignOut(w http.ResponseWriter, r *http.Request, o *SignOutOpts) 
 	if scope != "global" && scope != "local" && scope != "others" {
 		return newProblem(codeInvalidInput, "The sign-out scope must be global, local or others.")
 	}
-	sess, hasSession := authctx.ReadSessionCookie(f.cookies(r, f.cookieName), f.cookieName)
+	sess, hasSession := ssrsession.Read(f.cookies(r, f.cookieName), f.cookieName)
 	var callErr error
 	var kept []*http.Cookie // a refreshed session that "others" keeps
 	if hasSession && sess.AccessToken != "" {
@@ -676,7 +677,7 @@ func (f *Flows) SignOut(w http.ResponseWriter, r *http.Request, o *SignOutOpts) 
 	cookies := f.cookies(r, f.cookieName)
 	set, _ := ssrcookie.Clear(f.cookieName, cookies, f.opts)
 	set = append(set, f.removeAllVerifiers(f.pkceCookies(r))...)
-	set = append(set, authctx.SignedOutMarker(f.cookieName, f.opts))
+	set = append(set, ssrsession.SignedOutMarker(f.cookieName, f.opts))
 	commit(w, set)
 	return nil
 }

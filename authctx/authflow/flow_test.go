@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/authctx/internal/ssrsession"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/problem"
 )
@@ -280,14 +281,14 @@ func TestOAuthPKCERoundTrip(t *testing.T) {
 		t.Fatalf("redirect_to %s", redirect)
 	}
 	cookies := jar(nil, w)
-	if got := strings.Join(names(cookies), ","); got != strings.Join([]string{FlowVerifierCookieName(b.cookie, flowID), FlowIndexCookieName(b.cookie), VerifierCookieName(b.cookie)}, ",") {
+	if got := strings.Join(names(cookies), ","); got != strings.Join([]string{flowVerifierCookieName(b.cookie, flowID), flowIndexCookieName(b.cookie), verifierCookieName(b.cookie)}, ",") {
 		t.Fatalf("cookies %s", got)
 	}
 	var h []string
 	for _, c := range cookies {
 		h = append(h, c.Name+"="+c.Value)
 	}
-	verifier, pending := ParseCallbackCookies([]string{strings.Join(h, "; ")}, b.cookie, flowID)
+	verifier, pending := parseCallbackCookies([]string{strings.Join(h, "; ")}, b.cookie, flowID)
 	sum := sha256.Sum256([]byte(verifier))
 	if len(verifier) != 112 || base64.RawURLEncoding.EncodeToString(sum[:]) != q.Get("code_challenge") || len(pending) != 1 || pending[0] != flowID {
 		t.Fatalf("verifier %q pending %v", verifier, pending)
@@ -342,13 +343,13 @@ func TestPKCEFlowRing(t *testing.T) {
 		ids = append(ids, queryOf(t, queryOf(t, u).Get("redirect_to")).Get(FlowIDParam))
 		cookies = jar(cookies, w)
 	}
-	raw, _ := ssrcookie.Read(cookies, FlowIndexCookieName(b.cookie))
+	raw, _ := ssrcookie.Read(cookies, flowIndexCookieName(b.cookie))
 	want, _ := json.Marshal(ids[1:])
 	if string(raw) != string(want) {
 		t.Fatalf("index %s, want %s", raw, want)
 	}
 	for _, c := range cookies {
-		if c.Name == FlowVerifierCookieName(b.cookie, ids[0]) {
+		if c.Name == flowVerifierCookieName(b.cookie, ids[0]) {
 			t.Fatalf("the oldest slot was not evicted")
 		}
 	}
@@ -369,7 +370,7 @@ func TestPKCEFlowRing(t *testing.T) {
 		t.Fatalf("callback %d %s", w.Code, w.Body)
 	}
 	cookies = jar(cookies, w)
-	raw, _ = ssrcookie.Read(cookies, FlowIndexCookieName(b.cookie))
+	raw, _ = ssrcookie.Read(cookies, flowIndexCookieName(b.cookie))
 	want, _ = json.Marshal([]string{ids[1], ids[2], ids[4], ids[5]})
 	if string(raw) != string(want) {
 		t.Fatalf("index after finishing flow 3: %s", raw)
@@ -477,8 +478,8 @@ func TestSignOutRefreshesExpiredToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := jar(cookies, w)
-	old, _ := authctx.ReadSessionCookie(cookies, b.cookie)
-	now, ok := authctx.ReadSessionCookie(after, b.cookie)
+	old, _ := ssrsession.Read(cookies, b.cookie)
+	now, ok := ssrsession.Read(after, b.cookie)
 	if !ok || now.RefreshToken == old.RefreshToken || b.resolve(after).Kind != authctx.KindUser {
 		t.Fatalf("others with an expiring token: refreshed session not stored (%v)", ok)
 	}
@@ -627,10 +628,10 @@ func TestVerifierCookieInjection(t *testing.T) {
 		{"flow id too short", "code=c&sb_flow_id=abc", nil},
 		{"flow id with a semicolon", "code=c&sb_flow_id=abcdefgh%3Bx%3D1", nil},
 		{"repeated code", "code=a&code=b", nil},
-		{"verifier with a space", "code=c", []*http.Cookie{{Name: VerifierCookieName(b.cookie), Value: enc(`"abc def"`)}}},
-		{"verifier not a string", "code=c", []*http.Cookie{{Name: VerifierCookieName(b.cookie), Value: enc(`{"v":1}`)}}},
-		{"verifier too long", "code=c", []*http.Cookie{{Name: VerifierCookieName(b.cookie), Value: enc(`"` + strings.Repeat("a", 300) + `"`)}}},
-		{"slot of another flow", "code=c&sb_flow_id=bbbbbbbbbbbbbbbb", []*http.Cookie{{Name: FlowVerifierCookieName(b.cookie, "aaaaaaaaaaaaaaaa"), Value: enc(`"abc"`)}}},
+		{"verifier with a space", "code=c", []*http.Cookie{{Name: verifierCookieName(b.cookie), Value: enc(`"abc def"`)}}},
+		{"verifier not a string", "code=c", []*http.Cookie{{Name: verifierCookieName(b.cookie), Value: enc(`{"v":1}`)}}},
+		{"verifier too long", "code=c", []*http.Cookie{{Name: verifierCookieName(b.cookie), Value: enc(`"` + strings.Repeat("a", 300) + `"`)}}},
+		{"slot of another flow", "code=c&sb_flow_id=bbbbbbbbbbbbbbbb", []*http.Cookie{{Name: flowVerifierCookieName(b.cookie, "aaaaaaaaaaaaaaaa"), Value: enc(`"abc"`)}}},
 	} {
 		w := httptest.NewRecorder()
 		b.flows.ServeCallback(w, b.req("GET", "/auth/callback?"+tc.query, tc.cookies))
@@ -643,7 +644,7 @@ func TestVerifierCookieInjection(t *testing.T) {
 	}
 	// Bogus index entries are ignored, valid ones kept.
 	idx := enc(`["../../etc","aaaaaaaaaaaaaaaa",7,"b b b b b b b b"]`)
-	_, pending := ParseCallbackCookies([]string{FlowIndexCookieName(b.cookie) + "=" + idx}, b.cookie, "")
+	_, pending := parseCallbackCookies([]string{flowIndexCookieName(b.cookie) + "=" + idx}, b.cookie, "")
 	if len(pending) != 1 || pending[0] != "aaaaaaaaaaaaaaaa" {
 		t.Fatalf("pending %v", pending)
 	}

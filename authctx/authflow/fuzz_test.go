@@ -30,7 +30,7 @@ func FuzzParseCallback(f *testing.F) {
 			}
 			return
 		}
-		if c.Code != "" && (len(c.Code) > 1024 || (c.FlowID != "" && !ValidFlowID(c.FlowID))) {
+		if c.Code != "" && (len(c.Code) > 1024 || (c.FlowID != "" && !validFlowID(c.FlowID))) {
 			t.Fatalf("accepted %+v", c)
 		}
 		if c.TokenHash != "" && !emailTypes[c.Type] {
@@ -54,7 +54,7 @@ func FuzzParseCallbackCookies(f *testing.F) {
 		f.Add(s, "")
 	}
 	f.Fuzz(func(t *testing.T, header, flowID string) {
-		v, pending := ParseCallbackCookies([]string{header}, "sb-x-auth-token", flowID)
+		v, pending := parseCallbackCookies([]string{header}, "sb-x-auth-token", flowID)
 		for i := 0; i < len(v); i++ {
 			if v[i] <= ' ' || v[i] > '~' {
 				t.Fatalf("verifier %q", v)
@@ -64,7 +64,7 @@ func FuzzParseCallbackCookies(f *testing.F) {
 			t.Fatalf("verifier of %d bytes", len(v))
 		}
 		for _, id := range pending {
-			if !ValidFlowID(id) {
+			if !validFlowID(id) {
 				t.Fatalf("pending id %q", id)
 			}
 		}

@@ -74,7 +74,7 @@ func ParseCallback(q url.Values) (Callback, error) {
 		if len(c.Code) > 1024 {
 			return Callback{}, newProblem(CodeInvalidInput, "The callback code is too long.")
 		}
-		if c.FlowID != "" && !ValidFlowID(c.FlowID) {
+		if c.FlowID != "" && !validFlowID(c.FlowID) {
 			return Callback{}, newProblem(CodeInvalidInput, "The callback's sb_flow_id is malformed.")
 		}
 	case c.TokenHash != "" && c.Code == "":
@@ -123,7 +123,7 @@ func (f *Flows) ServeCallback(w http.ResponseWriter, r *http.Request) {
 		cookies := f.pkceCookies(r)
 		v, used := readVerifier(cookies, f.cookieName, c.FlowID)
 		commit(w, f.removeVerifier(cookies, used, v))
-		p := newProblem(ProblemFor(c.AuthError, 400), "")
+		p := newProblem(problemFor(c.AuthError, 400), "")
 		p.Detail += " (auth server code " + c.AuthError + ")"
 		problem.Write(w, p)
 		return

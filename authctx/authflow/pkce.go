@@ -26,24 +26,24 @@ const MaxPendingFlows = 5
 // characters; "/recovery" may follow).
 const maxVerifierBytes = 256
 
-// VerifierCookieName returns the legacy verifier slot of a session cookie
+// verifierCookieName returns the legacy verifier slot of a session cookie
 // name: <name>-code-verifier.
-func VerifierCookieName(cookieName string) string { return cookieName + "-code-verifier" }
+func verifierCookieName(cookieName string) string { return cookieName + "-code-verifier" }
 
-// FlowVerifierCookieName returns the per-flow verifier slot:
+// flowVerifierCookieName returns the per-flow verifier slot:
 // <name>-flow-<flowID>-code-verifier.
-func FlowVerifierCookieName(cookieName, flowID string) string {
+func flowVerifierCookieName(cookieName, flowID string) string {
 	return cookieName + "-flow-" + flowID + "-code-verifier"
 }
 
-// FlowIndexCookieName returns the pending-flow index:
+// flowIndexCookieName returns the pending-flow index:
 // <name>-flows-code-verifier (a JSON array of flow ids, oldest first).
-func FlowIndexCookieName(cookieName string) string { return cookieName + "-flows-code-verifier" }
+func flowIndexCookieName(cookieName string) string { return cookieName + "-flows-code-verifier" }
 
-// ValidFlowID reports whether id has the shape auth-js accepts for a flow
+// validFlowID reports whether id has the shape auth-js accepts for a flow
 // id, [A-Za-z0-9_-]{8,64}. Ids from URLs and from the index cookie are
 // checked before they name a cookie.
-func ValidFlowID(id string) bool {
+func validFlowID(id string) bool {
 	if len(id) < 8 || len(id) > 64 {
 		return false
 	}
@@ -81,18 +81,18 @@ func (f *Flows) startPKCE(r *http.Request, redirectType string) (pkce, []*http.C
 	}
 	cookies := f.pkceCookies(r)
 	stored, _ := json.Marshal(p.verifier)
-	set, _ := ssrcookie.Write(FlowVerifierCookieName(f.cookieName, p.flowID), stored, cookies, f.opts)
+	set, _ := ssrcookie.Write(flowVerifierCookieName(f.cookieName, p.flowID), stored, cookies, f.opts)
 	index := slices.DeleteFunc(readIndex(cookies, f.cookieName), func(id string) bool { return id == p.flowID })
 	index = append(index, p.flowID)
 	for len(index) > MaxPendingFlows {
 		evicted := index[0]
 		index = index[1:]
-		del, _ := ssrcookie.Clear(FlowVerifierCookieName(f.cookieName, evicted), cookies, f.opts)
+		del, _ := ssrcookie.Clear(flowVerifierCookieName(f.cookieName, evicted), cookies, f.opts)
 		set = append(set, del...)
 	}
 	idx, _ := json.Marshal(index)
-	s2, _ := ssrcookie.Write(FlowIndexCookieName(f.cookieName), idx, cookies, f.opts)
-	s3, _ := ssrcookie.Write(VerifierCookieName(f.cookieName), stored, cookies, f.opts)
+	s2, _ := ssrcookie.Write(flowIndexCookieName(f.cookieName), idx, cookies, f.opts)
+	s3, _ := ssrcookie.Write(verifierCookieName(f.cookieName), stored, cookies, f.opts)
 	return p, append(append(set, s2...), s3...), nil
 }
 
@@ -118,33 +118,33 @@ func (f *Flows) dropNewFlow(r *http.Request, p pkce, set []*http.Cookie) []*http
 // pkceCookies returns the request's verifier cookies: the legacy slot,
 // the index and the slot of every flow the index names.
 func (f *Flows) pkceCookies(r *http.Request) []*http.Cookie {
-	cookies := f.cookies(r, VerifierCookieName(f.cookieName), FlowIndexCookieName(f.cookieName))
+	cookies := f.cookies(r, verifierCookieName(f.cookieName), flowIndexCookieName(f.cookieName))
 	ids := readIndex(cookies, f.cookieName)
 	if len(ids) == 0 {
 		return cookies
 	}
 	slots := make([]string, len(ids))
 	for i, id := range ids {
-		slots[i] = FlowVerifierCookieName(f.cookieName, id)
+		slots[i] = flowVerifierCookieName(f.cookieName, id)
 	}
 	// One pass over the header for every slot: the index may name
 	// hundreds of flows.
 	return append(cookies, ssrcookie.HeaderCookiesFor(r.Header["Cookie"], slots...)...)
 }
 
-// ParseCallbackCookies is the cookie-slot parser of the callback, exposed
-// for tests and custom callbacks: given the request's Cookie header lines
+// parseCallbackCookies is the cookie-slot parser of the callback: given
+// the request's Cookie header lines
 // and a session cookie name, it returns the verifier auth-js would use for
 // flowID ("" when none) and the pending flow ids of the index.
-func ParseCallbackCookies(lines []string, cookieName, flowID string) (verifier string, pending []string) {
-	names := []string{VerifierCookieName(cookieName), FlowIndexCookieName(cookieName)}
+func parseCallbackCookies(lines []string, cookieName, flowID string) (verifier string, pending []string) {
+	names := []string{verifierCookieName(cookieName), flowIndexCookieName(cookieName)}
 	var cookies []*http.Cookie
 	for _, n := range names {
 		cookies = append(cookies, ssrcookie.HeaderCookies(lines, n)...)
 	}
 	pending = readIndex(cookies, cookieName)
-	if ValidFlowID(flowID) {
-		cookies = append(cookies, ssrcookie.HeaderCookies(lines, FlowVerifierCookieName(cookieName, flowID))...)
+	if validFlowID(flowID) {
+		cookies = append(cookies, ssrcookie.HeaderCookies(lines, flowVerifierCookieName(cookieName, flowID))...)
 	}
 	verifier, _ = readVerifier(cookies, cookieName, flowID)
 	return verifier, pending
@@ -154,7 +154,7 @@ func ParseCallbackCookies(lines []string, cookieName, flowID string) (verifier s
 // (auth-js getPKCEFlowIndex: anything but an array of valid ids is
 // ignored).
 func readIndex(cookies []*http.Cookie, cookieName string) []string {
-	raw, err := ssrcookie.Read(cookies, FlowIndexCookieName(cookieName))
+	raw, err := ssrcookie.Read(cookies, flowIndexCookieName(cookieName))
 	if err != nil || len(raw) > 4096 {
 		return nil
 	}
@@ -164,7 +164,7 @@ func readIndex(cookies []*http.Cookie, cookieName string) []string {
 	}
 	var out []string
 	for _, v := range list {
-		if s, ok := v.(string); ok && ValidFlowID(s) && !slices.Contains(out, s) {
+		if s, ok := v.(string); ok && validFlowID(s) && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
@@ -177,12 +177,12 @@ func readIndex(cookies []*http.Cookie, cookieName string) []string {
 // used ("" for the legacy slot). An invalid flow id reads nothing. The
 // value must be a JSON string of printable ASCII without spaces.
 func readVerifier(cookies []*http.Cookie, cookieName, flowID string) (verifier, used string) {
-	name := VerifierCookieName(cookieName)
+	name := verifierCookieName(cookieName)
 	if flowID != "" {
-		if !ValidFlowID(flowID) {
+		if !validFlowID(flowID) {
 			return "", ""
 		}
-		name, used = FlowVerifierCookieName(cookieName, flowID), flowID
+		name, used = flowVerifierCookieName(cookieName, flowID), flowID
 	}
 	raw, err := ssrcookie.Read(cookies, name)
 	if err != nil || len(raw) > maxVerifierBytes {
@@ -205,21 +205,21 @@ func readVerifier(cookies []*http.Cookie, cookieName, flowID string) (verifier, 
 // rewritten without it (deleted when empty), and the legacy slot when it
 // holds the same verifier.
 func (f *Flows) removeVerifier(cookies []*http.Cookie, flowID, verifier string) []*http.Cookie {
-	legacy := VerifierCookieName(f.cookieName)
+	legacy := verifierCookieName(f.cookieName)
 	if flowID == "" {
 		set, _ := ssrcookie.Clear(legacy, cookies, f.opts)
 		return set
 	}
-	set, _ := ssrcookie.Clear(FlowVerifierCookieName(f.cookieName, flowID), cookies, f.opts)
+	set, _ := ssrcookie.Clear(flowVerifierCookieName(f.cookieName, flowID), cookies, f.opts)
 	index := readIndex(cookies, f.cookieName)
 	remaining := slices.DeleteFunc(slices.Clone(index), func(id string) bool { return id == flowID })
 	if len(remaining) != len(index) {
 		if len(remaining) > 0 {
 			idx, _ := json.Marshal(remaining)
-			s, _ := ssrcookie.Write(FlowIndexCookieName(f.cookieName), idx, cookies, f.opts)
+			s, _ := ssrcookie.Write(flowIndexCookieName(f.cookieName), idx, cookies, f.opts)
 			set = append(set, s...)
 		} else {
-			s, _ := ssrcookie.Clear(FlowIndexCookieName(f.cookieName), cookies, f.opts)
+			s, _ := ssrcookie.Clear(flowIndexCookieName(f.cookieName), cookies, f.opts)
 			set = append(set, s...)
 		}
 	}
@@ -238,12 +238,12 @@ func (f *Flows) removeVerifier(cookies []*http.Cookie, flowID, verifier string) 
 func (f *Flows) removeAllVerifiers(cookies []*http.Cookie) []*http.Cookie {
 	var set []*http.Cookie
 	for _, id := range readIndex(cookies, f.cookieName) {
-		s, _ := ssrcookie.Clear(FlowVerifierCookieName(f.cookieName, id), cookies, f.opts)
+		s, _ := ssrcookie.Clear(flowVerifierCookieName(f.cookieName, id), cookies, f.opts)
 		set = append(set, s...)
 	}
-	s, _ := ssrcookie.Clear(FlowIndexCookieName(f.cookieName), cookies, f.opts)
+	s, _ := ssrcookie.Clear(flowIndexCookieName(f.cookieName), cookies, f.opts)
 	set = append(set, s...)
-	s, _ = ssrcookie.Clear(VerifierCookieName(f.cookieName), cookies, f.opts)
+	s, _ = ssrcookie.Clear(verifierCookieName(f.cookieName), cookies, f.opts)
 	return append(set, s...)
 }
 

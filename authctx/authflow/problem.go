@@ -113,10 +113,9 @@ func newProblem(c problem.Code, detail string) *problem.Problem {
 	return &problem.Problem{Kind: spec.kind, Status: spec.status, Title: title, Code: c, Detail: detail}
 }
 
-// ProblemFor maps an auth server error code and HTTP status (as
-// [Flows.Problem] does) to a flow Problem code; exported for handlers
-// that call the auth server themselves.
-func ProblemFor(authCode string, status int) problem.Code {
+// problemFor maps an auth server error code and HTTP status (as
+// [Flows.Problem] does) to a flow Problem code.
+func problemFor(authCode string, status int) problem.Code {
 	if c, ok := byAuthCode[authCode]; ok {
 		return c
 	}
@@ -142,7 +141,7 @@ func (f *Flows) Problem(rep gotrue.Reply) *problem.Problem {
 		}
 		return newProblem(CodeUnavailable, d).WithHeader("Retry-After", "5").WithCause(rep.Err)
 	}
-	c := ProblemFor(rep.Code, rep.Status)
+	c := problemFor(rep.Code, rep.Status)
 	p := newProblem(c, "")
 	if rep.Code != "" && (c == CodeRejected || c == CodeInvalidInput || c == CodeFlowInvalid || c == CodeMethodDisabled) {
 		p.Detail += " (auth server code " + rep.Code + ")"

@@ -22,6 +22,7 @@ import (
 	"github.com/tablegate/tablegate/authctx/authflow"
 	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/demo"
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
 )
 
 type flowApp struct {
@@ -159,13 +160,20 @@ func testDemoPasswordSignInAndSignOut(t *testing.T, a *flowApp, tokensOnly bool)
 	}
 	// The session's refresh token, for the check after sign-out.
 	u, _ := url.Parse(a.url)
-	stored := c.Jar.Cookies(u)
-	sess, ok := authctx.ReadSessionCookie(stored, a.cookie)
-	if !ok {
-		t.Fatal("no session cookie")
+	var stored []*http.Cookie
+	for _, ck := range c.Jar.Cookies(u) {
+		stored = append(stored, ck)
 	}
-	if hasUser := strings.Contains(string(sess.Raw), `"user"`); hasUser == tokensOnly {
-		t.Fatalf("tokens-only %v, cookie %s", tokensOnly, sess.Raw)
+	raw, err := ssrcookie.Read(stored, a.cookie)
+	if err != nil {
+		t.Fatalf("no session cookie: %v", err)
+	}
+	sess, err := ssrcookie.LoadSession(raw)
+	if err != nil {
+		t.Fatalf("session cookie: %v", err)
+	}
+	if hasUser := strings.Contains(string(raw), `"user"`); hasUser == tokensOnly {
+		t.Fatalf("tokens-only %v, cookie %s", tokensOnly, raw)
 	}
 	resp, body = a.post(c, "/auth/sign-out", url.Values{"scope": {"global"}, "next": {"/account"}})
 	if resp.StatusCode != 200 || !strings.Contains(body, `id="reason">signed_out<`) {

@@ -73,12 +73,12 @@ code{background:#f4f4f4;padding:0 .2rem}</style></head>
 // accountHandler serves GET /account.
 func accountHandler(w http.ResponseWriter, r *http.Request) {
 	a := authctx.AuthFrom(r.Context())
-	s := a.Session()
 	data := struct {
 		Kind, Reason, UserID, Email, ExpiresAt, DemoEmail string
 		Exp                                               int64
-	}{Kind: string(a.Kind), Reason: string(a.Reason), UserID: s.UserID, DemoEmail: UserEmail}
+	}{Kind: string(a.Kind), Reason: string(a.Reason), DemoEmail: UserEmail}
 	if a.Kind == authctx.KindUser && a.User != nil {
+		data.UserID = a.User.ID
 		data.Email, _ = a.User.Claims["email"].(string)
 		data.ExpiresAt = a.User.ExpiresAt.UTC().Format(time.RFC3339)
 		data.Exp = a.User.ExpiresAt.Unix()

@@ -26,9 +26,12 @@ type Whoami struct {
 
 // WhoamiOf is the Whoami of a resolved caller.
 func WhoamiOf(a authctx.Auth) Whoami {
-	s := a.Session()
-	return Whoami{Kind: a.Kind, Reason: a.Reason, UserID: s.UserID, Anonymous: s.Anonymous, KeyName: a.KeyName, Claims: s.Claims,
+	w := Whoami{Kind: a.Kind, Reason: a.Reason, Anonymous: a.Actor().Anonymous, KeyName: a.KeyName, Claims: a.Claims(),
 		Cause: a.Cause(), Detail: a.CauseDetail()}
+	if a.Kind == authctx.KindUser && a.User != nil {
+		w.UserID = a.User.ID
+	}
+	return w
 }
 
 // guardRoutes maps the /guard/{name} names to allow lists, one route per

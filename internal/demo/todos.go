@@ -66,7 +66,7 @@ func demoTodoOptions() *rest.Config {
 		Handler: func(c *rest.Ctx, in rest.ActionInput[rest.None, rest.None]) (rest.RowJSON, error) {
 			tag, err := c.DB.Exec(c, `update public.todos set done = true where id = $1`, in.ID)
 			if err != nil {
-				return nil, db.Problem(err)
+				return nil, rest.DBProblem(err)
 			}
 			if tag.RowsAffected() == 0 {
 				return nil, problem.New(problem.KindForbidden, "Only the owner, signed in with a full account, may complete this todo.")

@@ -16,7 +16,7 @@ func TestAnonymousHelpers(t *testing.T) {
 	d := db.New(pgtest.DB(t), nil)
 	for _, tc := range []struct {
 		name            string
-		c               authctx.Caller
+		c               authctx.Auth
 		anonymous, full bool
 	}{
 		{"full user", user(userA1, tenantA), false, true},
@@ -54,7 +54,7 @@ func TestExcludeAnonymous(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		c    authctx.Caller
+		c    authctx.Auth
 		sql  string
 		want string // SQLSTATE, "" for success
 	}{
@@ -91,10 +91,10 @@ type finding struct {
 	Policies                       []string
 }
 
-func findings(t *testing.T, d *db.DB, c authctx.Caller, schemas []string) []finding {
+func findings(t *testing.T, d *db.DB, c authctx.Auth, schemas []string) []finding {
 	t.Helper()
 	var out []finding
-	err := d.Tx(t.Context(), c, func(q db.Querier) error {
+	err := d.Run(t.Context(), c.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		rows, err := q.Query(t.Context(), `select table_schema, table_name, command, reason, policies from tablegate.write_policies_without_anon_check($1)`, schemas)
 		if err != nil {
 			return err
@@ -191,7 +191,7 @@ func TestWritePoliciesWithoutAnonCheck(t *testing.T) {
 	admin(t, pool, `grant update on public.pub_open to authenticated`)
 	var n int
 	var tables []string
-	err := d.Tx(t.Context(), service, func(q db.Querier) error {
+	err := d.Run(t.Context(), service.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		return q.QueryRow(t.Context(), `select count(*), array_agg(distinct table_schema || '.' || table_name) from tablegate.write_policies_without_anon_check()`).Scan(&n, &tables)
 	})
 	if err != nil || n != 1 || !slices.Equal(tables, []string{"public.pub_open"}) {

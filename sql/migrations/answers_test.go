@@ -32,9 +32,9 @@ func execScript(t testing.TB, pool *pgxpool.Pool, sql string) {
 
 // answer evaluates sql (one row of text columns) as the caller, or returns
 // the SQLSTATE of its error.
-func answer(ctx context.Context, d *db.DB, c authctx.Caller, sql string) string {
+func answer(ctx context.Context, d *db.DB, c authctx.Auth, sql string) string {
 	var out []string
-	err := d.Read(ctx, c, func(q db.Querier) error {
+	err := d.Run(ctx, c.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 		rows, err := q.Query(ctx, sql)
 		if err != nil {
 			return err
@@ -307,20 +307,20 @@ insert into tablegate.memberships (user_id, scope, scope_id, roles) values
 // policyOutcome is what a caller may do under a table's policies: the ids
 // it reads, and whether an insert into tenant A, an update and a delete of
 // the row of tenant A (id 1) succeed (each rolled back).
-func policyOutcome(t *testing.T, d *db.DB, c authctx.Caller, table string) string {
+func policyOutcome(t *testing.T, d *db.DB, c authctx.Auth, table string) string {
 	return policyOutcomeOf(t, d, c, table,
 		"insert into "+table+" (id, tenant_id, owner_id, title) values (100, '"+tenantA+"', '"+userA1+"', 'new')", "id = 1")
 }
 
 // policyOutcomeOf is policyOutcome with the insert statement and the
 // condition naming the row of tenant A given.
-func policyOutcomeOf(t *testing.T, d *db.DB, c authctx.Caller, table, insert, row string) string {
+func policyOutcomeOf(t *testing.T, d *db.DB, c authctx.Auth, table, insert, row string) string {
 	t.Helper()
 	ctx := t.Context()
 	read := answer(ctx, d, c, "select coalesce(string_agg(id::text, ' ' order by id), '') from "+table)
 	write := func(sql string) string {
 		var n int64
-		err := d.Tx(ctx, c, func(q db.Querier) error {
+		err := d.Run(ctx, c.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 			tag, err := q.Exec(ctx, sql)
 			n = tag.RowsAffected()
 			if err == nil {

@@ -16,7 +16,7 @@ func TestIsApproverOf(t *testing.T) {
 	d := db.New(pool, nil)
 	admin(t, pool, `insert into tablegate.memberships (user_id, scope, scope_id, roles) values
 	  ($1, 'tenant', $2, '{member,approver}'), ($1, 'tenant', $3, '{member}')`, userA1, tenantA, tenantB)
-	approverOf := func(c authctx.Caller, tenant string) bool {
+	approverOf := func(c authctx.Auth, tenant string) bool {
 		t.Helper()
 		return scalar[bool](t, d, c, `select tablegate.is_approver_of(nullif($1, '')::uuid)`, tenant)
 	}
@@ -27,7 +27,7 @@ func TestIsApproverOf(t *testing.T) {
 	anonymous := withClaims(authctx.Claims{"sub": userA1, "tenant_id": tenantA, "is_anonymous": true})
 	type want struct {
 		name   string
-		c      authctx.Caller
+		c      authctx.Auth
 		tenant string
 		ok     bool
 	}
@@ -69,7 +69,7 @@ func TestIsApproverOf(t *testing.T) {
 		t.Error("set_approver_source accepted an unknown source")
 	}
 	// The API roles cannot change the setting.
-	err := d.Tx(t.Context(), table, func(q db.Querier) error {
+	err := d.Run(t.Context(), table.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		_, err := q.Exec(t.Context(), `select tablegate.set_approver_source('global_role')`)
 		return err
 	})
@@ -92,7 +92,7 @@ func TestApprovalsNeedMembership(t *testing.T) {
 	const ask = `select outcome from tablegate.approval_request('todos.purge', 'todos', '1', interval '1 hour', interval '1 hour')`
 	for _, c := range []struct {
 		name   string
-		caller authctx.Caller
+		caller authctx.Auth
 		state  string
 	}{
 		{"member", user(userA1, tenantA), ""},

@@ -40,13 +40,13 @@ func BenchmarkTenantPolicies(b *testing.B) {
 	cases := []struct {
 		name string
 		d    *db.DB
-		c    authctx.Caller
+		c    authctx.Auth
 	}{{"user", current, full}, {"service", current, service}}
 	for _, bc := range cases {
 		b.Run("get/"+bc.name, func(b *testing.B) {
 			for b.Loop() {
 				var title string
-				err := bc.d.Read(b.Context(), bc.c, func(q db.Querier) error {
+				err := bc.d.Run(b.Context(), bc.c.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 					return q.QueryRow(b.Context(), `select title from public.todos where id = $1`, int64(13)).Scan(&title)
 				})
 				if err != nil || title != "todo 13" {
@@ -59,7 +59,7 @@ func BenchmarkTenantPolicies(b *testing.B) {
 		b.Run("list50/"+bc.name, func(b *testing.B) {
 			for b.Loop() {
 				n := 0
-				err := bc.d.Read(b.Context(), bc.c, func(q db.Querier) error {
+				err := bc.d.Run(b.Context(), bc.c.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 					rows, err := q.Query(b.Context(), `select id, title from public.todos where tenant_id = $1 order by id limit 50`, tenant)
 					if err != nil {
 						return err
@@ -119,7 +119,7 @@ func BenchmarkStorageMembership(b *testing.B) {
 		b.Run("read/"+v.name, func(b *testing.B) {
 			for b.Loop() {
 				var name string
-				if err := d.Read(b.Context(), member, func(q db.Querier) error {
+				if err := d.Run(b.Context(), member.DBCaller(), db.RunOpts{}, func(q db.Querier) error {
 					return q.QueryRow(b.Context(), stmt).Scan(&name)
 				}); err != nil {
 					b.Fatal(err)
@@ -128,7 +128,7 @@ func BenchmarkStorageMembership(b *testing.B) {
 		})
 		b.Run("executor/"+v.name, func(b *testing.B) {
 			const n = 100 // statements per call of the loop
-			err := d.Tx(b.Context(), member, func(q db.Querier) error {
+			err := d.Run(b.Context(), member.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 				if _, err := q.Exec(b.Context(), `create or replace function pg_temp.loop(n int) returns int language plpgsql as $$
 declare x text; begin for i in 1..n loop `+stmt+` into x; if x is null then raise 'not read'; end if; end loop; return n; end $$`); err != nil {
 					return err

@@ -32,51 +32,51 @@ const (
 // caller is one named caller of a policy matrix.
 type caller struct {
 	name string
-	ctx  authctx.Caller
+	ctx  authctx.Auth
 }
 
 // user returns a full user (anonymous false) whose claims carry tenant at
 // the top-level claim tenant_id (empty: no tenant claim).
-func user(sub, tenant string) authctx.Caller {
+func user(sub, tenant string) authctx.Auth {
 	c := authctx.Claims{"sub": sub, "role": "authenticated", "is_anonymous": false}
 	if tenant != "" {
 		c["tenant_id"] = tenant
 	}
-	return authctx.NewUser(c, "tok", nil).Caller()
+	return authctx.NewUser(c, "tok", nil)
 }
 
 // guest returns an anonymous sign-in of tenant.
-func guest(sub, tenant string) authctx.Caller {
+func guest(sub, tenant string) authctx.Auth {
 	return authctx.NewUser(authctx.Claims{
 		"sub": sub, "role": "authenticated", "is_anonymous": true, "tenant_id": tenant,
-	}, "tok", nil).Caller()
+	}, "tok", nil)
 }
 
 // withClaims returns a user with exactly these claims (role authenticated added).
-func withClaims(c authctx.Claims) authctx.Caller {
+func withClaims(c authctx.Claims) authctx.Auth {
 	c["role"] = "authenticated"
-	return authctx.NewUser(c, "tok", nil).Caller()
+	return authctx.NewUser(c, "tok", nil)
 }
 
 var (
-	noSession = authctx.Anon(authctx.ReasonNone).Caller()
-	service   = authctx.Service("svc").Caller()
+	noSession = authctx.Anon(authctx.ReasonNone)
+	service   = authctx.Service("svc")
 )
 
 // exec runs one statement as the caller in its own transaction.
-func exec(t *testing.T, d *db.DB, c authctx.Caller, sql string, args ...any) error {
+func exec(t *testing.T, d *db.DB, c authctx.Auth, sql string, args ...any) error {
 	t.Helper()
-	return d.Tx(context.Background(), c, func(q db.Querier) error {
+	return d.Run(context.Background(), c.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		_, err := q.Exec(context.Background(), sql, args...)
 		return err
 	})
 }
 
 // scalar reads one value as the caller.
-func scalar[T any](t *testing.T, d *db.DB, c authctx.Caller, sql string, args ...any) T {
+func scalar[T any](t *testing.T, d *db.DB, c authctx.Auth, sql string, args ...any) T {
 	t.Helper()
 	var v T
-	err := d.Tx(context.Background(), c, func(q db.Querier) error {
+	err := d.Run(context.Background(), c.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		return q.QueryRow(context.Background(), sql, args...).Scan(&v)
 	})
 	if err != nil {
@@ -135,7 +135,7 @@ func adminScalar[T any](t *testing.T, pool *pgxpool.Pool, sql string, args ...an
 }
 
 // userAt returns a user whose tenant sits at the dotted claim path.
-func userAt(path, sub, tenant string, anonymous bool) authctx.Caller {
+func userAt(path, sub, tenant string, anonymous bool) authctx.Auth {
 	c := authctx.Claims{"sub": sub, "role": "authenticated", "is_anonymous": anonymous}
 	if tenant != "" {
 		m := map[string]any(c)
@@ -147,7 +147,7 @@ func userAt(path, sub, tenant string, anonymous bool) authctx.Caller {
 		}
 		m[parts[len(parts)-1]] = tenant
 	}
-	return authctx.NewUser(c, "tok", nil).Caller()
+	return authctx.NewUser(c, "tok", nil)
 }
 
 // claimVariants are the tenant claim settings every module is tested under:

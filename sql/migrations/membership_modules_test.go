@@ -43,7 +43,7 @@ func TestStorageRequireMembership(t *testing.T) {
 		admin(t, pool, `insert into storage.objects (bucket_id, name) values ($1, $2)`, o[0], o[1])
 	}
 	d := db.New(pool, nil)
-	read := func(c authctx.Caller, bucket string) string {
+	read := func(c authctx.Auth, bucket string) string {
 		t.Helper()
 		return scalar[string](t, d, c, `select coalesce(string_agg(name, ',' order by name collate "C"), '') from storage.objects where bucket_id = $1`, bucket)
 	}
@@ -70,7 +70,7 @@ func TestStorageRequireMembership(t *testing.T) {
 	check("required", required)
 	for _, tc := range []struct {
 		name string
-		c    authctx.Caller
+		c    authctx.Auth
 		want string
 	}{
 		{"member", user(userA1, tenantA), ""},

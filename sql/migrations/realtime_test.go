@@ -12,10 +12,10 @@ import (
 // receives emulates Realtime's join check for a private channel: within the
 // caller's transaction, set realtime.topic and read the topic's broadcast
 // messages back under row-level security.
-func receives(t *testing.T, d *db.DB, c authctx.Caller, topic string) int {
+func receives(t *testing.T, d *db.DB, c authctx.Auth, topic string) int {
 	t.Helper()
 	var n int
-	err := d.Tx(t.Context(), c, func(q db.Querier) error {
+	err := d.Run(t.Context(), c.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 		if _, err := q.Exec(t.Context(), `select set_config('realtime.topic', $1, true)`, topic); err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func TestRealtimePolicies(t *testing.T) {
 				// Who receives the tenant's change signals.
 				for _, tc := range []struct {
 					name string
-					c    authctx.Caller
+					c    authctx.Auth
 					want int
 				}{
 					{"full user", full, 1},
@@ -115,7 +115,7 @@ func TestRealtimePolicies(t *testing.T) {
 				// Who may send broadcast/presence (and join by write).
 				for _, tc := range []struct {
 					name             string
-					c                authctx.Caller
+					c                authctx.Auth
 					topic, extension string
 					want             string
 				}{
@@ -259,7 +259,7 @@ grant usage on sequence public.notes_id_seq to authenticated, service_role;`)
 	}
 	for _, w := range []struct {
 		who    string
-		c      authctx.Caller
+		c      authctx.Auth
 		tenant string
 		wantA  int
 		wantB  int
@@ -286,12 +286,12 @@ grant usage on sequence public.notes_id_seq to authenticated, service_role;`)
 	// A token without a role claim is a user all the same; an anonymous
 	// sign-in may not post even to its own tenant's topics; with
 	// require_membership, neither may a non-member.
-	noRole := authctx.NewUser(authctx.Claims{"sub": userA1, "tenant_id": tenantA}, "", nil).Caller()
+	noRole := authctx.NewUser(authctx.Claims{"sub": userA1, "tenant_id": tenantA}, "", nil)
 	guest := userAt("tenant_id", guestA, tenantA, true)
 	outsider := userAt("tenant_id", userB1, tenantA, false) // claims A, a member of B only
 	for _, w := range []struct {
 		who    string
-		c      authctx.Caller
+		c      authctx.Auth
 		tenant string
 		owner  string
 	}{

@@ -68,7 +68,7 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 	g := userAt(path, guestA, tenantA, true)
 	callers := []struct {
 		name string
-		c    authctx.Caller
+		c    authctx.Auth
 	}{{"full user", full}, {"same-tenant user", mate}, {"other tenant", other}, {"anonymous sign-in", g}, {"no session", noSession}, {"service", service}}
 
 	// The checks below run as the API roles, never as the admin.
@@ -104,7 +104,7 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 	// Uploads.
 	for _, tc := range []struct {
 		who          string
-		c            authctx.Caller
+		c            authctx.Auth
 		bucket, name string
 		want         string
 	}{
@@ -133,7 +133,7 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 		if tc.bucket == "other-bucket" {
 			admin(t, pool, `insert into storage.buckets (id, name) values ('other-bucket', 'other') on conflict do nothing`)
 		}
-		err := exec(t, d, tc.c, `insert into storage.objects (bucket_id, name, owner_id) values ($1, $2, $3)`, tc.bucket, tc.name, tc.c.Actor.ID)
+		err := exec(t, d, tc.c, `insert into storage.objects (bucket_id, name, owner_id) values ($1, $2, $3)`, tc.bucket, tc.name, tc.c.Actor().ID)
 		if got := sqlState(err); got != tc.want {
 			t.Errorf("%s uploads %s/%s: SQLSTATE %q, want %q", tc.who, tc.bucket, tc.name, got, tc.want)
 		}
@@ -148,9 +148,9 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 	admin(t, pool, `delete from storage.objects where name = $1`, tenantA+"/../old.txt")
 
 	// Overwrites, moves and deletes.
-	affect := func(c authctx.Caller, sql string, args ...any) (int64, string) {
+	affect := func(c authctx.Auth, sql string, args ...any) (int64, string) {
 		var n int64
-		err := d.Tx(t.Context(), c, func(q db.Querier) error {
+		err := d.Run(t.Context(), c.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 			tag, err := q.Exec(t.Context(), sql, args...)
 			n = tag.RowsAffected()
 			return err
@@ -160,7 +160,7 @@ func storageMatrix(t *testing.T, pool *pgxpool.Pool, path string) {
 	docA := tenantA + "/doc.txt"
 	for _, tc := range []struct {
 		who   string
-		c     authctx.Caller
+		c     authctx.Auth
 		sql   string
 		args  []any
 		rows  int64

@@ -15,7 +15,7 @@ func TestCurrentTenantID(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.DB(t)
 	d := db.New(pool, nil)
-	read := func(c authctx.Caller) string {
+	read := func(c authctx.Auth) string {
 		return scalar[string](t, d, c, `select coalesce(tablegate.current_tenant_id()::text, '')`)
 	}
 	top := withClaims(authctx.Claims{"sub": userA1, "tenant_id": tenantA})
@@ -29,7 +29,7 @@ func TestCurrentTenantID(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		c    authctx.Caller
+		c    authctx.Auth
 		want string
 	}{
 		{"top-level tenant_id", top, tenantA},
@@ -50,7 +50,7 @@ func TestCurrentTenantID(t *testing.T) {
 	admin(t, pool, `select tablegate.set_tenant_claim('app_metadata.org_id')`)
 	for _, tc := range []struct {
 		name string
-		c    authctx.Caller
+		c    authctx.Auth
 		want string
 	}{
 		{"renamed: org_id read", org, tenantB},
@@ -79,10 +79,10 @@ func TestSetTenantClaim(t *testing.T) {
 			t.Errorf("set_tenant_claim(%q): SQLSTATE %q, want 22023", bad, got)
 		}
 	}
-	for _, c := range []authctx.Caller{user(userA1, tenantA), noSession, service} {
+	for _, c := range []authctx.Auth{user(userA1, tenantA), noSession, service} {
 		err := exec(t, d, c, `select tablegate.set_tenant_claim('org_id')`)
 		if got := sqlState(err); got != "42501" {
-			t.Errorf("%s renaming the claim: SQLSTATE %q, want 42501", c.Actor.Type, got)
+			t.Errorf("%s renaming the claim: SQLSTATE %q, want 42501", c.Actor().Type, got)
 		}
 	}
 	if got := adminScalar[string](t, pool, `select tablegate.tenant_claim()`); got != "tenant_id" {
@@ -105,7 +105,7 @@ func TestTenantPolicies(t *testing.T) {
 	full := user(userA1, tenantA)
 	other := user(userB1, tenantB)
 	g := guest(guestA, tenantA)
-	count := func(c authctx.Caller) int { return scalar[int](t, d, c, `select count(*) from public.todos`) }
+	count := func(c authctx.Auth) int { return scalar[int](t, d, c, `select count(*) from public.todos`) }
 	if n := count(full); n != 1 {
 		t.Errorf("full user sees %d rows, want 1", n)
 	}
@@ -127,7 +127,7 @@ func TestTenantPolicies(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		c    authctx.Caller
+		c    authctx.Auth
 		sql  string
 		want string
 	}{
@@ -143,10 +143,10 @@ func TestTenantPolicies(t *testing.T) {
 		}
 	}
 	// Updates and deletes outside the caller's reach touch nothing.
-	mustAffect := func(name string, c authctx.Caller, sql string, want int64) {
+	mustAffect := func(name string, c authctx.Auth, sql string, want int64) {
 		t.Helper()
 		var n int64
-		err := d.Tx(t.Context(), c, func(q db.Querier) error {
+		err := d.Run(t.Context(), c.DBCaller(), db.RunOpts{Tx: true}, func(q db.Querier) error {
 			tag, err := q.Exec(t.Context(), sql)
 			n = tag.RowsAffected()
 			return err

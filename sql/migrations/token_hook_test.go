@@ -144,12 +144,12 @@ func TestHookClaimsAnswerAsTable(t *testing.T) {
 
 	type pair struct {
 		name        string
-		plain, hook authctx.Caller
+		plain, hook authctx.Auth
 	}
 	var pairs []pair
 	members := 0
 	for _, c := range callerKinds() {
-		claims := c.ctx.Claims
+		claims := c.ctx.Claims()
 		if claims == nil { // no session, service role: no token to extend
 			continue
 		}
@@ -165,7 +165,7 @@ func TestHookClaimsAnswerAsTable(t *testing.T) {
 		if hooked["memberships"] != nil {
 			members++
 		}
-		pairs = append(pairs, pair{c.name, authctx.NewUser(plain, "tok", nil).Caller(), authctx.NewUser(hooked, "tok", nil).Caller()})
+		pairs = append(pairs, pair{c.name, authctx.NewUser(plain, "tok", nil), authctx.NewUser(hooked, "tok", nil)})
 	}
 	if members < 4 {
 		t.Fatalf("only %d callers got a memberships claim: the comparison proves little", members)
@@ -215,7 +215,7 @@ func TestHookClaimsAnswerAsTable(t *testing.T) {
 	// A membership added after the token was issued is found in the table.
 	admin(t, pool, `insert into tablegate.memberships (user_id, scope, scope_id, roles) values ($1, 'tenant', $2, '{member}')`, userA1, tenantB)
 	staleB := authctx.NewUser(authctx.Claims{"sub": userA1, "role": "authenticated", "tenant_id": tenantB,
-		"memberships": fullA.hook.Claims["memberships"]}, "tok", nil).Caller()
+		"memberships": fullA.hook.Claims()["memberships"]}, "tok", nil)
 	if got := answer(t.Context(), d, staleB, `select tablegate.member_tenant_id()::text`); got != tenantB {
 		t.Errorf("membership added after the token: member_tenant_id() = %q, want %s", got, tenantB)
 	}

@@ -1,4 +1,4 @@
-package db_test
+package rest_test
 
 import (
 	"errors"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/problem"
+	"github.com/tablegate/tablegate/rest"
 )
 
 // Every way a connection can fail — before, during or after a statement —
@@ -33,7 +33,7 @@ func TestProblemConnectionFailures(t *testing.T) {
 		{"starting up (57P03)", &pgconn.PgError{Code: "57P03", Severity: "FATAL"}, 503},
 		{"something else", errors.New("boom"), 500},
 	} {
-		p, ok := problem.As(db.Problem(c.err))
+		p, ok := problem.As(rest.DBProblem(c.err))
 		if !ok || p.Status != c.want {
 			t.Errorf("%s: %+v, want %d", c.name, p, c.want)
 			continue
