@@ -163,11 +163,6 @@ type API struct {
 	problems problem.Writer
 }
 
-// Route is one documented operation: method, path (the full path below
-// the server, i.e. starting with BasePath) and operation id. The route
-// table is the router's ([rest.Router.Routes]).
-type Route = rest.Route
-
 // validate checks the definition before the document is built.
 func (opts *Config) validate() error {
 	if _, err := CleanBasePath(opts.BasePath); err != nil {
@@ -313,7 +308,7 @@ func (a *API) HTML() []byte { return a.html }
 
 // Routes returns every documented operation (meta routes included),
 // sorted by path, then method: the routes of [API.Router].
-func (a *API) Routes() []Route { return a.router.Routes() }
+func (a *API) Routes() []rest.Route { return a.router.Routes() }
 
 // Router returns the [rest.Router] serving, below BasePath, every
 // resource and handler (BasePath/<segment>/...), the event streams, the
@@ -371,7 +366,7 @@ func (a *API) meta(contentType string, body []byte) http.Handler {
 		if strings.HasPrefix(contentType, "text/html") {
 			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 		} else {
-			h.Set("Content-Security-Policy", APIContentSecurityPolicy)
+			h.Set("Content-Security-Policy", rest.ContentSecurityPolicy)
 		}
 		h.Set("Content-Length", fmt.Sprint(len(body)))
 		w.WriteHeader(http.StatusOK)
@@ -380,12 +375,6 @@ func (a *API) meta(contentType string, body []byte) http.Handler {
 		}
 	})
 }
-
-// APIContentSecurityPolicy is the Content-Security-Policy of every
-// resource response and of the JSON and YAML documents
-// ([rest.ContentSecurityPolicy]). Only the reference page at BasePath/docs
-// gets a policy of its own.
-const APIContentSecurityPolicy = rest.ContentSecurityPolicy
 
 func allowOf(opts *Config, name string) []authctx.Allow {
 	if a, ok := opts.Allow[name]; ok {

@@ -61,7 +61,7 @@ func TestDescribedHandlers(t *testing.T) {
 	req := httptest.NewRequest("POST", "/api/things/abc/approve", nil)
 	req = req.WithContext(authctx.WithResult(req.Context(), authctx.Result{Auth: authctx.NewUser(authctx.Claims{"sub": "11111111-1111-1111-1111-111111111111", "role": "authenticated"}, "t", nil)}))
 	api.Handler().ServeHTTP(rec, req)
-	if rec.Code != 200 || seen != "POST /abc/approve" || rec.Header().Get("Content-Security-Policy") != spec.APIContentSecurityPolicy {
+	if rec.Code != 200 || seen != "POST /abc/approve" || rec.Header().Get("Content-Security-Policy") != rest.ContentSecurityPolicy {
 		t.Errorf("with a user: %d, handler saw %q, CSP %q", rec.Code, seen, rec.Header().Get("Content-Security-Policy"))
 	}
 

@@ -407,7 +407,7 @@ func TestRouteBelowMiddleware(t *testing.T) {
 		t.Fatal(err)
 	}
 	resource := restResource
-	set := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { // as rest.ResourceSet
+	set := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { // as rest.Router
 		MountPattern(r.Context(), "/todos/")
 		http.StripPrefix("/todos", resource).ServeHTTP(w, r)
 	})
