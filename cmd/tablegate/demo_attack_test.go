@@ -276,7 +276,7 @@ func TestAttackConnectionsArePinned(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve did not start: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // sleep: the poll step of the bounded wait for /livez
 	}
 	// closedWithin reports whether the server closes conn within d.
 	closedWithin := func(conn net.Conn, d time.Duration) bool {
@@ -480,13 +480,15 @@ func TestAttackApprovalBurstStarvesPool(t *testing.T) {
 		attackers[i] = a.token(fmt.Sprintf("9%07d-0000-4000-8000-%012d", i, i), demoTenantB)
 	}
 	wave := func(during func()) {
-		var wg sync.WaitGroup
+		var wg, sending sync.WaitGroup
 		start := make(chan struct{})
 		for _, tok := range attackers {
 			wg.Add(1)
+			sending.Add(1)
 			go func() {
 				defer wg.Done()
 				<-start
+				sending.Done()
 				r := a.as(tok, "POST", "/api/todos/purge", nil)
 				mu.Lock()
 				statuses[r.status]++
@@ -494,6 +496,7 @@ func TestAttackApprovalBurstStarvesPool(t *testing.T) {
 			}()
 		}
 		close(start)
+		sending.Wait() // the wave is in flight: every attacker is sending
 		during()
 		wg.Wait()
 	}
@@ -509,7 +512,6 @@ func TestAttackApprovalBurstStarvesPool(t *testing.T) {
 			idle = append(idle, list())
 		}
 		wave(func() {
-			time.Sleep(500 * time.Microsecond) // the wave is in flight
 			for i := 0; i < 5; i++ {
 				busy = append(busy, list())
 			}
@@ -669,7 +671,8 @@ func TestAttackCursorReplay(t *testing.T) {
 			t.Errorf("%s replays the cursor: %d %s", name, r.status, r.body)
 		}
 	}
-	time.Sleep(1100 * time.Millisecond) // a later iat: another token of the same caller
+	// sleep: a token's iat has whole seconds: the next token of the same caller needs a later second to differ
+	time.Sleep(1100 * time.Millisecond)
 	if r := a.as(a.token(demoUserID, demoTenantA), "GET", next, nil); r.status != http.StatusOK {
 		t.Fatalf("the same caller with a refreshed token: %d %s", r.status, r.body)
 	}

@@ -187,7 +187,7 @@ func startServeBinary(t *testing.T, endpoint string, flags ...string) (string, s
 		if time.Now().After(deadline) {
 			t.Fatalf("serve did not start: %s", stderr.String())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep: the poll step of the bounded wait for the ready line
 	}
 	stop := func(limit time.Duration) (time.Duration, error) {
 		start := time.Now()
