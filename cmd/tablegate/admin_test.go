@@ -405,11 +405,7 @@ func TestServeObservabilityConfigKeys(t *testing.T) {
 // waitFor waits up to 5 s for out to contain s.
 func waitFor(t *testing.T, out *syncBuffer, s string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in:\n%s", s, out.String())
-		}
-		time.Sleep(20 * time.Millisecond) // sleep: the poll step of the bounded wait for s
+	if !within(5*time.Second, func() bool { return strings.Contains(out.String(), s) }) {
+		t.Fatalf("no %s in:\n%s", s, out.String())
 	}
 }

@@ -266,17 +266,15 @@ func TestAttackConnectionsArePinned(t *testing.T) {
 		done <- run(ctx, e, []string{"serve", "--config", cfgPath, "--addr", addr, "--idle-timeout", "300ms"})
 	}()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/livez")
-		if err == nil {
+	var err error
+	if !within(10*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = http.Get("http://" + addr + "/livez"); err == nil {
 			resp.Body.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond) // sleep: the poll step of the bounded wait for /livez
+		return err == nil
+	}) {
+		t.Fatalf("serve did not start: %v", err)
 	}
 	// closedWithin reports whether the server closes conn within d.
 	closedWithin := func(conn net.Conn, d time.Duration) bool {

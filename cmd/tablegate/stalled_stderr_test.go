@@ -93,11 +93,8 @@ func TestServeUnderNohupIgnoresSIGHUP(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	defer func() { _ = cmd.Process.Kill() }()
-	// sleep: the poll step of the bounded wait for the ready line
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "✓ serving"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %s", stderr.String())
-		}
+	if !within(30*time.Second, func() bool { return strings.Contains(stderr.String(), "✓ serving") }) {
+		t.Fatalf("serve did not start: %s", stderr.String())
 	}
 	// Serving, serve has set up its signals: SIGHUP is still ignored by
 	// the process, so the kernel discards the one sent below at once, and
