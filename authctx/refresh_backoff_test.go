@@ -33,7 +33,8 @@ func TestRefreshFailing5xxAtMostAHandfulPerMinute(t *testing.T) {
 		assertNothingWritten(t, res)
 		b.clock.Add(50 * time.Millisecond)
 		if step%20 == 0 {
-			time.Sleep(time.Millisecond) // let a background call finish
+			// sleep: let the refresh started in the background end; the refresher exposes no signal for its end
+			time.Sleep(time.Millisecond)
 		}
 	}
 	calls := b.auth.calls.Load()

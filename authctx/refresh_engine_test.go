@@ -90,6 +90,7 @@ func TestRefresherSingleflightAndTTL(t *testing.T) {
 					for calls.Load() == 0 && time.Now().Before(deadline) {
 						time.Sleep(time.Millisecond) // sleep: poll step of the bounded wait around it
 					}
+					// sleep: the other 99 callers join the call in flight; the refresher exposes no count of its waiters
 					time.Sleep(20 * time.Millisecond)
 					select {
 					case <-release:

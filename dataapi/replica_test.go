@@ -45,6 +45,7 @@ func TestReplicaReadYourOwnWrites(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the replica did not replay the fixture or enter the rotation: %v %+v", err, d.ReplicaStats())
 		}
+		// sleep: the poll step of the bounded wait for the replica to replay the fixture
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := rep.Replica.SetApplyDelay(5 * time.Second); err != nil {
@@ -61,7 +62,7 @@ func TestReplicaReadYourOwnWrites(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("recovery_min_apply_delay is %s", v)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // sleep: the poll step of the bounded wait for the apply delay to take effect
 	}
 	b := &bundle{t: t, pool: primary, db: d}
 	api, err := New(ctx, &Config{DB: d, Caller: testCaller})

@@ -77,10 +77,12 @@ func TestCallerShareLeavesConnectionsForOthers(t *testing.T) {
 	other := make(chan error, 1)
 	otherStart := time.Now()
 	go func() { other <- sel(user(map[string]any{"sub": bob}), true) }()
+	// sleep: pgxpool reports no count of the callers queued for a connection; bob must be queued before the pool's connection comes back
 	time.Sleep(50 * time.Millisecond)
 	greedyErr := make(chan error, 1)
 	greedyStart := time.Now()
 	go func() { greedyErr <- sel(greedy, false) }()
+	// sleep: the greedy caller waits inside the share, which reports nothing to the test; it must wait there while bob is served
 	time.Sleep(50 * time.Millisecond)
 	close(holds[3]) // one of the connections beyond its share comes back: it goes to bob
 	if err := <-other; err != nil {

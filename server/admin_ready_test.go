@@ -51,6 +51,7 @@ func TestMigrationsCheckNeverQueuesOnceSeen(t *testing.T) {
 	}
 	// Past the recheck, a background read waits for the pool meanwhile.
 	for round := range 3 {
+		// sleep: the recheck interval (100 ms) must pass in real time so that each round's probe starts a background read
 		time.Sleep(150 * time.Millisecond)
 		var wg sync.WaitGroup
 		for range 3 {
@@ -74,6 +75,7 @@ func TestMigrationsCheckNeverQueuesOnceSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = mig.Close()
+	// sleep: the poll step of the bounded wait for the check to fail
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if _, err := probe(); err != nil {
 			if !strings.Contains(err.Error(), "this build expects") {

@@ -120,7 +120,7 @@ func launchServeEnv(t *testing.T, vars map[string]string, args ...string) (out *
 			cancel()
 			t.Fatalf("serve did not start: %s", out.String())
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // sleep: the poll step of the bounded wait for the ready line
 	}
 	return out, cancel, done
 }
@@ -275,6 +275,7 @@ func TestServeAdminMetrics(t *testing.T) {
 	// id and trace fields, no token.
 	// The log is written from a queue of its own: wait for the line.
 	var line map[string]any
+	// sleep: the poll step of the bounded wait for the request's log line
 	for deadline := time.Now().Add(10 * time.Second); line == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for _, l := range strings.Split(out.String(), "\n") {
 			if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, `"status":401`) {
@@ -343,7 +344,7 @@ func TestServeReadyzFollowsTheDatabase(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("/readyz stayed %d (want %d): %s", code, want, body)
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // sleep: the poll step of the bounded wait for the /readyz status
 		}
 	}
 	waitReady(200)
@@ -383,11 +384,19 @@ func TestServeObservabilityConfigKeys(t *testing.T) {
 	// access_log false: no request lines.
 	addr2 := freeAddr(t)
 	cfgPath2, token2 := serveFixture(t, map[string]any{"access_log": false})
-	out2 := startServeOps(t, url, "--config", cfgPath2, "--addr", addr2)
+	out2, cancel2, done2 := launchServe(t, url, "--config", cfgPath2, "--addr", addr2)
+	defer cancel2()
 	if code, _, body := getURL(t, "http://"+addr2+"/v1/todos", map[string]string{"Authorization": "Bearer " + token2}); code != 200 {
 		t.Fatalf("list: %d %s", code, body)
 	}
-	time.Sleep(200 * time.Millisecond) // the access log is written from a queue
+	// The access log is written from a queue, which serve flushes when it
+	// stops: once it has, any request line would be out.
+	cancel2()
+	select {
+	case <-done2:
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
 	if strings.Contains(out2.String(), `"msg":"request"`) {
 		t.Errorf("access_log false still logs requests:\n%s", out2.String())
 	}
@@ -396,11 +405,7 @@ func TestServeObservabilityConfigKeys(t *testing.T) {
 // waitFor waits up to 5 s for out to contain s.
 func waitFor(t *testing.T, out *syncBuffer, s string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in:\n%s", s, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !within(5*time.Second, func() bool { return strings.Contains(out.String(), s) }) {
+		t.Fatalf("no %s in:\n%s", s, out.String())
 	}
 }

@@ -266,17 +266,15 @@ func TestAttackConnectionsArePinned(t *testing.T) {
 		done <- run(ctx, e, []string{"serve", "--config", cfgPath, "--addr", addr, "--idle-timeout", "300ms"})
 	}()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/livez")
-		if err == nil {
+	var err error
+	if !within(10*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = http.Get("http://" + addr + "/livez"); err == nil {
 			resp.Body.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("serve did not start: %v", err)
 	}
 	// closedWithin reports whether the server closes conn within d.
 	closedWithin := func(conn net.Conn, d time.Duration) bool {
@@ -480,13 +478,15 @@ func TestAttackApprovalBurstStarvesPool(t *testing.T) {
 		attackers[i] = a.token(fmt.Sprintf("9%07d-0000-4000-8000-%012d", i, i), demoTenantB)
 	}
 	wave := func(during func()) {
-		var wg sync.WaitGroup
+		var wg, sending sync.WaitGroup
 		start := make(chan struct{})
 		for _, tok := range attackers {
 			wg.Add(1)
+			sending.Add(1)
 			go func() {
 				defer wg.Done()
 				<-start
+				sending.Done()
 				r := a.as(tok, "POST", "/api/todos/purge", nil)
 				mu.Lock()
 				statuses[r.status]++
@@ -494,6 +494,7 @@ func TestAttackApprovalBurstStarvesPool(t *testing.T) {
 			}()
 		}
 		close(start)
+		sending.Wait() // the wave is in flight: every attacker is sending
 		during()
 		wg.Wait()
 	}
@@ -509,7 +510,6 @@ func TestAttackApprovalBurstStarvesPool(t *testing.T) {
 			idle = append(idle, list())
 		}
 		wave(func() {
-			time.Sleep(500 * time.Microsecond) // the wave is in flight
 			for i := 0; i < 5; i++ {
 				busy = append(busy, list())
 			}
@@ -669,8 +669,13 @@ func TestAttackCursorReplay(t *testing.T) {
 			t.Errorf("%s replays the cursor: %d %s", name, r.status, r.body)
 		}
 	}
-	time.Sleep(1100 * time.Millisecond) // a later iat: another token of the same caller
-	if r := a.as(a.token(demoUserID, demoTenantA), "GET", next, nil); r.status != http.StatusOK {
+	// Another token of the same caller, issued at another second (iat has
+	// whole seconds), as a refresh gives.
+	again, err := mintToken(a.ks, tokenSpec{Sub: demoUserID, Tenant: demoTenantA, Issuer: a.issuer, TTL: time.Hour}, time.Now().Add(-2*time.Second))
+	if err != nil || again == user {
+		t.Fatalf("another token of the same caller: %v", err)
+	}
+	if r := a.as(again, "GET", next, nil); r.status != http.StatusOK {
 		t.Fatalf("the same caller with a refreshed token: %d %s", r.status, r.body)
 	}
 }

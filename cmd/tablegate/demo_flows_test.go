@@ -20,9 +20,9 @@ import (
 
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/authflow"
+	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/demo"
-	"github.com/tablegate/tablegate/authctx/ssrcookie"
 )
 
 type flowApp struct {
@@ -326,7 +326,8 @@ func TestDemoFlowsRefreshThenRejected(t *testing.T) {
 		t.Fatalf("sign-in: %d %s", resp.StatusCode, body)
 	}
 	first := a.whoami(c)
-	time.Sleep(1100 * time.Millisecond) // into the leeway
+	// sleep: the session's token enters the 60 s refresh leeway in real time (its lifetime is 61 s)
+	time.Sleep(1100 * time.Millisecond)
 	second := a.whoami(c)
 	if second.Kind != authctx.KindUser || second.Claims["exp"] == first.Claims["exp"] {
 		t.Fatalf("not refreshed: %v → %v", first.Claims["exp"], second.Claims["exp"])
@@ -341,6 +342,7 @@ func TestDemoFlowsRefreshThenRejected(t *testing.T) {
 	if w := a.whoami(other); w.Kind != authctx.KindUser {
 		t.Fatalf("others kept this session: %+v", w)
 	}
+	// sleep: the refreshed token enters the refresh leeway in real time, so the next request refreshes (and is rejected)
 	time.Sleep(1100 * time.Millisecond)
 	if w := a.whoami(c); w.Kind != authctx.KindAnon || w.Reason != authctx.ReasonSignedOut {
 		t.Fatalf("revoked session: %+v, want anon/signed_out", w)

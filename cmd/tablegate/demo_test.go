@@ -435,7 +435,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		// The access log names the cause, never the token.
 		deadline := time.Now().Add(5 * time.Second)
 		for !strings.Contains(p.err.String(), `"caller_cause":"TOKEN_ISSUER_MISMATCH"`) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // sleep: the poll step of the bounded wait for the access log line
 		}
 		logs := p.err.String()
 		if !strings.Contains(logs, `"caller_kind":"invalid","caller_reason":"token","caller_cause":"TOKEN_ISSUER_MISMATCH"`) {
@@ -1124,6 +1124,7 @@ func TestDemoCookieRefresh(t *testing.T) {
 	// the background and its session reaches the next request: send the
 	// same cookie until a response carries it (at most 10 s).
 	var r response
+	// sleep: the poll step of the bounded wait for a response carrying the refreshed session
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		r = do(t, browser, "GET", base+"/api/todos", nil)
 		if r.status != 200 {

@@ -182,12 +182,8 @@ func startServeBinary(t *testing.T, endpoint string, flags ...string) (string, s
 			<-exited
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), "✓ serving") {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %s", stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !within(30*time.Second, func() bool { return strings.Contains(stderr.String(), "✓ serving") }) {
+		t.Fatalf("serve did not start: %s", stderr.String())
 	}
 	stop := func(limit time.Duration) (time.Duration, error) {
 		start := time.Now()

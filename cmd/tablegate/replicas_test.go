@@ -109,7 +109,7 @@ func TestDemoReplica(t *testing.T) {
 	p := startDemo(t, bin, "--replica", "--admin-addr", "127.0.0.1:0")
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(p.out.String(), "served by") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep: the poll step of the bounded wait for the demo's read line
 	}
 	out := p.out.String()
 	i := strings.Index(out, "POST "+p.vars["BASE_URL"]+"/api/todos → 201, Tablegate-Position: ")

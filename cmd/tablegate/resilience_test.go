@@ -81,7 +81,7 @@ func waitLive(t *testing.T, base string, cancel context.CancelFunc, exit chan re
 			cancel()
 			t.Fatalf("serve did not start: %v", <-exit)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // sleep: the poll step of the bounded wait for /livez
 	}
 }
 
@@ -159,6 +159,7 @@ func TestServeSaturatedReadyAndShutdownWithinLimit(t *testing.T) {
 			t.Fatalf("%d of %d list requests sent after 20 s", i, n)
 		}
 	}
+	// sleep: the poll step of the bounded wait for two lists running in Postgres
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var running int
 		if err := pool.QueryRow(context.Background(), `select count(*) from pg_stat_activity
@@ -301,7 +302,7 @@ func TestServeJWKSDownAtStartRecovers(t *testing.T) {
 		if time.Since(up) > 10*time.Second {
 			t.Fatalf("valid token still %d %s %v after the JWKS came back", r.status, r.body, time.Since(up))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep: the poll step of the bounded wait for the valid token to be accepted
 	}
 	t.Logf("valid token accepted %v after the JWKS came back", time.Since(up).Round(time.Millisecond))
 	if r := fetchOutcome(base + "/readyz"); r.status != 200 {

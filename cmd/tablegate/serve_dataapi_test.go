@@ -113,6 +113,7 @@ func TestServeDataAPIUnprotected(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a table created and announced with NOTIFY pgrst is not served: %d %s", code, body)
 		}
+		// sleep: the poll step of the bounded wait for the reloaded schema to serve the table
 		time.Sleep(20 * time.Millisecond)
 	}
 }

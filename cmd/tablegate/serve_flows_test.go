@@ -287,10 +287,7 @@ func TestServeAuthFlowsBurstIsBounded(t *testing.T) {
 		}()
 	}
 	// While the burst waits on the auth server, the API answers.
-	deadline := time.Now().Add(5 * time.Second)
-	for held.Load() < burst/2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	within(5*time.Second, func() bool { return held.Load() >= burst/2 })
 	if held.Load() == 0 {
 		t.Fatal("no sign-in reached the auth server")
 	}

@@ -67,6 +67,7 @@ func TestAuthorizeFloodFromOneAddress(t *testing.T) {
 	}
 	// During the flood (once it has used its share), another client signs in.
 	for refused.Load() == 0 && sent.Load() < total {
+		// sleep: the poll step of the wait for the flood's first refusal, bounded by the flood's end
 		time.Sleep(time.Millisecond)
 	}
 	signIn("during the flood")

@@ -148,7 +148,7 @@ func TestLineWriterBatchesQueuedLines(t *testing.T) {
 		if i > 500 {
 			t.Fatal("the first line was never written")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // sleep: the poll step of the bounded wait for the first write
 	}
 	for i := 1; i <= 20; i++ {
 		fmt.Fprintf(lw, "line %d\n", i)
