@@ -75,7 +75,7 @@ func TestReadSessionCookieRules(t *testing.T) {
 	}
 }
 
-// cookieVectors are the @supabase/ssr 0.12.7 vectors of the research notes.
+// cookieVectors are Set-Cookie vectors written by @supabase/ssr 0.12.7 (testdata).
 type cookieVectors struct {
 	Small, Large struct {
 		SessionJSON string   `json:"session_json"`

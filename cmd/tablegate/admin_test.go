@@ -211,9 +211,8 @@ func TestServeAdminMetrics(t *testing.T) {
 	addr, adminAddr := freeAddr(t), freeAddr(t)
 	out := startServeOps(t, url, "--config", cfgPath, "--addr", addr, "--admin-addr", adminAddr)
 	base, admin := "http://"+addr, "http://"+adminAddr
-	for !strings.Contains(out.String(), "✓ admin on") {
-		t.Fatalf("no admin line: %s", out.String())
-	}
+	// The admin listener starts with Serve, after the serving line.
+	eventually(t, 10*time.Second, "the admin line: "+out.String(), func() bool { return strings.Contains(out.String(), "✓ admin on") })
 	if code, _, body := getURL(t, admin+"/livez", nil); code != 200 {
 		t.Errorf("/livez: %d %s", code, body)
 	}
