@@ -1,6 +1,7 @@
 package authflow_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -106,14 +107,14 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 	// slot... stays only if auth-js would keep it: removePKCEVerifier
 	// without a flow id removes the legacy slot only.
 	for _, c := range after {
-		if c.Name == authflow.VerifierCookieName(b.cookie) {
+		if c.Name == b.cookie+"-code-verifier" {
 			t.Fatalf("legacy verifier slot left behind")
 		}
 	}
 	// With the flow id (what appendPkceFlowIdToRedirects adds), only the slot is read.
 	out = b.node("oauth-start", nil, map[string]any{"provider": "github", "redirectTo": b.flows.CallbackURL()})
 	cookies = out.apply(nil)
-	_, pending := authflow.ParseCallbackCookies([]string{header(cookies)}, b.cookie, "")
+	pending := pendingFlows(t, cookies, b.cookie)
 	if len(pending) != 1 {
 		t.Fatalf("pending %v", pending)
 	}
@@ -128,12 +129,19 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 	}
 }
 
-func header(cookies []*http.Cookie) string {
-	var h []string
-	for _, c := range cookies {
-		h = append(h, c.Name+"="+c.Value)
+// pendingFlows reads the ids of the pending PKCE flows from the index
+// auth-js keeps in <name>-flows-code-verifier (a JSON array, oldest first).
+func pendingFlows(t *testing.T, cookies []*http.Cookie, name string) []string {
+	t.Helper()
+	raw, err := ssrcookie.Read(cookies, name+"-flows-code-verifier")
+	if err != nil {
+		t.Fatalf("flow index: %v", err)
 	}
-	return strings.Join(h, "; ")
+	var ids []string
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		t.Fatalf("flow index %s: %v", raw, err)
+	}
+	return ids
 }
 
 // TestInteropGoStartsPKCEJSFinishes: tablegate starts the flow; the JS

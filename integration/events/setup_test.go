@@ -151,7 +151,7 @@ func setup(t *testing.T, fo *fixtureOpts) *bundle {
 				Method: "POST", Path: "/{id}/complete", Emits: []string{"todo.completed"},
 				Handler: func(c *rest.Ctx, in rest.ActionInput[rest.None, rest.None]) (rest.Row, error) {
 					if _, err := c.DB.Exec(c, `update todos set done = true where id = $1`, in.ID); err != nil {
-						return nil, db.Problem(err)
+						return nil, rest.DBProblem(err)
 					}
 					out := rest.Row{"id": in.ID, "done": true}
 					return out, events.Emit(c, "todo.completed", out, &events.EmitOpts{Key: in.ID})
@@ -163,13 +163,13 @@ func setup(t *testing.T, fo *fixtureOpts) *bundle {
 					// handler's next statement runs as the caller again.
 					var before, after string
 					if err := c.DB.QueryRow(c, `select current_user`).Scan(&before); err != nil {
-						return rest.None{}, db.Problem(err)
+						return rest.None{}, rest.DBProblem(err)
 					}
 					if err := events.Emit(c, "todo.announced", map[string]string{"text": "hello"}, nil); err != nil {
 						return rest.None{}, err
 					}
 					if err := c.DB.QueryRow(c, `select current_user`).Scan(&after); err != nil {
-						return rest.None{}, db.Problem(err)
+						return rest.None{}, rest.DBProblem(err)
 					}
 					if before != after || after == "service_role" {
 						return rest.None{}, fmt.Errorf("role after Emit is %q, was %q", after, before)
