@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ type nodeCookie struct {
 
 func (b *bundle) node(op string, cookies []*http.Cookie, extra map[string]any) nodeOut {
 	b.t.Helper()
-	in := map[string]any{"op": op, "url": b.gt.URL, "key": testKey}
+	in := map[string]any{"op": op, "url": b.gt.URL(), "key": testKey}
 	var cs []nodeCookie
 	for _, c := range cookies {
 		cs = append(cs, nodeCookie{c.Name, c.Value})
@@ -55,19 +56,12 @@ func (b *bundle) node(op string, cookies []*http.Cookie, extra map[string]any) n
 
 // apply applies node's setAll to a cookie list like a browser.
 func (o nodeOut) apply(cookies []*http.Cookie) []*http.Cookie {
+	var set []setCookie
 	for _, c := range o.SetAll {
-		out := cookies[:0:0]
-		for _, k := range cookies {
-			if k.Name != c.Name {
-				out = append(out, k)
-			}
-		}
-		cookies = out
-		if ma, _ := c.Options["maxAge"].(float64); c.Value != "" && !(c.Options["maxAge"] != nil && ma == 0) {
-			cookies = append(cookies, &http.Cookie{Name: c.Name, Value: c.Value})
-		}
+		ma, _ := c.Options["maxAge"].(float64)
+		set = append(set, setCookie{c.Name, c.Value, c.Value == "" || (c.Options["maxAge"] != nil && ma == 0)})
 	}
-	return cookies
+	return applyCookies(cookies, set)
 }
 
 // TestInteropJSStartsPKCEGoFinishes: @supabase/ssr's browser client starts
@@ -92,7 +86,7 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 			t.Fatalf("JS wrote %v, want %v and a flow slot", got, want)
 		}
 	}
-	b.gt.addCode("js-code", q.Get("code_challenge"))
+	b.gt.AddAuthCode("js-code", q.Get("code_challenge"))
 	// auth-js 2.119 appends no sb_flow_id by default: the legacy slot is used.
 	w := httptest.NewRecorder()
 	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?next=%2Fhome&code=js-code", cookies))
@@ -118,7 +112,7 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 	if len(pending) != 1 {
 		t.Fatalf("pending %v", pending)
 	}
-	b.gt.addCode("js-code-2", queryOf(t, *out.URL).Get("code_challenge"))
+	b.gt.AddAuthCode("js-code-2", queryOf(t, *out.URL).Get("code_challenge"))
 	w = httptest.NewRecorder()
 	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?code=js-code-2&sb_flow_id="+pending[0], cookies))
 	if w.Code != 303 {
@@ -158,7 +152,7 @@ func TestInteropGoStartsPKCEJSFinishes(t *testing.T) {
 		}
 		cookies := jar(nil, w)
 		flowID := queryOf(t, queryOf(t, u).Get("redirect_to")).Get(authflow.FlowIDParam)
-		b.gt.addCode("go-code", queryOf(t, u).Get("code_challenge"))
+		b.gt.AddAuthCode("go-code", queryOf(t, u).Get("code_challenge"))
 		extra := map[string]any{"code": "go-code"}
 		if byID {
 			extra["flowId"] = flowID
@@ -237,9 +231,9 @@ func TestInteropSessionAndSignOut(t *testing.T) {
 		}
 		// A JS client that kept the old cookie with an expired token
 		// cannot refresh: the server revoked the session.
-		b.gt.ttl = time.Second
+		b.gt.SetTokenTTL(time.Second)
 		stale := b.node("sign-in", nil, map[string]any{"email": "a@example.com", "password": testPassword, "encode": enc}).apply(nil)
-		b.gt.ttl = time.Hour
+		b.gt.SetTokenTTL(0)
 		if err := b.flows.SignOut(httptest.NewRecorder(), b.req("POST", "/", stale), &authflow.SignOutOpts{Scope: "global"}); err != nil {
 			t.Fatal(err)
 		}
@@ -281,14 +275,22 @@ func TestInteropJSMagicLinkGoCallback(t *testing.T) {
 	if out.Error != nil {
 		t.Fatalf("node: %+v", out)
 	}
-	got := b.gt.last()
-	if got.Path != "/otp" || !strings.Contains(got.Body, `"code_challenge_method":"s256"`) {
+	got := b.lastCall()
+	var otp struct {
+		Challenge string `json:"code_challenge"`
+	}
+	if err := json.Unmarshal([]byte(got.Body), &otp); err != nil || got.Path != "/otp" ||
+		!strings.Contains(got.Body, `"code_challenge_method":"s256"`) || otp.Challenge == "" {
 		t.Fatalf("JS otp call %s %s", got.Path, got.Body)
 	}
+	redirect, err := url.ParseQuery(got.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cookies := out.apply(nil)
-	b.gt.addCode("link-code", b.gt.lastOTP.challenge)
+	b.gt.AddAuthCode("link-code", otp.Challenge)
 	w := httptest.NewRecorder()
-	b.flows.ServeCallback(w, b.req("GET", strings.TrimPrefix(b.gt.lastOTP.redirect, b.site)+"&code=link-code", cookies))
+	b.flows.ServeCallback(w, b.req("GET", strings.TrimPrefix(redirect.Get("redirect_to"), b.site)+"&code=link-code", cookies))
 	if w.Code != 303 || w.Header().Get("Location") != "https://app.example.com/inbox" {
 		t.Fatalf("callback %d %s %s", w.Code, w.Header().Get("Location"), w.Body)
 	}
