@@ -12,6 +12,7 @@ import (
 	"github.com/tablegate/tablegate/authctx/authflow"
 	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/keys"
+	"github.com/tablegate/tablegate/internal/sitejar"
 )
 
 const (
@@ -65,14 +66,9 @@ func (b *bundle) lastCall() authstub.Call {
 	return calls[len(calls)-1]
 }
 
-// req builds a same-origin request carrying cookies.
+// req builds a same-origin request to target on the site carrying cookies.
 func (b *bundle) req(method, target string, cookies []*http.Cookie) *http.Request {
-	r := httptest.NewRequest(method, b.site+target, nil)
-	r.Header.Set("Sec-Fetch-Site", "same-origin")
-	for _, c := range cookies {
-		r.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
-	}
-	return r
+	return sitejar.Request(method, b.site+target, cookies)
 }
 
 // resolve resolves a request carrying cookies.
@@ -92,43 +88,7 @@ func (b *bundle) signedIn() []*http.Cookie {
 
 // jar applies the Set-Cookie lines of w to cookies like a browser.
 func jar(cookies []*http.Cookie, w *httptest.ResponseRecorder) []*http.Cookie {
-	var set []setCookie
-	for _, sc := range (&http.Response{Header: w.Header()}).Cookies() {
-		set = append(set, setCookie{sc.Name, sc.Value, sc.MaxAge < 0 || sc.Value == ""})
-	}
-	return applyCookies(cookies, set)
-}
-
-// setCookie is one cookie write: a value, or a delete.
-type setCookie struct {
-	name, value string
-	del         bool
-}
-
-// applyCookies applies writes to a browser's cookies for one site: each
-// replaces the cookie of its name, or deletes it.
-func applyCookies(cookies []*http.Cookie, set []setCookie) []*http.Cookie {
-	for _, s := range set {
-		out := cookies[:0:0]
-		for _, c := range cookies {
-			if c.Name != s.name {
-				out = append(out, c)
-			}
-		}
-		cookies = out
-		if !s.del {
-			cookies = append(cookies, &http.Cookie{Name: s.name, Value: s.value})
-		}
-	}
-	return cookies
-}
-
-func names(cookies []*http.Cookie) []string {
-	var out []string
-	for _, c := range cookies {
-		out = append(out, c.Name)
-	}
-	return out
+	return sitejar.Apply(cookies, w.Header())
 }
 
 // queryOf parses the query of a URL string.

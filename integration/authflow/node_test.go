@@ -13,6 +13,7 @@ import (
 	"github.com/tablegate/tablegate/authctx/authflow"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/integration/internal/nodetest"
+	"github.com/tablegate/tablegate/internal/sitejar"
 )
 
 // nodeOut is the output of integration/node/ssr-flows.mjs.
@@ -56,12 +57,14 @@ func (b *bundle) node(op string, cookies []*http.Cookie, extra map[string]any) n
 
 // apply applies node's setAll to a cookie list like a browser.
 func (o nodeOut) apply(cookies []*http.Cookie) []*http.Cookie {
-	var set []setCookie
 	for _, c := range o.SetAll {
-		ma, _ := c.Options["maxAge"].(float64)
-		set = append(set, setCookie{c.Name, c.Value, c.Value == "" || (c.Options["maxAge"] != nil && ma == 0)})
+		set := &http.Cookie{Name: c.Name, Value: c.Value}
+		if ma, _ := c.Options["maxAge"].(float64); c.Options["maxAge"] != nil && ma == 0 {
+			set.MaxAge = -1
+		}
+		cookies = sitejar.Set(cookies, set)
 	}
-	return applyCookies(cookies, set)
+	return cookies
 }
 
 // TestInteropJSStartsPKCEGoFinishes: @supabase/ssr's browser client starts
@@ -119,7 +122,7 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 		t.Fatalf("callback with sb_flow_id %d %s", w.Code, w.Body)
 	}
 	if left := jar(cookies, w); len(left) != 1 || left[0].Name != b.cookie {
-		t.Fatalf("cookies left %v", names(left))
+		t.Fatalf("cookies left %v", sitejar.Names(left))
 	}
 }
 
@@ -260,7 +263,7 @@ func TestInteropJSSignOutClearsGoVerifiers(t *testing.T) {
 		t.Fatalf("JS sign-out %+v", out)
 	}
 	if left := out.apply(cookies); len(left) != 0 {
-		t.Fatalf("left after JS sign-out: %v", names(left))
+		t.Fatalf("left after JS sign-out: %v", sitejar.Names(left))
 	}
 }
 

@@ -101,8 +101,8 @@ func TestCookieHeaderMatchesSSR(t *testing.T) {
 	}
 }
 
-// cookieVectors are the @supabase/ssr 0.12.7 vectors of authctx's test
-// data (from the research notes).
+// cookieVectors are the cookies @supabase/ssr 0.12.7 writes for two
+// sessions, kept in authctx/testdata/supabase-cookie-vectors.json.
 type cookieVectors struct {
 	Small, Large struct {
 		SessionJSON string   `json:"session_json"`

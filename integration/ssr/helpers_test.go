@@ -4,7 +4,6 @@
 package ssr_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -166,24 +165,17 @@ func (b *refreshBundle) cookies(ttl time.Duration, extra ...*http.Cookie) []*htt
 	return append(cs, extra...)
 }
 
-// fixedSession is a GoTrue token response (in GoTrue's member order)
-// with an access token of the auth server, already in JSON.stringify form
-// (no characters that Go's encoder escapes), so the stored cookie value is
-// its plain base64url.
+// fixedSession is a GoTrue token response with an access token of the
+// auth server, already in JSON.stringify form (no characters that Go's
+// encoder escapes), so the stored cookie value is its plain base64url.
 func (b *refreshBundle) fixedSession(bio string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(struct {
-		AccessToken  string         `json:"access_token"`
-		TokenType    string         `json:"token_type"`
-		ExpiresIn    int            `json:"expires_in"`
-		ExpiresAt    int64          `json:"expires_at"`
-		RefreshToken string         `json:"refresh_token"`
-		User         map[string]any `json:"user"`
-	}{b.auth.sign(time.Hour), "bearer", 3600, b.auth.now().Add(time.Hour).Unix(), "fixedrefresh",
-		map[string]any{"id": userID, "user_metadata": map[string]any{"bio": bio, "name": "Zoë ✓"}}})
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	body, err := json.Marshal(map[string]any{"access_token": b.auth.sign(time.Hour), "token_type": "bearer", "expires_in": 3600,
+		"expires_at": b.auth.now().Add(time.Hour).Unix(), "refresh_token": "fixedrefresh",
+		"user": map[string]any{"id": userID, "user_metadata": map[string]any{"bio": bio, "name": "Zoë ✓"}}})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return body
 }
 
 // assertNewSession checks a successful refresh: the user with the new
