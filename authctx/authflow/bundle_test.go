@@ -13,6 +13,7 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/internal/authstub"
 	"github.com/tablegate/tablegate/internal/keys"
+	"github.com/tablegate/tablegate/internal/sitejar"
 )
 
 const (
@@ -117,41 +118,17 @@ func setup(t *testing.T, mod func(*Config)) *bundle {
 	return &bundle{t: t, gt: gt, flows: f, rv: rv, site: cfg.SiteURL, cookie: f.CookieName()}
 }
 
-// req builds a same-origin request carrying cookies.
+// req builds a same-origin request to target on the site carrying cookies.
 func (b *bundle) req(method, target string, cookies []*http.Cookie) *http.Request {
-	r := httptest.NewRequest(method, b.site+target, nil)
-	r.Header.Set("Sec-Fetch-Site", "same-origin")
-	for _, c := range cookies {
-		r.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
-	}
-	return r
+	return sitejar.Request(method, b.site+target, cookies)
 }
 
-// jar applies Set-Cookie lines of w to cookies like a browser.
+// jar applies the Set-Cookie lines of w to cookies like a browser.
 func jar(cookies []*http.Cookie, w *httptest.ResponseRecorder) []*http.Cookie {
-	resp := http.Response{Header: w.Header()}
-	for _, sc := range resp.Cookies() {
-		out := cookies[:0:0]
-		for _, c := range cookies {
-			if c.Name != sc.Name {
-				out = append(out, c)
-			}
-		}
-		cookies = out
-		if sc.MaxAge >= 0 && sc.Value != "" {
-			cookies = append(cookies, &http.Cookie{Name: sc.Name, Value: sc.Value})
-		}
-	}
-	return cookies
+	return sitejar.Apply(cookies, w.Header())
 }
 
-func names(cookies []*http.Cookie) []string {
-	var out []string
-	for _, c := range cookies {
-		out = append(out, c.Name)
-	}
-	return out
-}
+func names(cookies []*http.Cookie) []string { return sitejar.Names(cookies) }
 
 // queryOf parses the query of a URL string.
 func queryOf(t *testing.T, s string) url.Values {

@@ -1,8 +1,10 @@
 package authflow_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/tablegate/tablegate/authctx/authflow"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/integration/internal/nodetest"
+	"github.com/tablegate/tablegate/internal/sitejar"
 )
 
 // nodeOut is the output of integration/node/ssr-flows.mjs.
@@ -38,7 +41,7 @@ type nodeCookie struct {
 
 func (b *bundle) node(op string, cookies []*http.Cookie, extra map[string]any) nodeOut {
 	b.t.Helper()
-	in := map[string]any{"op": op, "url": b.gt.URL, "key": testKey}
+	in := map[string]any{"op": op, "url": b.gt.URL(), "key": testKey}
 	var cs []nodeCookie
 	for _, c := range cookies {
 		cs = append(cs, nodeCookie{c.Name, c.Value})
@@ -55,16 +58,11 @@ func (b *bundle) node(op string, cookies []*http.Cookie, extra map[string]any) n
 // apply applies node's setAll to a cookie list like a browser.
 func (o nodeOut) apply(cookies []*http.Cookie) []*http.Cookie {
 	for _, c := range o.SetAll {
-		out := cookies[:0:0]
-		for _, k := range cookies {
-			if k.Name != c.Name {
-				out = append(out, k)
-			}
+		set := &http.Cookie{Name: c.Name, Value: c.Value}
+		if ma, _ := c.Options["maxAge"].(float64); c.Options["maxAge"] != nil && ma == 0 {
+			set.MaxAge = -1
 		}
-		cookies = out
-		if ma, _ := c.Options["maxAge"].(float64); c.Value != "" && !(c.Options["maxAge"] != nil && ma == 0) {
-			cookies = append(cookies, &http.Cookie{Name: c.Name, Value: c.Value})
-		}
+		cookies = sitejar.Set(cookies, set)
 	}
 	return cookies
 }
@@ -91,7 +89,7 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 			t.Fatalf("JS wrote %v, want %v and a flow slot", got, want)
 		}
 	}
-	b.gt.addCode("js-code", q.Get("code_challenge"))
+	b.gt.AddAuthCode("js-code", q.Get("code_challenge"))
 	// auth-js 2.119 appends no sb_flow_id by default: the legacy slot is used.
 	w := httptest.NewRecorder()
 	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?next=%2Fhome&code=js-code", cookies))
@@ -106,34 +104,41 @@ func TestInteropJSStartsPKCEGoFinishes(t *testing.T) {
 	// slot... stays only if auth-js would keep it: removePKCEVerifier
 	// without a flow id removes the legacy slot only.
 	for _, c := range after {
-		if c.Name == authflow.VerifierCookieName(b.cookie) {
+		if c.Name == b.cookie+"-code-verifier" {
 			t.Fatalf("legacy verifier slot left behind")
 		}
 	}
 	// With the flow id (what appendPkceFlowIdToRedirects adds), only the slot is read.
 	out = b.node("oauth-start", nil, map[string]any{"provider": "github", "redirectTo": b.flows.CallbackURL()})
 	cookies = out.apply(nil)
-	_, pending := authflow.ParseCallbackCookies([]string{header(cookies)}, b.cookie, "")
+	pending := pendingFlows(t, cookies, b.cookie)
 	if len(pending) != 1 {
 		t.Fatalf("pending %v", pending)
 	}
-	b.gt.addCode("js-code-2", queryOf(t, *out.URL).Get("code_challenge"))
+	b.gt.AddAuthCode("js-code-2", queryOf(t, *out.URL).Get("code_challenge"))
 	w = httptest.NewRecorder()
 	b.flows.ServeCallback(w, b.req("GET", "/auth/callback?code=js-code-2&sb_flow_id="+pending[0], cookies))
 	if w.Code != 303 {
 		t.Fatalf("callback with sb_flow_id %d %s", w.Code, w.Body)
 	}
 	if left := jar(cookies, w); len(left) != 1 || left[0].Name != b.cookie {
-		t.Fatalf("cookies left %v", names(left))
+		t.Fatalf("cookies left %v", sitejar.Names(left))
 	}
 }
 
-func header(cookies []*http.Cookie) string {
-	var h []string
-	for _, c := range cookies {
-		h = append(h, c.Name+"="+c.Value)
+// pendingFlows reads the ids of the pending PKCE flows from the index
+// auth-js keeps in <name>-flows-code-verifier (a JSON array, oldest first).
+func pendingFlows(t *testing.T, cookies []*http.Cookie, name string) []string {
+	t.Helper()
+	raw, err := ssrcookie.Read(cookies, name+"-flows-code-verifier")
+	if err != nil {
+		t.Fatalf("flow index: %v", err)
 	}
-	return strings.Join(h, "; ")
+	var ids []string
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		t.Fatalf("flow index %s: %v", raw, err)
+	}
+	return ids
 }
 
 // TestInteropGoStartsPKCEJSFinishes: tablegate starts the flow; the JS
@@ -150,7 +155,7 @@ func TestInteropGoStartsPKCEJSFinishes(t *testing.T) {
 		}
 		cookies := jar(nil, w)
 		flowID := queryOf(t, queryOf(t, u).Get("redirect_to")).Get(authflow.FlowIDParam)
-		b.gt.addCode("go-code", queryOf(t, u).Get("code_challenge"))
+		b.gt.AddAuthCode("go-code", queryOf(t, u).Get("code_challenge"))
 		extra := map[string]any{"code": "go-code"}
 		if byID {
 			extra["flowId"] = flowID
@@ -229,9 +234,9 @@ func TestInteropSessionAndSignOut(t *testing.T) {
 		}
 		// A JS client that kept the old cookie with an expired token
 		// cannot refresh: the server revoked the session.
-		b.gt.ttl = time.Second
+		b.gt.SetTokenTTL(time.Second)
 		stale := b.node("sign-in", nil, map[string]any{"email": "a@example.com", "password": testPassword, "encode": enc}).apply(nil)
-		b.gt.ttl = time.Hour
+		b.gt.SetTokenTTL(0)
 		if err := b.flows.SignOut(httptest.NewRecorder(), b.req("POST", "/", stale), &authflow.SignOutOpts{Scope: "global"}); err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +263,7 @@ func TestInteropJSSignOutClearsGoVerifiers(t *testing.T) {
 		t.Fatalf("JS sign-out %+v", out)
 	}
 	if left := out.apply(cookies); len(left) != 0 {
-		t.Fatalf("left after JS sign-out: %v", names(left))
+		t.Fatalf("left after JS sign-out: %v", sitejar.Names(left))
 	}
 }
 
@@ -273,14 +278,22 @@ func TestInteropJSMagicLinkGoCallback(t *testing.T) {
 	if out.Error != nil {
 		t.Fatalf("node: %+v", out)
 	}
-	got := b.gt.last()
-	if got.Path != "/otp" || !strings.Contains(got.Body, `"code_challenge_method":"s256"`) {
+	got := b.lastCall()
+	var otp struct {
+		Challenge string `json:"code_challenge"`
+	}
+	if err := json.Unmarshal([]byte(got.Body), &otp); err != nil || got.Path != "/otp" ||
+		!strings.Contains(got.Body, `"code_challenge_method":"s256"`) || otp.Challenge == "" {
 		t.Fatalf("JS otp call %s %s", got.Path, got.Body)
 	}
+	redirect, err := url.ParseQuery(got.Query)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cookies := out.apply(nil)
-	b.gt.addCode("link-code", b.gt.lastOTP.challenge)
+	b.gt.AddAuthCode("link-code", otp.Challenge)
 	w := httptest.NewRecorder()
-	b.flows.ServeCallback(w, b.req("GET", strings.TrimPrefix(b.gt.lastOTP.redirect, b.site)+"&code=link-code", cookies))
+	b.flows.ServeCallback(w, b.req("GET", strings.TrimPrefix(redirect.Get("redirect_to"), b.site)+"&code=link-code", cookies))
 	if w.Code != 303 || w.Header().Get("Location") != "https://app.example.com/inbox" {
 		t.Fatalf("callback %d %s %s", w.Code, w.Header().Get("Location"), w.Body)
 	}

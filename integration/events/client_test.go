@@ -21,8 +21,8 @@ import (
 // while it was away — each exactly once, in order.
 func TestEventSourceClient(t *testing.T) {
 	t.Parallel()
-	b := setup(t, &fixtureOpts{hub: &events.Config{PollInterval: 200 * time.Millisecond, MaxStream: 1500 * time.Millisecond}})
-	bobTok := b.token(bob, tenantA, false)
+	b := setup(t, &events.Config{PollInterval: 200 * time.Millisecond, MaxStream: 1500 * time.Millisecond})
+	bobTok := b.token(bob)
 	var out struct {
 		Events []struct{ Type, ID, Data string }
 		Opens  int
@@ -60,7 +60,7 @@ func TestEventSourceClient(t *testing.T) {
 		}
 	}()
 	nodetest.Run(t, 60*time.Second, "events-watch.mjs", map[string]any{
-		"url": b.srv.URL + "/api/todos/events", "token": b.token(alice, tenantA, false),
+		"url": b.srv.URL + "/api/todos/events", "token": b.token(alice),
 		"names": []string{"todos.created", "todos.updated", "todos.deleted", "todo.completed"}, "want": 6,
 		"timeout_ms": 45000, // the script's own bound (default 20 s), inside the run's 60 s
 	}, &out)
@@ -114,7 +114,7 @@ func TestBrowserCookieSession(t *testing.T) {
 	other := httptest.NewServer(page)
 	t.Cleanup(other.Close)
 	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
-	bobTok := b.token(bob, tenantA, false)
+	bobTok := b.token(bob)
 	go func() {
 		// Chromium's start under load can take most of this; the node run
 		// below is bounded at 90 s.
@@ -130,7 +130,7 @@ func TestBrowserCookieSession(t *testing.T) {
 			}
 		}
 	}()
-	cookie := strings.SplitN(b.sessionCookie(b.token(alice, tenantA, false)), "=", 2)
+	cookie := strings.SplitN(b.sessionCookie(b.token(alice)), "=", 2)
 	var out struct {
 		Events    []struct{ Type, ID, Data string }
 		CrossSite struct{ Events, Errors, ReadyState int }

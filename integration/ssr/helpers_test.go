@@ -4,178 +4,112 @@
 package ssr_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/authctx/ssrcookie"
 	"github.com/tablegate/tablegate/integration/internal/nodetest"
+	"github.com/tablegate/tablegate/internal/authstub"
+	"github.com/tablegate/tablegate/internal/keys"
 )
 
 const (
 	userID = "33333333-3333-4333-8333-333333333333"
-	kid    = "ssr-es256"
 	apiKey = "sb_publishable_TESTKEY"
 	oldRT  = "oldrefresh01"
 )
 
-// newKey generates an ES256 key and returns it with its JWKS.
-func newKey(t testing.TB) (*ecdsa.PrivateKey, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{
-		"kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid,
-		"x": base64.RawURLEncoding.EncodeToString(key.X.FillBytes(make([]byte, 32))),
-		"y": base64.RawURLEncoding.EncodeToString(key.Y.FillBytes(make([]byte, 32))),
-	}}})
-	return key, jwks
-}
-
-// sign issues a GoTrue-shaped ES256 access token for the test user,
-// issued by iss, expiring in ttl, with claims overridden by over.
-func sign(t testing.TB, key *ecdsa.PrivateKey, iss string, ttl time.Duration, over map[string]any) string {
-	t.Helper()
-	return signAt(t, key, iss, time.Now(), ttl, over)
-}
-
-// signAt is sign with the clock at now.
-func signAt(t testing.TB, key *ecdsa.PrivateKey, iss string, now time.Time, ttl time.Duration, over map[string]any) string {
-	t.Helper()
-	c := jwt.MapClaims{"iss": iss, "sub": userID, "aud": "authenticated", "role": "authenticated",
-		"exp": now.Add(ttl).Unix(), "iat": now.Unix(), "email": "a@example.com", "is_anonymous": false,
-		"session_id": "44444444-4444-4444-8444-444444444444"}
-	for k, v := range over {
-		c[k] = v
-	}
-	tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
-	tok.Header["kid"] = kid
-	s, err := tok.SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// authServer is a fake Supabase auth server: the JWKS of a key generated
-// for the test, and a token endpoint that counts refresh calls and answers
-// each with a new session.
+// authServer is the auth server of the refresh tests: internal/authstub
+// with the test user (a@example.com, password "pw") and the session the
+// test cookies carry, whose refresh token is oldRT; the refresh tokens it
+// issues next are newrefresh1, newrefresh2 and so on. It records every
+// call.
 type authServer struct {
-	*httptest.Server
-	t     testing.TB
-	key   *ecdsa.PrivateKey
-	now   func() time.Time // the clock of issued tokens and sessions
-	calls atomic.Int64
-
-	mu     sync.Mutex
-	lastRT string
-	bio    string // user_metadata.bio of issued sessions (size control)
-	fixed  []byte // when set, the answer to every refresh
+	*authstub.Server
+	t   testing.TB
+	now func() time.Time // the clock of issued tokens and sessions
 }
 
-func newAuthServer(t testing.TB) *authServer {
+// newAuthServer starts the auth server on the clock now; bio is the
+// user_metadata.bio of the user's sessions (size control).
+func newAuthServer(t testing.TB, now func() time.Time, bio string) *authServer {
 	t.Helper()
-	key, jwks := newKey(t)
-	s := &authServer{t: t, key: key, now: time.Now}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/auth/v1/.well-known/jwks.json":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(jwks)
-		case "/auth/v1/token":
-			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-			var in struct {
-				RefreshToken string `json:"refresh_token"`
-			}
-			_ = json.Unmarshal(body, &in)
-			if r.URL.Query().Get("grant_type") == "password" {
-				s.session(w, 30*time.Second, "pw") // expires within the leeway
-				return
-			}
-			n := s.calls.Add(1)
-			s.mu.Lock()
-			s.lastRT = in.RefreshToken
-			fixed := s.fixed
-			s.mu.Unlock()
-			if fixed != nil {
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write(fixed)
-				return
-			}
-			s.session(w, time.Hour, fmt.Sprint(n))
-		default:
-			http.NotFound(w, r)
+	var issued atomic.Int64
+	s := &authServer{t: t, now: now}
+	s.Server = authstub.Start(t, authstub.Config{APIKey: apiKey, Now: now, RecordCalls: true, RefreshTokenFunc: func() string {
+		if n := issued.Add(1) - 1; n > 0 {
+			return fmt.Sprint("newrefresh", n)
 		}
-	}))
-	t.Cleanup(s.Close)
+		return oldRT
+	}})
+	s.AddAccount(authstub.Account{Token: keys.TokenSpec{Sub: userID, TTL: time.Hour}, Email: "a@example.com", Password: "pw",
+		UserMetadata: map[string]any{"bio": bio, "name": "Zoë <✓>"}})
+	// The session of the test cookies (oldRT), signed in with the
+	// password like a browser.
+	req, _ := http.NewRequest(http.MethodPost, s.URL()+"/auth/v1/token?grant_type=password", strings.NewReader(`{"email":"a@example.com","password":"pw"}`))
+	req.Header.Set("apikey", apiKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("password sign-in: %d", resp.StatusCode)
+	}
 	return s
 }
 
-func (s *authServer) setBio(bio string) {
-	s.mu.Lock()
-	s.bio = bio
-	s.mu.Unlock()
+// refreshes returns the refresh tokens the refresh grants the server
+// received sent, oldest first.
+func (s *authServer) refreshes() []string {
+	var out []string
+	for _, c := range s.Calls() {
+		if c.Path != "/token" || c.Query != "grant_type=refresh_token" {
+			continue
+		}
+		var in struct {
+			RefreshToken string `json:"refresh_token"`
+		}
+		if err := json.Unmarshal([]byte(c.Body), &in); err != nil {
+			s.t.Fatalf("refresh grant body %q: %v", c.Body, err)
+		}
+		out = append(out, in.RefreshToken)
+	}
+	return out
 }
 
+// sign issues an access token of the server for the test user, expiring
+// in ttl.
 func (s *authServer) sign(ttl time.Duration) string {
-	return signAt(s.t, s.key, s.URL+"/auth/v1", s.now(), ttl, nil)
+	tok, err := keys.Mint(s.Keys(), keys.TokenSpec{Sub: userID, Email: "a@example.com", Issuer: s.Issuer(), TTL: ttl,
+		SessionID: "44444444-4444-4444-8444-444444444444"}, s.now())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return tok
 }
 
-// session writes a GoTrue token response for the test user.
-func (s *authServer) session(w http.ResponseWriter, ttl time.Duration, suffix string) {
-	s.mu.Lock()
-	bio := s.bio
-	s.mu.Unlock()
-	body := gotrueSession(s.sign(ttl), ttl, s.now(), "newrefresh"+suffix,
-		map[string]any{"id": userID, "aud": "authenticated", "role": "authenticated", "email": "a@example.com",
-			"user_metadata": map[string]any{"bio": bio, "name": "Zoë <✓>"}, "app_metadata": map[string]any{"provider": "email"}}, true)
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(body)
-}
-
-// serveFixed makes the server answer every refresh with body.
+// serveFixed makes the server answer every refresh grant with body.
 func (s *authServer) serveFixed(body []byte) {
-	s.mu.Lock()
-	s.fixed = body
-	s.mu.Unlock()
+	s.Hook("/token", func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.URL.Query().Get("grant_type") != "refresh_token" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
 }
 
-// gotrueSession encodes a GoTrue token response in GoTrue's field order;
-// escapeHTML escapes <, > and & as Go's encoder (and GoTrue) does.
-func gotrueSession(accessToken string, ttl time.Duration, now time.Time, refreshToken string, user map[string]any, escapeHTML bool) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(escapeHTML)
-	_ = enc.Encode(struct {
-		AccessToken  string         `json:"access_token"`
-		TokenType    string         `json:"token_type"`
-		ExpiresIn    int            `json:"expires_in"`
-		ExpiresAt    int64          `json:"expires_at"`
-		RefreshToken string         `json:"refresh_token"`
-		User         map[string]any `json:"user"`
-	}{accessToken, "bearer", int(ttl / time.Second), now.Add(ttl).Unix(), refreshToken, user})
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-}
-
-// refreshBundle is one refresh scenario: the fake auth server and a
+// refreshBundle is one refresh scenario: the auth server and a
 // resolver that refreshes against it.
 type refreshBundle struct {
 	t    *testing.T
@@ -184,29 +118,27 @@ type refreshBundle struct {
 	name string
 }
 
-// refreshSetup starts the fake auth server and a refreshing resolver
-// against it; mod, when not nil, adjusts the resolver's config.
-func refreshSetup(t *testing.T, mod func(*authctx.Config)) *refreshBundle {
+// refreshSetup starts the auth server (bio as the user_metadata.bio of
+// the user's sessions) and a refreshing resolver against it; mod, when
+// not nil, adjusts the resolver's config.
+func refreshSetup(t *testing.T, bio string, mod func(*authctx.Config)) *refreshBundle {
 	t.Helper()
-	return refreshSetupAt(t, nil, mod)
+	return refreshSetupAt(t, nil, bio, mod)
 }
 
 // refreshSetupAt is refreshSetup with the auth server and the resolver on
 // the clock now (nil: the real one). A clock ahead of the real one makes a
 // session the resolver refreshes one that node, on the real clock, keeps.
-func refreshSetupAt(t *testing.T, now func() time.Time, mod func(*authctx.Config)) *refreshBundle {
+func refreshSetupAt(t *testing.T, now func() time.Time, bio string, mod func(*authctx.Config)) *refreshBundle {
 	t.Helper()
-	b := &refreshBundle{t: t, auth: newAuthServer(t)}
-	if now != nil {
-		b.auth.now = now
+	if now == nil {
+		now = time.Now
 	}
+	b := &refreshBundle{t: t, auth: newAuthServer(t, now, bio)}
 	// RefreshWait equal to the timeout: a still-valid token inside the
 	// leeway is refreshed in the same response.
-	cfg := &authctx.Config{ProjectURL: b.auth.URL, PublishableKeys: []string{apiKey},
-		Refresh: true, RefreshWait: authctx.DefaultRefreshTimeout}
-	if now != nil {
-		cfg.Now = now
-	}
+	cfg := &authctx.Config{ProjectURL: b.auth.URL(), PublishableKeys: []string{apiKey},
+		Refresh: true, RefreshWait: authctx.DefaultRefreshTimeout, VerifierConfig: authctx.VerifierConfig{Now: now}}
 	if mod != nil {
 		mod(cfg)
 	}
@@ -234,11 +166,16 @@ func (b *refreshBundle) cookies(ttl time.Duration, extra ...*http.Cookie) []*htt
 }
 
 // fixedSession is a GoTrue token response with an access token of the
-// fake auth server, already in JSON.stringify form (no characters that
-// Go's encoder escapes), so the stored cookie value is its plain base64url.
+// auth server, already in JSON.stringify form (no characters that Go's
+// encoder escapes), so the stored cookie value is its plain base64url.
 func (b *refreshBundle) fixedSession(bio string) []byte {
-	return gotrueSession(b.auth.sign(time.Hour), time.Hour, b.auth.now(), "fixedrefresh",
-		map[string]any{"id": userID, "user_metadata": map[string]any{"bio": bio, "name": "Zoë ✓"}}, false)
+	body, err := json.Marshal(map[string]any{"access_token": b.auth.sign(time.Hour), "token_type": "bearer", "expires_in": 3600,
+		"expires_at": b.auth.now().Add(time.Hour).Unix(), "refresh_token": "fixedrefresh",
+		"user": map[string]any{"id": userID, "user_metadata": map[string]any{"bio": bio, "name": "Zoë ✓"}}})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return body
 }
 
 // assertNewSession checks a successful refresh: the user with the new

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tablegate/tablegate/authctx"
+	"github.com/tablegate/tablegate/internal/authstub"
+	"github.com/tablegate/tablegate/internal/keys"
 )
 
 type ssrOutput struct {
@@ -35,10 +37,14 @@ func writeSSRSession(t *testing.T, projectURL, tok string, exp int64, bio, encod
 // @supabase/ssr 0.12.7 resolves to the right user, single and chunked.
 func TestSSRCookieInterop(t *testing.T) {
 	t.Parallel()
-	key, jwks := newKey(t)
+	// The auth server's keys, not served: the resolver is given its JWKS
+	// and issuer (a local Supabase's).
+	auth, err := authstub.New(authstub.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	const projectURL = "https://abcdefghijklmnopqrst.supabase.co"
-	const issuer = "http://127.0.0.1:54321/auth/v1"
-	rv, err := authctx.New(context.Background(), &authctx.Config{ProjectURL: projectURL, VerifierConfig: authctx.VerifierConfig{Issuer: issuer, JWKS: jwks}})
+	rv, err := authctx.New(context.Background(), &authctx.Config{ProjectURL: projectURL, VerifierConfig: authctx.VerifierConfig{Issuer: auth.Issuer(), JWKS: auth.JWKS()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +67,11 @@ func TestSSRCookieInterop(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The token itself carries the metadata too, as GoTrue's does.
-			tok := sign(t, key, issuer, time.Until(time.Unix(exp, 0)), map[string]any{"exp": exp,
-				"user_metadata": map[string]any{"bio": tc.bio}})
+			tok, _, err := auth.SignIn(keys.TokenSpec{Sub: userID, Email: "a@example.com",
+				Extra: map[string]any{"exp": exp, "user_metadata": map[string]any{"bio": tc.bio}}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			out := writeSSRSession(t, projectURL, tok, exp, tc.bio, tc.encoding)
 			if (tc.chunks == 1 && len(out.Cookies) != 1) || len(out.Cookies) < tc.chunks {
 				names := []string{}

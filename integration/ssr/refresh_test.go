@@ -60,8 +60,7 @@ func nodeCookieList(cs []*http.Cookie) []nodeCookie {
 func TestRefreshInteropNodeReadsTablegateCookies(t *testing.T) {
 	t.Parallel()
 	for _, bio := range []string{"short", strings.Repeat("x", 3000)} {
-		b := refreshSetup(t, nil)
-		b.auth.setBio(bio)
+		b := refreshSetup(t, bio, nil)
 		jar := b.cookies(30 * time.Second)
 		res := b.rv.Resolve(request(jar))
 		b.assertNewSession(res, "newrefresh1")
@@ -78,7 +77,7 @@ func TestRefreshInteropNodeReadsTablegateCookies(t *testing.T) {
 		}
 
 		var got nodeRead
-		runNode(t, map[string]any{"url": b.auth.URL, "key": apiKey, "cookies": nodeCookieList(jar)}, &got, "ssr-read-session.mjs")
+		runNode(t, map[string]any{"url": b.auth.URL(), "key": apiKey, "cookies": nodeCookieList(jar)}, &got, "ssr-read-session.mjs")
 		if got.Error != nil || got.Session == nil {
 			t.Fatalf("node: no session (%v)", got.Error)
 		}
@@ -91,24 +90,25 @@ func TestRefreshInteropNodeReadsTablegateCookies(t *testing.T) {
 		if len(got.SetAll) != 0 {
 			t.Fatalf("node rewrote cookies: %v", got.SetAll)
 		}
-		if b.auth.calls.Load() != 1 {
-			t.Fatalf("%d refresh calls (node must not refresh a fresh session)", b.auth.calls.Load())
+		if rts := b.auth.refreshes(); len(rts) != 1 {
+			t.Fatalf("refresh calls sent %q (node must not refresh a fresh session)", rts)
 		}
 	}
 }
 
 // A session written by the real @supabase/ssr (signInWithPassword against
-// the fake auth server) is refreshed by tablegate, and node reads the
+// internal/authstub) is refreshed by tablegate, and node reads the
 // result.
 func TestRefreshInteropTablegateRefreshesNodeSession(t *testing.T) {
 	t.Parallel()
-	b := refreshSetup(t, nil)
-	b.auth.setBio(strings.Repeat("y", 3000)) // chunked on both sides
+	b := refreshSetup(t, strings.Repeat("y", 3000), nil) // chunked on both sides
+	// node's session expires within the resolver's leeway.
+	b.auth.SetTokenTTL(30 * time.Second)
 	var signin struct {
 		Error  *string      `json:"error"`
 		SetAll []nodeCookie `json:"setAll"`
 	}
-	runNode(t, map[string]any{"url": b.auth.URL, "key": apiKey, "email": "a@example.com", "password": "pw"}, &signin, "ssr-sign-in.mjs")
+	runNode(t, map[string]any{"url": b.auth.URL(), "key": apiKey, "email": "a@example.com", "password": "pw"}, &signin, "ssr-sign-in.mjs")
 	if signin.Error != nil {
 		t.Fatalf("node sign-in: %s", *signin.Error)
 	}
@@ -121,18 +121,16 @@ func TestRefreshInteropTablegateRefreshesNodeSession(t *testing.T) {
 	if len(jar) < 2 || jar[0].Name != b.name+".0" {
 		t.Fatalf("node wrote %v", jar)
 	}
+	b.auth.SetTokenTTL(0)
 	res := b.rv.Resolve(request(jar))
-	b.assertNewSession(res, "newrefresh1")
-	b.auth.mu.Lock()
-	rt := b.auth.lastRT
-	b.auth.mu.Unlock()
-	if rt != "newrefreshpw" || b.auth.calls.Load() != 1 {
-		t.Fatalf("refresh sent %q, %d calls; want the token node stored", rt, b.auth.calls.Load())
+	b.assertNewSession(res, "newrefresh2")
+	if rts := b.auth.refreshes(); len(rts) != 1 || rts[0] != "newrefresh1" {
+		t.Fatalf("refresh calls sent %q; want one with the token node stored, newrefresh1", rts)
 	}
 	jar = browserJar(t, jar, applied(res))
 	var got nodeRead
-	runNode(t, map[string]any{"url": b.auth.URL, "key": apiKey, "cookies": nodeCookieList(jar)}, &got, "ssr-read-session.mjs")
-	if got.Session == nil || got.Session.AccessToken != res.Auth.User.Token || got.Session.RefreshToken != "newrefresh1" {
+	runNode(t, map[string]any{"url": b.auth.URL(), "key": apiKey, "cookies": nodeCookieList(jar)}, &got, "ssr-read-session.mjs")
+	if got.Session == nil || got.Session.AccessToken != res.Auth.User.Token || got.Session.RefreshToken != "newrefresh2" {
 		t.Fatalf("node after tablegate's refresh: %+v %v", got.Session, got.Error)
 	}
 }
@@ -163,7 +161,7 @@ func TestApplyMatchesSSR(t *testing.T) {
 			t.Parallel()
 			// The resolver's clock runs years ahead: the request's session is
 			// inside its refresh leeway, and far from expiry for node.
-			b := refreshSetupAt(t, func() time.Time { return time.Unix(1900000000, 0) }, func(c *authctx.Config) { c.CookieOptions = tc.opts })
+			b := refreshSetupAt(t, func() time.Time { return time.Unix(1900000000, 0) }, "", func(c *authctx.Config) { c.CookieOptions = tc.opts })
 			body := b.fixedSession(tc.newBio)
 			b.auth.serveFixed(body)
 			reqCookies := b.cookies(30*time.Second, &http.Cookie{Name: b.name + ".5", Value: "stray"}, &http.Cookie{Name: "theme", Value: "dark"})
