@@ -29,11 +29,8 @@ func user(c claims) db.Caller {
 	return db.UserCaller(id, raw)
 }
 
-// txOpts, readOnlyOpts and readOnlyTxOpts return o for a transaction, a
-// read-only run and a read-only transaction.
-func txOpts(o db.RunOpts) db.RunOpts         { o.Tx = true; return o }
-func readOnlyOpts(o db.RunOpts) db.RunOpts   { o.ReadOnly = true; return o }
-func readOnlyTxOpts(o db.RunOpts) db.RunOpts { o.Tx, o.ReadOnly = true, true; return o }
+// txOpts returns o for a transaction.
+func txOpts(o db.RunOpts) db.RunOpts { o.Tx = true; return o }
 
 // read and tx are d.Run without options and in a transaction, as
 // functions of the caller.
