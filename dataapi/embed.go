@@ -74,7 +74,7 @@ func (c *catalogue) relationships(parent *relation, rel, hint string) []relation
 				continue
 			}
 			for _, k := range c.fks {
-				if k != j && k.from == j.from && k.to == target && subset(j.cols, j.from.pk) && subset(k.cols, k.from.pk) {
+				if k != j && k.name != j.name && k.from == j.from && k.to == target && subset(j.cols, j.from.pk) && subset(k.cols, k.from.pk) {
 					out = append(out, relationship{kind: manyToMany, target: target, fk: j, fk2: k})
 				}
 			}
@@ -106,6 +106,51 @@ func (c *catalogue) relationships(parent *relation, rel, hint string) []relation
 		for _, r := range out {
 			if r.kind == oneToMany {
 				return []relationship{r}
+			}
+		}
+	}
+	return out
+}
+
+// describe is the relationship as PostgREST details it when several
+// match: its cardinality, the two relations, and the key with its
+// columns.
+func (r relationship) describe(parent *relation) map[string]string {
+	cols := func(c []string) string { return "(" + strings.Join(c, ", ") + ")" }
+	out := map[string]string{"embedding": parent.name + " with " + r.target.name}
+	switch r.kind {
+	case manyToOne:
+		out["cardinality"] = "many-to-one"
+		if sameSet(r.fk.cols, parent.pk) {
+			out["cardinality"] = "one-to-one"
+		}
+		out["relationship"] = r.fk.name + " using " + parent.name + cols(r.fk.cols) + " and " + r.target.name + cols(r.fk.refCols)
+	case oneToMany:
+		out["cardinality"] = "one-to-many"
+		if r.toOne {
+			out["cardinality"] = "one-to-one"
+		}
+		out["relationship"] = r.fk.name + " using " + parent.name + cols(r.fk.refCols) + " and " + r.target.name + cols(r.fk.cols)
+	case manyToMany:
+		out["cardinality"] = "many-to-many"
+		out["relationship"] = r.fk.from.name + " using " + r.fk.name + cols(r.fk.cols) + " and " + r.fk2.name + cols(r.fk2.cols)
+	default:
+		out["cardinality"] = "computed"
+		out["relationship"] = r.fn.name
+	}
+	return out
+}
+
+// related lists the names of the relations parent has a foreign key
+// relationship with, for PGRST200's "Perhaps you meant" hint.
+func (c *catalogue) related(parent *relation) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, fk := range c.fks {
+		for _, r := range []*relation{fk.from, fk.to} {
+			if (fk.from == parent || fk.to == parent) && r != parent && r.schema == parent.schema && !seen[r.name] {
+				seen[r.name] = true
+				out = append(out, r.name)
 			}
 		}
 	}
@@ -166,16 +211,28 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 	rels := b.req.cat.relationships(parent, e.rel, e.hint)
 	switch len(rels) {
 	case 0:
-		return nil, "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship between '"+parent.name+"' and '"+e.rel+"' in the schema cache").
-			withHint("Verify that '" + parent.name + "' and '" + e.rel + "' exist in the schema '" + parent.schema + "' and that there is a foreign key relationship between them.")
+		using := ""
+		if e.hint != "" {
+			using = "' using the hint '" + e.hint
+		}
+		err := apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship between '"+parent.name+"' and '"+e.rel+"' in the schema cache").
+			withDetails("Searched for a foreign key relationship between '" + parent.name + "' and '" + e.rel + using + "' in the schema '" + parent.schema + "', but no matches were found.")
+		if s := suggest(e.rel, b.req.cat.related(parent)); s != "" && s != e.rel {
+			err.withHint("Perhaps you meant '" + s + "' instead of '" + e.rel + "'.")
+		}
+		return nil, "", err
 	case 1:
 	default:
 		var opts []string
+		var details []map[string]string
 		for _, r := range rels {
-			opts = append(opts, "'"+e.rel+"!"+r.label()+"'")
+			opts = append(opts, "'"+r.target.name+"!"+r.label()+"'")
+			details = append(details, r.describe(parent))
 		}
-		return nil, "", apiErr(http.StatusMultipleChoices, "PGRST201", "Could not embed because more than one relationship was found for '"+parent.name+"' and '"+e.rel+"'").
-			withHint("Try changing '" + e.rel + "' to one of the following: " + strings.Join(opts, ", ") + ".")
+		err := apiErr(http.StatusMultipleChoices, "PGRST201", "Could not embed because more than one relationship was found for '"+parent.name+"' and '"+e.rel+"'").
+			withHint("Try changing '" + e.rel + "' to one of the following: " + strings.Join(opts, ", ") + ". Find the desired relationship in the 'details' key.")
+		err.detailsJSON = details
+		return nil, "", err
 	}
 	r := rels[0]
 	key := r.target.qualified()
