@@ -132,6 +132,7 @@ func TestReadRoundTrips(t *testing.T) {
 	for _, path := range []string{
 		"/books?select=id,title,author:authors!author_id(name),labels(label)&id=lt.3&order=id",
 		"/authors?select=name,books!author_id!inner(title)&books.title=eq.b3",
+		"/books?select=title,...authors!author_id!inner(name,books!author_id(title),...profiles(bio))&order=id",
 	} {
 		for i := 0; i < 2; i++ { // the first run prepares the statement
 			tr.Reset()

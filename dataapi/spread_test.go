@@ -1,6 +1,7 @@
 package dataapi
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -99,8 +100,23 @@ func TestSpreadNestedAndInner(t *testing.T) {
 			t.Errorf("%s as %q:\n got %d %s\nwant %s", c.path, c.user, r.status, r.body, c.want)
 		}
 	}
+	// Spreads shape a write's representation and a function's rows.
+	b.exec(`grant insert on books to anon; create policy books_insert on books for insert with check (true);`)
+	r := b.do("POST", "/books?select=title,...authors!author_id(author:name)", "", `{"id":9,"title":"new","author_id":2}`,
+		"Prefer: return=representation", "Prefer: tx=rollback")
+	if r.status != 201 || r.body != `[{"title":"new","author":"Ben"}]` {
+		t.Errorf("insert representation with a spread: %d %s", r.status, r.body)
+	}
+	b.exec(`create function books_by(a int) returns setof books language sql stable as 'select * from books where author_id = a';`)
+	if err := b.api.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r = b.do("GET", "/rpc/books_by?a=2&select=title,...authors!author_id(author:name,books!author_id(title))", "", "")
+	if r.status != 200 || r.body != `[{"title":"b3","author":"Ben","books":[{"title":"b3"}]}]` {
+		t.Errorf("function rows with a spread: %d %s", r.status, r.body)
+	}
 	// Filters inside a spread that is not embedded answer PGRST108.
-	r := b.do("GET", "/books?select=title,...authors!author_id(name)&labels.label=eq.red", "", "")
+	r = b.do("GET", "/books?select=title,...authors!author_id(name)&labels.label=eq.red", "", "")
 	if m, _ := r.json(t).(map[string]any); r.status != 400 || m["code"] != "PGRST108" {
 		t.Errorf("filter on a missing embed: %d %s", r.status, r.body)
 	}
