@@ -23,6 +23,38 @@ type builder struct {
 	aggregated map[string]bool
 	groupBy    map[string][]string
 	keys       map[string]string // JSON key → its parameter
+	// hoisting marks the aliases of to-one spreads, whose aggregates
+	// are applied by the parent (PostgREST's hoisting); hoisted holds,
+	// by alias, the keys whose aggregate the parent applies.
+	hoisting map[string]bool
+	hoisted  map[string]map[string]hoistedAgg
+	// laterals are, by alias, the lateral joins of its spread embeds:
+	// each spread's subquery is joined once and its columns read from
+	// it.
+	laterals map[string][]string
+}
+
+// fromSQL is from (the relation of alias q) with q's spread joins.
+func (b *builder) fromSQL(q, from string) string {
+	if len(b.laterals[q]) == 0 {
+		return from
+	}
+	return from + " " + strings.Join(b.laterals[q], " ")
+}
+
+// hoistedAgg is an aggregate lifted out of a to-one spread: its function
+// and output cast.
+type hoistedAgg struct{ fn, cast string }
+
+// hoist records that the parent of alias q applies h to q's column key.
+func (b *builder) hoist(q, key string, h hoistedAgg) {
+	if b.hoisted == nil {
+		b.hoisted = map[string]map[string]hoistedAgg{}
+	}
+	if b.hoisted[q] == nil {
+		b.hoisted[q] = map[string]hoistedAgg{}
+	}
+	b.hoisted[q][key] = h
 }
 
 // groupSQL is the GROUP BY clause of alias q ("" without aggregates).

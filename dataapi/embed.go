@@ -74,7 +74,7 @@ func (c *catalogue) relationships(parent *relation, rel, hint string) []relation
 				continue
 			}
 			for _, k := range c.fks {
-				if k != j && k.from == j.from && k.to == target && subset(j.cols, j.from.pk) && subset(k.cols, k.from.pk) {
+				if k != j && k.name != j.name && k.from == j.from && k.to == target && subset(j.cols, j.from.pk) && subset(k.cols, k.from.pk) {
 					out = append(out, relationship{kind: manyToMany, target: target, fk: j, fk2: k})
 				}
 			}
@@ -106,6 +106,51 @@ func (c *catalogue) relationships(parent *relation, rel, hint string) []relation
 		for _, r := range out {
 			if r.kind == oneToMany {
 				return []relationship{r}
+			}
+		}
+	}
+	return out
+}
+
+// describe is the relationship as PostgREST details it when several
+// match: its cardinality, the two relations, and the key with its
+// columns.
+func (r relationship) describe(parent *relation) map[string]string {
+	cols := func(c []string) string { return "(" + strings.Join(c, ", ") + ")" }
+	out := map[string]string{"embedding": parent.name + " with " + r.target.name}
+	switch r.kind {
+	case manyToOne:
+		out["cardinality"] = "many-to-one"
+		if sameSet(r.fk.cols, parent.pk) {
+			out["cardinality"] = "one-to-one"
+		}
+		out["relationship"] = r.fk.name + " using " + parent.name + cols(r.fk.cols) + " and " + r.target.name + cols(r.fk.refCols)
+	case oneToMany:
+		out["cardinality"] = "one-to-many"
+		if r.toOne {
+			out["cardinality"] = "one-to-one"
+		}
+		out["relationship"] = r.fk.name + " using " + parent.name + cols(r.fk.refCols) + " and " + r.target.name + cols(r.fk.cols)
+	case manyToMany:
+		out["cardinality"] = "many-to-many"
+		out["relationship"] = r.fk.from.name + " using " + r.fk.name + cols(r.fk.cols) + " and " + r.fk2.name + cols(r.fk2.cols)
+	default:
+		out["cardinality"] = "computed"
+		out["relationship"] = r.fn.name
+	}
+	return out
+}
+
+// related lists the names of the relations parent has a foreign key
+// relationship with, for PGRST200's "Perhaps you meant" hint.
+func (c *catalogue) related(parent *relation) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, fk := range c.fks {
+		for _, r := range []*relation{fk.from, fk.to} {
+			if (fk.from == parent || fk.to == parent) && r != parent && r.schema == parent.schema && !seen[r.name] {
+				seen[r.name] = true
+				out = append(out, r.name)
 			}
 		}
 	}
@@ -155,38 +200,51 @@ func (b *builder) joinSQL(q, e string, r relationship) string {
 }
 
 // embedSQL renders an embedded resource of parent (alias q) as a
-// subquery read as the caller (its own row-level security applies), and
-// the condition !inner adds to the parent. An empty embed renders no
-// column.
-func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *conditions, name string) ([]string, string, *Error) {
+// subquery read as the caller (its own row-level security applies): the
+// columns it adds to the parent with their keys (one for an embed, each
+// selected column for a spread, none for an empty embed), and the
+// condition !inner adds to the parent.
+func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *conditions, name string) ([]string, []string, string, *Error) {
 	if b.req == nil || parent == nil {
-		return nil, "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship for '"+e.rel+"' in the schema cache").
+		return nil, nil, "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship for '"+e.rel+"' in the schema cache").
 			withDetails("Embedding is served on tables and views, not on function results.")
 	}
 	rels := b.req.cat.relationships(parent, e.rel, e.hint)
 	switch len(rels) {
 	case 0:
-		return nil, "", apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship between '"+parent.name+"' and '"+e.rel+"' in the schema cache").
-			withHint("Verify that '" + parent.name + "' and '" + e.rel + "' exist in the schema '" + parent.schema + "' and that there is a foreign key relationship between them.")
+		using := ""
+		if e.hint != "" {
+			using = "' using the hint '" + e.hint
+		}
+		err := apiErr(http.StatusBadRequest, "PGRST200", "Could not find a relationship between '"+parent.name+"' and '"+e.rel+"' in the schema cache").
+			withDetails("Searched for a foreign key relationship between '" + parent.name + "' and '" + e.rel + using + "' in the schema '" + parent.schema + "', but no matches were found.")
+		if s := suggest(e.rel, b.req.cat.related(parent)); s != "" && s != e.rel {
+			err.withHint("Perhaps you meant '" + s + "' instead of '" + e.rel + "'.")
+		}
+		return nil, nil, "", err
 	case 1:
 	default:
 		var opts []string
+		var details []map[string]string
 		for _, r := range rels {
-			opts = append(opts, "'"+e.rel+"!"+r.label()+"'")
+			opts = append(opts, "'"+r.target.name+"!"+r.label()+"'")
+			details = append(details, r.describe(parent))
 		}
-		return nil, "", apiErr(http.StatusMultipleChoices, "PGRST201", "Could not embed because more than one relationship was found for '"+parent.name+"' and '"+e.rel+"'").
-			withHint("Try changing '" + e.rel + "' to one of the following: " + strings.Join(opts, ", ") + ".")
+		err := apiErr(http.StatusMultipleChoices, "PGRST201", "Could not embed because more than one relationship was found for '"+parent.name+"' and '"+e.rel+"'").
+			withHint("Try changing '" + e.rel + "' to one of the following: " + strings.Join(opts, ", ") + ". Find the desired relationship in the 'details' key.")
+		err.detailsJSON = details
+		return nil, nil, "", err
 	}
 	r := rels[0]
 	key := r.target.qualified()
 	var allowed []string
 	if decl := b.req.api.declared[key]; decl != nil {
 		if p := authctx.Admit(b.req.auth, decl.Allow...); p != nil {
-			return nil, "", apiErr(http.StatusForbidden, "PGRST302", "'"+key+"' may not be embedded by this caller")
+			return nil, nil, "", apiErr(http.StatusForbidden, "PGRST302", "'"+key+"' may not be embedded by this caller")
 		}
 		info, ok := declaredOp(decl, rest.OpList)
 		if !ok || info.Permission != "" || info.Hooked {
-			return nil, "", apiErr(http.StatusBadRequest, "PGRST200", "'"+key+"' cannot be embedded").
+			return nil, nil, "", apiErr(http.StatusBadRequest, "PGRST200", "'"+key+"' cannot be embedded").
 				withDetails("It is a declared table whose list is not served, has a permission or runs hooks.")
 		}
 		allowed = allowedColumns(decl)
@@ -205,19 +263,26 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 		from = pgx.Identifier{r.fn.schema, r.fn.name}.Sanitize() + "(" + q + ") " + alias
 	}
 	if e := b.checkConditions(cond, allowed); e != nil {
-		return nil, "", e
+		return nil, nil, "", e
 	}
 	join := b.joinSQL(q, alias, r)
-	if e.spread {
-		return b.spreadSQL(alias, from, join, r, e, cond, allowed)
-	}
-	var childInner []string
+	var childInner, keys []string
 	sel := ""
+	if e.spread && r.toOne {
+		if b.hoisting == nil {
+			b.hoisting = map[string]bool{}
+		}
+		b.hoisting[alias] = true
+	}
 	if len(e.items) > 0 {
 		var perr *Error
-		if sel, childInner, perr = b.selectListSQL(alias, r.target, e.items, allowed, cond); perr != nil {
-			return nil, "", perr
+		if sel, keys, childInner, perr = b.selectKeysSQL(alias, r.target, e.items, allowed, cond); perr != nil {
+			return nil, nil, "", perr
 		}
+	}
+	if e.spread && !r.toOne && b.aggregated[alias] {
+		return nil, nil, "", apiErr(http.StatusBadRequest, "PGRST127", "Feature not implemented").
+			withDetails("Aggregates are not implemented for one-to-many or many-to-many spreads.")
 	}
 	where := b.whereOn(alias, cond, append([]string{join}, childInner...))
 	var inner string
@@ -225,9 +290,9 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 		inner = "exists (select 1 from " + from + " where " + where + ")"
 	}
 	if sel == "" {
-		return nil, inner, nil
+		return nil, nil, inner, nil
 	}
-	sub := "select " + sel + " from " + from + " where " + where + b.groupSQL(alias)
+	sub := "select " + sel + " from " + b.fromSQL(alias, from) + " where " + where + b.groupSQL(alias)
 	if len(cond.order) > 0 {
 		sub += " order by " + b.orderSQL(alias, cond.order)
 	}
@@ -237,67 +302,65 @@ func (b *builder) embedSQL(q string, parent *relation, e *embedSpec, cond *condi
 	if cond.offset > 0 {
 		sub += " offset " + strconv.Itoa(cond.offset)
 	}
-	if r.toOne {
-		return []string{"(select to_json(_s) from (" + sub + ") _s limit 1) as " + ident(name)}, inner, nil
-	}
-	return []string{"(select coalesce(json_agg(_s), '[]') from (" + sub + ") _s) as " + ident(name)}, inner, nil
-}
-
-// spreadSQL renders a spread embed (...rel(cols)): each selected column
-// of the related row becomes a column of the parent; of a to-many
-// relationship, an array of its values.
-func (b *builder) spreadSQL(alias, from, join string, r relationship, e *embedSpec, cond *conditions, allowed []string) ([]string, string, *Error) {
-	type col struct {
-		key string
-		f   field
-	}
-	var cols []col
-	for _, it := range e.items {
-		switch {
-		case it.embed != nil:
-			return nil, "", parseErr("the select parameter", "an embed inside a spread embed is not supported by tablegate's data API yet")
-		case it.agg != "":
-			return nil, "", parseErr("the select parameter", "an aggregate inside a spread embed is not supported by tablegate's data API yet")
-		case it.star:
-			names := allowed
-			if names == nil {
-				for _, c := range r.target.columns {
-					names = append(names, c.name)
+	if e.spread {
+		// Each column of the related rows becomes a column of the
+		// parent: its value (to-one), or the array of its values
+		// (to-many). Embeds and aggregates inside are columns like any.
+		// A to-one spread's aggregates are applied here, over the
+		// parent's rows grouped by its other columns, or lifted further
+		// when the parent is a to-one spread too.
+		// The subquery is joined to the parent once (LATERAL): at most
+		// one row for a to-one spread, one row of arrays otherwise.
+		// Its columns are named by position (c1, c2, …): a key selected
+		// twice stays two columns, as in the parent's JSON.
+		b.n++
+		j := "_s" + strconv.Itoa(b.n)
+		pos := make([]string, len(keys))
+		for i := range keys {
+			pos[i] = "c" + strconv.Itoa(i+1)
+		}
+		cols := "(" + strings.Join(pos, ", ") + ")"
+		lat := "(select * from (" + sub + ") _x limit 1) " + j + cols
+		if !r.toOne {
+			arrays := make([]string, len(keys))
+			for i, c := range pos {
+				arrays[i] = "coalesce(json_agg(_x." + c + "), '[]')"
+			}
+			lat = "(select " + strings.Join(arrays, ", ") + " from (" + sub + ") _x" + cols + ") " + j + cols
+		}
+		if b.laterals == nil {
+			b.laterals = map[string][]string{}
+		}
+		b.laterals[q] = append(b.laterals[q], "left join lateral "+lat+" on true")
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			x := j + "." + pos[i]
+			if h, ok := b.hoisted[alias][k]; ok && r.toOne {
+				if b.hoisting[q] {
+					b.hoist(q, k, h)
+				} else {
+					x = h.fn + "(" + x + ")"
+					if h.cast != "" {
+						x = "(" + x + ")::" + castSQL(h.cast)
+					}
+					if b.aggregated == nil {
+						b.aggregated = map[string]bool{}
+					}
+					b.aggregated[q] = true
+					parts[i] = x + " as " + ident(k)
+					continue
 				}
 			}
-			for _, n := range names {
-				cols = append(cols, col{n, field{name: n}})
+			parts[i] = x + " as " + ident(k)
+			if b.groupBy == nil {
+				b.groupBy = map[string][]string{}
 			}
-		default:
-			if e := b.checkColumn(it.field.name, allowed); e != nil {
-				return nil, "", e
-			}
-			key := it.alias
-			if key == "" {
-				key = it.field.key()
-			}
-			cols = append(cols, col{key, it.field})
+			b.groupBy[q] = append(b.groupBy[q], x)
 		}
+		return parts, keys, inner, nil
 	}
-	if e.inner {
-		return nil, "", parseErr("the select parameter", "!inner on a spread embed is not supported by tablegate's data API yet")
+	if r.toOne {
+		return []string{"(select to_json(_s) from (" + sub + ") _s limit 1) as " + ident(name)}, []string{name}, inner, nil
 	}
-	where := b.whereOn(alias, cond, []string{join})
-	var parts []string
-	for _, c := range cols {
-		expr := b.fieldSQL(alias, c.f)
-		if r.toOne {
-			parts = append(parts, "(select "+expr+" from "+from+" where "+where+" limit 1) as "+ident(c.key))
-			continue
-		}
-		sub := "select " + expr + " as v from " + from + " where " + where
-		if len(cond.order) > 0 {
-			sub += " order by " + b.orderSQL(alias, cond.order)
-		}
-		if cond.limit >= 0 {
-			sub += " limit " + strconv.Itoa(cond.limit)
-		}
-		parts = append(parts, "(select coalesce(json_agg(_s.v), '[]') from ("+sub+") _s) as "+ident(c.key))
-	}
-	return parts, "", nil
+	return []string{"(select coalesce(json_agg(_s), '[]') from (" + sub + ") _s) as " + ident(name)}, []string{name}, inner, nil
 }

@@ -28,8 +28,11 @@ type Error struct {
 	Message string
 	// Details and Hint explain further; empty renders null.
 	Details, Hint string
-	header        http.Header
-	cause         error
+	// detailsJSON, when set, is answered as details instead (PGRST201's
+	// array of the candidate relationships).
+	detailsJSON any
+	header      http.Header
+	cause       error
 }
 
 // Error returns the code and message, for logs.
@@ -48,12 +51,16 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 		}
 		return &s
 	}
+	var details any = nullable(e.Details)
+	if e.detailsJSON != nil {
+		details = e.detailsJSON
+	}
 	return json.Marshal(struct {
 		Code    string  `json:"code"`
-		Details *string `json:"details"`
+		Details any     `json:"details"`
 		Hint    *string `json:"hint"`
 		Message string  `json:"message"`
-	}{e.Code, nullable(e.Details), nullable(e.Hint), e.Message})
+	}{e.Code, details, nullable(e.Hint), e.Message})
 }
 
 func apiErr(status int, code, message string) *Error {

@@ -37,3 +37,22 @@ func FuzzGrammar(f *testing.F) {
 		_ = b.orderSQL("_t", cond.order)
 	})
 }
+
+// FuzzViewOrigins: no rewrite action text makes the node tree reader
+// panic or loop.
+func FuzzViewOrigins(f *testing.F) {
+	for _, s := range []string{
+		"({QUERY :targetList ({TARGETENTRY :expr {VAR :varno 1} :resno 1 :resname id :resorigtbl 16385 :resorigcol 1 :resjunk false})})",
+		`({QUERY :targetList ({TARGETENTRY :expr {CONST :constvalue 4 [ 1 0 0 0 ]} :resno 1 :resname \:x\ y :resorigtbl 0 :resorigcol 0 :resjunk false})})`,
+		"((((", "{}", `\`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for resno, o := range viewOrigins(s) {
+			if o.rel == 0 || o.attnum <= 0 || resno == 0 && o.attnum == 0 {
+				t.Fatalf("origin %d: %+v", resno, o)
+			}
+		}
+	})
+}

@@ -203,7 +203,15 @@ func (b *builder) selectSQL(items []selectItem, allowed []string) (string, *Erro
 // selectListSQL renders the select list of relation rel on alias q. It
 // returns the conditions !inner embeds add to q's WHERE.
 func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, allowed []string, cond *conditions) (string, []string, *Error) {
-	var parts, inner []string
+	sel, _, inner, e := b.selectKeysSQL(q, rel, items, allowed, cond)
+	return sel, inner, e
+}
+
+// selectKeysSQL is selectListSQL that also returns the key (output
+// column name) of each column rendered, in order: what a spread embed
+// lifts into its parent.
+func (b *builder) selectKeysSQL(q string, rel *relation, items []selectItem, allowed []string, cond *conditions) (string, []string, []string, *Error) {
+	var parts, keys, inner []string
 	used := map[string]bool{}
 	for _, it := range items {
 		switch {
@@ -217,37 +225,51 @@ func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, all
 			if cond != nil && cond.embedded != nil {
 				sub = cond.embedded[name]
 			}
-			exprs, where, e := b.embedSQL(q, rel, it.embed, sub, name)
+			exprs, names, where, e := b.embedSQL(q, rel, it.embed, sub, name)
 			if e != nil {
-				return "", nil, e
+				return "", nil, nil, e
 			}
 			if where != "" {
 				inner = append(inner, where)
 			}
 			parts = append(parts, exprs...)
+			keys = append(keys, names...)
 		case it.agg != "":
 			if b.req == nil || !b.req.api.aggs {
-				return "", nil, apiErr(http.StatusBadRequest, "PGRST123", "Use of aggregate functions is not allowed").
+				return "", nil, nil, apiErr(http.StatusBadRequest, "PGRST123", "Use of aggregate functions is not allowed").
 					withHint("Turn them on with aggregates in the data API's configuration.")
 			}
 			expr := "*"
 			if it.field.name != "" {
 				if e := b.checkColumn(it.field.name, allowed); e != nil {
-					return "", nil, e
+					return "", nil, nil, e
 				}
 				expr = b.fieldSQL(q, it.field)
 			} else if it.agg != "count" {
-				return "", nil, parseErr("the select parameter", it.agg+"() needs a column, as in amount."+it.agg+"()")
-			}
-			s := it.agg + "(" + expr + ")"
-			if it.aggCast != "" {
-				s = "(" + s + ")::" + castSQL(it.aggCast)
+				return "", nil, nil, parseErr("the select parameter", it.agg+"() needs a column, as in amount."+it.agg+"()")
 			}
 			name := it.alias
 			if name == "" {
 				name = it.agg
 			}
+			if b.hoisting[q] {
+				// In a to-one spread the aggregate is the parent's: this
+				// level selects its input (for count(), whether a row is
+				// related).
+				if expr == "*" {
+					expr = "1"
+				}
+				parts = append(parts, expr+" as "+ident(name))
+				keys = append(keys, name)
+				b.hoist(q, name, hoistedAgg{it.agg, it.aggCast})
+				continue
+			}
+			s := it.agg + "(" + expr + ")"
+			if it.aggCast != "" {
+				s = "(" + s + ")::" + castSQL(it.aggCast)
+			}
 			parts = append(parts, s+" as "+ident(name))
+			keys = append(keys, name)
 			if b.aggregated == nil {
 				b.aggregated = map[string]bool{}
 			}
@@ -255,12 +277,18 @@ func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, all
 		case it.star && allowed != nil:
 			for _, c := range allowed {
 				parts = append(parts, q+"."+ident(c))
+				keys = append(keys, c)
 			}
 		case it.star:
 			parts = append(parts, q+".*")
+			if rel != nil {
+				for _, c := range rel.columns {
+					keys = append(keys, c.name)
+				}
+			}
 		default:
 			if e := b.checkColumn(it.field.name, allowed); e != nil {
-				return "", nil, e
+				return "", nil, nil, e
 			}
 			name := it.alias
 			if name == "" {
@@ -268,6 +296,7 @@ func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, all
 			}
 			expr := b.fieldSQL(q, it.field)
 			parts = append(parts, expr+" as "+ident(name))
+			keys = append(keys, name)
 			if b.groupBy == nil {
 				b.groupBy = map[string][]string{}
 			}
@@ -277,15 +306,15 @@ func (b *builder) selectListSQL(q string, rel *relation, items []selectItem, all
 	if cond != nil {
 		for name := range cond.embedded {
 			if !used[name] {
-				return "", nil, apiErr(http.StatusBadRequest, "PGRST108", "'"+name+"' is not an embedded resource in this request").
+				return "", nil, nil, apiErr(http.StatusBadRequest, "PGRST108", "'"+name+"' is not an embedded resource in this request").
 					withHint("Verify that '" + name + "' is included in the 'select' query parameter.")
 			}
 		}
 	}
 	if len(parts) == 0 {
-		return "", nil, parseErr("the select parameter", "nothing selected")
+		return "", nil, nil, parseErr("the select parameter", "nothing selected")
 	}
-	return strings.Join(parts, ", "), inner, nil
+	return strings.Join(parts, ", "), keys, inner, nil
 }
 
 // checkColumn refuses, on a declared table, a column outside its select
@@ -522,7 +551,7 @@ func (q *request) read(rel *relation, decl *Table) {
 	default:
 		countMode = ""
 	}
-	sql := "with _pgrst_page as (select " + sel + " from " + from + " where " + where
+	sql := "with _pgrst_page as (select " + sel + " from " + b.fromSQL("_t", from) + " where " + where
 	sql += b.groupSQL("_t")
 	if len(cond.order) > 0 {
 		sql += " order by " + b.orderSQL("_t", cond.order)
@@ -550,7 +579,7 @@ func (q *request) read(rel *relation, decl *Table) {
 			body, pageN = out, n
 		}
 		if countMode == "planned" || (countMode == "estimated" && totalN != nil && *totalN > int64(q.api.maxRows)) {
-			n, err := plannedCount(q, dq, "select "+sel+" from "+from+" where "+where, b.args)
+			n, err := plannedCount(q, dq, "select "+sel+" from "+b.fromSQL("_t", from)+" where "+where, b.args)
 			if err != nil {
 				return err
 			}

@@ -220,7 +220,7 @@ func (q *request) serveRPC(name string) {
 		total = "(select count(*) from " + from + " where " + where + ")"
 		q.applied = append(q.applied, "count=exact")
 	}
-	sql := "with _pgrst_page as (select " + sel + " from " + from + " where " + where
+	sql := "with _pgrst_page as (select " + sel + " from " + b.fromSQL("_t", from) + " where " + where
 	if len(cond.order) > 0 {
 		sql += " order by " + b.orderSQL("_t", cond.order)
 	}

@@ -276,81 +276,208 @@ func (c *catalogue) relationOfType(typ, schema string) *relation {
 	return nil
 }
 
-// viewKeys gives the views of the exposed schemas that select from one
-// table the foreign keys of that table whose columns they keep under the
-// same names, both ways, so that embedding works through them.
+// viewKeys gives each view of the exposed schemas the foreign keys of
+// the tables (or views) its columns are read from, both ways, as
+// PostgREST infers them: a key whose columns all appear in the view,
+// under any names, belongs to the view with the view's column names. A
+// view joining several tables carries the keys of each; a view over a
+// view, the keys found for that view. The base tables may be in a schema
+// that is not exposed (a private table behind an exposed view).
 func (c *catalogue) viewKeys(ctx context.Context, pool *pgxpool.Pool, schemas []string) error {
-	rows, err := pool.Query(ctx, `select vn.nspname || '.' || v.relname, tn.nspname || '.' || t.relname,
-	  array_agg(distinct a.attname::text)
+	rows, err := pool.Query(ctx, `select vn.nspname || '.' || v.relname, r.ev_action::text,
+	  array(select a.attnum::int from pg_attribute a where a.attrelid = v.oid and a.attnum > 0 and not a.attisdropped order by a.attnum),
+	  array(select a.attname::text from pg_attribute a where a.attrelid = v.oid and a.attnum > 0 and not a.attisdropped order by a.attnum)
 	from pg_class v join pg_namespace vn on vn.oid = v.relnamespace
-	join pg_rewrite r on r.ev_class = v.oid
-	join pg_depend d on d.objid = r.oid and d.classid = 'pg_rewrite'::regclass and d.refclassid = 'pg_class'::regclass and d.refobjsubid > 0
-	join pg_class t on t.oid = d.refobjid and t.oid <> v.oid and t.relkind in ('r', 'p')
-	join pg_namespace tn on tn.oid = t.relnamespace
-	join pg_attribute a on a.attrelid = t.oid and a.attnum = d.refobjsubid
-	where v.relkind in ('v', 'm') and vn.nspname = any($1)
-	group by 1, 2`, schemas)
+	join pg_rewrite r on r.ev_class = v.oid and r.ev_type = '1' and r.rulename = '_RETURN'
+	where v.relkind in ('v', 'm') and vn.nspname = any($1)`, schemas)
 	if err != nil {
 		return fmt.Errorf("dataapi: read views: %w", err)
 	}
-	defer rows.Close()
-	type use struct {
-		base *relation
-		cols []string
+	type viewCols struct {
+		view    *relation
+		origins map[int]columnOrigin
+		names   map[int]string // the view's column names by number
 	}
-	uses := map[*relation][]use{}
+	var views []viewCols
+	var oids []uint32
 	for rows.Next() {
-		var view, base string
-		var cols []string
-		if err := rows.Scan(&view, &base, &cols); err != nil {
+		var key, action string
+		var nums []int32
+		var names []string
+		if err := rows.Scan(&key, &action, &nums, &names); err != nil {
+			rows.Close()
 			return fmt.Errorf("dataapi: read views: %w", err)
 		}
-		v, b := c.rels[view], c.rels[base]
-		if v != nil && b != nil {
-			uses[v] = append(uses[v], use{b, cols})
+		v := c.rels[key]
+		if v == nil || len(nums) != len(names) {
+			continue
 		}
+		vc := viewCols{view: v, origins: viewOrigins(action), names: map[int]string{}}
+		for i, n := range nums {
+			vc.names[int(n)] = names[i]
+		}
+		for _, o := range vc.origins {
+			oids = append(oids, o.rel)
+		}
+		views = append(views, vc)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("dataapi: read views: %w", err)
 	}
-	keeps := func(v *relation, used, cols []string) bool {
-		for _, col := range cols {
-			if _, ok := v.column(col); !ok || !slices.Contains(used, col) {
-				return false
+	if len(oids) == 0 {
+		return nil
+	}
+	// The relations the views read, and their column names.
+	brows, err := pool.Query(ctx, `select c.oid, n.nspname || '.' || c.relname, a.attnum::int, a.attname::text
+	from pg_class c join pg_namespace n on n.oid = c.relnamespace
+	join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+	where c.oid = any($1)`, oids)
+	if err != nil {
+		return fmt.Errorf("dataapi: read views' tables: %w", err)
+	}
+	stubs := map[string]*relation{} // relations outside the exposed schemas
+	byOid := map[uint32]*relation{}
+	colName := map[columnOrigin]string{}
+	for brows.Next() {
+		var oid uint32
+		var key, name string
+		var num int
+		if err := brows.Scan(&oid, &key, &num, &name); err != nil {
+			brows.Close()
+			return fmt.Errorf("dataapi: read views' tables: %w", err)
+		}
+		r := c.rels[key]
+		if r == nil {
+			if r = stubs[key]; r == nil {
+				schema, name, _ := strings.Cut(key, ".")
+				r = &relation{schema: schema, name: name, colIndex: map[string]int{}}
+				stubs[key] = r
 			}
 		}
-		return true
+		byOid[oid] = r
+		colName[columnOrigin{oid, num}] = name
 	}
-	have := map[[3]string]bool{}
-	add := func(fk *foreignKey) {
-		k := [3]string{fk.name, fk.from.qualified(), fk.to.qualified()}
-		if !have[k] {
-			have[k] = true
-			c.fks = append(c.fks, fk)
+	brows.Close()
+	if err := brows.Err(); err != nil {
+		return fmt.Errorf("dataapi: read views' tables: %w", err)
+	}
+	// The foreign keys of base tables outside the exposed schemas.
+	if len(stubs) > 0 {
+		krows, err := pool.Query(ctx, `select c.conname, ns.nspname || '.' || cs.relname, nt.nspname || '.' || ct.relname,
+		  array(select a.attname::text from unnest(c.conkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n order by k.o),
+		  array(select a.attname::text from unnest(c.confkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.confrelid and a.attnum = k.n order by k.o)
+		from pg_constraint c
+		join pg_class cs on cs.oid = c.conrelid join pg_namespace ns on ns.oid = cs.relnamespace
+		join pg_class ct on ct.oid = c.confrelid join pg_namespace nt on nt.oid = ct.relnamespace
+		where c.contype = 'f' and (c.conrelid = any($2) or c.confrelid = any($2))
+		  and not (ns.nspname = any($1) and nt.nspname = any($1))
+		order by c.conname`, schemas, oids)
+		if err != nil {
+			return fmt.Errorf("dataapi: read foreign keys: %w", err)
+		}
+		for krows.Next() {
+			var fk foreignKey
+			var from, to string
+			if err := krows.Scan(&fk.name, &from, &to, &fk.cols, &fk.refCols); err != nil {
+				krows.Close()
+				return fmt.Errorf("dataapi: read foreign keys: %w", err)
+			}
+			pick := func(k string) *relation {
+				if r := c.rels[k]; r != nil {
+					return r
+				}
+				return stubs[k]
+			}
+			fk.from, fk.to = pick(from), pick(to)
+			if fk.from != nil && fk.to != nil {
+				c.fks = append(c.fks, &fk)
+			}
+		}
+		krows.Close()
+		if err := krows.Err(); err != nil {
+			return fmt.Errorf("dataapi: read foreign keys: %w", err)
 		}
 	}
-	for _, fk := range c.fks {
-		have[[3]string{fk.name, fk.from.qualified(), fk.to.qualified()}] = true
+	// For each view, the view columns showing each base column.
+	type baseCol struct {
+		rel *relation
+		col string
 	}
-	// Two passes: the second joins a view to a view (a key of a view over
-	// a table, to a view over the referenced table).
-	for range 2 {
-		base := slices.Clone(c.fks)
-		for v, us := range uses {
-			if len(us) != 1 { // a join: which table a column comes from is not known here
+	shows := map[*relation]map[baseCol][]string{}
+	for _, vc := range views {
+		m := map[baseCol][]string{}
+		for num, o := range vc.origins {
+			base, name, vname := byOid[o.rel], colName[o], vc.names[num]
+			if base == nil || name == "" || vname == "" || base == vc.view {
 				continue
 			}
-			u := us[0]
-			for _, fk := range base {
-				if fk.from == u.base && keeps(v, u.cols, fk.cols) {
-					add(&foreignKey{name: fk.name, from: v, to: fk.to, cols: fk.cols, refCols: fk.refCols})
+			m[baseCol{base, name}] = append(m[baseCol{base, name}], vname)
+		}
+		for _, cols := range m {
+			sort.Strings(cols)
+		}
+		shows[vc.view] = m
+	}
+	// mapped lists the ways view v shows all of rel's columns cols (one
+	// list of view columns per combination, at most a few).
+	mapped := func(v, rel *relation, cols []string) [][]string {
+		out := [][]string{nil}
+		for _, col := range cols {
+			names := shows[v][baseCol{rel, col}]
+			if len(names) == 0 {
+				return nil
+			}
+			var next [][]string
+			for _, prefix := range out {
+				for _, n := range names {
+					if len(next) < 8 {
+						next = append(next, append(slices.Clone(prefix), n))
+					}
 				}
-				if fk.to == u.base && keeps(v, u.cols, fk.refCols) {
-					add(&foreignKey{name: fk.name, from: fk.from, to: v, cols: fk.cols, refCols: fk.refCols})
+			}
+			out = next
+		}
+		return out
+	}
+	keyOf := func(fk *foreignKey) string {
+		return fk.name + "\x00" + fk.from.qualified() + "\x00" + fk.to.qualified() + "\x00" + strings.Join(fk.cols, ",") + "\x00" + strings.Join(fk.refCols, ",")
+	}
+	have := map[string]bool{}
+	for _, fk := range c.fks {
+		have[keyOf(fk)] = true
+	}
+	add := func(fk *foreignKey) bool {
+		if k := keyOf(fk); !have[k] {
+			have[k] = true
+			c.fks = append(c.fks, fk)
+			return true
+		}
+		return false
+	}
+	// Each pass carries the keys found so far to the views over their
+	// ends: a view over a view gets its keys in the next pass.
+	for range 4 {
+		grew := false
+		base := slices.Clone(c.fks)
+		for v := range shows {
+			for _, fk := range base {
+				for _, cols := range mapped(v, fk.from, fk.cols) {
+					grew = add(&foreignKey{name: fk.name, from: v, to: fk.to, cols: cols, refCols: fk.refCols}) || grew
+				}
+				for _, refCols := range mapped(v, fk.to, fk.refCols) {
+					grew = add(&foreignKey{name: fk.name, from: fk.from, to: v, cols: fk.cols, refCols: refCols}) || grew
 				}
 			}
 		}
+		if !grew {
+			break
+		}
 	}
+	// Only keys between exposed relations are served.
+	c.fks = slices.DeleteFunc(c.fks, func(fk *foreignKey) bool {
+		return c.rels[fk.from.qualified()] != fk.from || c.rels[fk.to.qualified()] != fk.to
+	})
 	sort.SliceStable(c.fks, func(i, j int) bool { return c.fks[i].name < c.fks[j].name })
 	return nil
 }

@@ -226,7 +226,7 @@ func (q *request) runWrite(p *writePlan) {
 				return "", e
 			}
 		}
-		return "with _pgrst_src as (" + p.stmt + " returning _t.*) select count(*), " + q.aggSQL("_pgrst_page") + "::text from (select " + sel + " from _pgrst_src _t) _pgrst_page", nil
+		return "with _pgrst_src as (" + p.stmt + " returning _t.*) select count(*), " + q.aggSQL("_pgrst_page") + "::text from (select " + sel + " from " + p.b.fromSQL("_t", "_pgrst_src _t") + ") _pgrst_page", nil
 	}
 	var sql string
 	if p.perRow == nil {
