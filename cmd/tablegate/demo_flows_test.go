@@ -160,11 +160,7 @@ func testDemoPasswordSignInAndSignOut(t *testing.T, a *flowApp, tokensOnly bool)
 	}
 	// The session's refresh token, for the check after sign-out.
 	u, _ := url.Parse(a.url)
-	var stored []*http.Cookie
-	for _, ck := range c.Jar.Cookies(u) {
-		stored = append(stored, ck)
-	}
-	raw, err := ssrcookie.Read(stored, a.cookie)
+	raw, err := ssrcookie.Read(c.Jar.Cookies(u), a.cookie)
 	if err != nil {
 		t.Fatalf("no session cookie: %v", err)
 	}
