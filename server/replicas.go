@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tablegate/tablegate/db"
+	"github.com/tablegate/tablegate/internal/pgconnect"
 	"github.com/tablegate/tablegate/telemetry"
 )
 
@@ -57,7 +58,7 @@ func connectReplicas(ctx context.Context, out io.Writer, urls []string, maxConns
 		cfg, err := pgxpool.ParseConfig(u)
 		if err != nil {
 			closeAll()
-			return nil, usagef("read replica %d: invalid database URL: %v", i+1, redactErr(err))
+			return nil, usagef("read replica %d: invalid database URL: %v", i+1, pgconnect.Redact(err))
 		}
 		db.ConfigurePool(cfg)
 		switch {

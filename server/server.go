@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/tablegate/tablegate/authctx/authflow"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/linewriter"
+	"github.com/tablegate/tablegate/internal/pgconnect"
 	"github.com/tablegate/tablegate/rest"
 	"github.com/tablegate/tablegate/spec"
 	"github.com/tablegate/tablegate/telemetry"
@@ -337,60 +337,13 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// connectPool opens a pool with tablegate's pool defaults (db.ConfigurePool:
-// a client that disconnects mid-query costs a cancel request, not a
-// connection) and pings it. The size is maxConns, else the URL's
-// pool_max_conns, else db.DefaultMaxConns(). tel instruments the pool.
+// connectPool is pgconnect.Pool with an unparsable URL as a usage error.
 func connectPool(ctx context.Context, url string, maxConns int32, tel *telemetry.Telemetry) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, usagef("invalid database URL: %v", redactErr(err))
+	pool, err := pgconnect.Pool(ctx, url, maxConns, tel)
+	if errors.Is(err, pgconnect.ErrInvalidURL) {
+		return nil, usagef("%s", err)
 	}
-	db.ConfigurePool(cfg)
-	switch {
-	case maxConns > 0:
-		cfg.MaxConns = maxConns
-	case !strings.Contains(url, "pool_max_conns"):
-		cfg.MaxConns = db.DefaultMaxConns()
-	}
-	db.Instrument(cfg, tel)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, connectError(err, cfg)
-	}
-	if err := db.RecordPoolStats(pool, tel); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, connectError(err, cfg)
-	}
-	return pool, nil
-}
-
-// connectError says why the pool of cfg could not connect and what to do,
-// never quoting the password.
-func connectError(err error, cfg *pgxpool.Config) error {
-	var ce *db.ConnectError
-	if !errors.As(db.ExplainConnectError(err, &cfg.ConnConfig.Config), &ce) {
-		return err
-	}
-	if ce.Cause == db.CauseUnreachable {
-		ce.Problem = fmt.Sprintf("database unreachable: %s (database %s, user %s)", ce.Problem, cfg.ConnConfig.Database, cfg.ConnConfig.User)
-	}
-	return ce
-}
-
-// redactErr hides a parse error that may quote the URL (and a password).
-func redactErr(err error) string {
-	msg := err.Error()
-	if strings.Contains(msg, "@") || strings.Contains(msg, "password") {
-		return "cannot parse the URL (check its syntax)"
-	}
-	return msg
+	return pool, err
 }
 
 // Describe returns the OpenAPI description of cfg's tables as [New]

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/envfile"
+	"github.com/tablegate/tablegate/internal/pgconnect"
 	"github.com/tablegate/tablegate/telemetry"
 )
 
@@ -231,63 +232,13 @@ func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return connectPool(ctx, url, 0, nil)
 }
 
-// connectPool opens a pool with tablegate's pool defaults (db.ConfigurePool:
-// a client that disconnects mid-query costs a cancel request, not a
-// connection) and pings it. The size is maxConns, else the URL's
-// pool_max_conns, else db.DefaultMaxConns(). tel instruments the pool: a
-// span per round trip and the pool's metrics (nil: none).
+// connectPool is pgconnect.Pool with an unparsable URL as a usage error.
 func connectPool(ctx context.Context, url string, maxConns int32, tel *telemetry.Telemetry) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, usagef("invalid database URL: %v", redactErr(err))
+	pool, err := pgconnect.Pool(ctx, url, maxConns, tel)
+	if errors.Is(err, pgconnect.ErrInvalidURL) {
+		return nil, usagef("%s", err)
 	}
-	db.ConfigurePool(cfg)
-	switch {
-	case maxConns > 0:
-		cfg.MaxConns = maxConns
-	case !strings.Contains(url, "pool_max_conns"):
-		cfg.MaxConns = db.DefaultMaxConns()
-	}
-	db.Instrument(cfg, tel)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, connectError(err, cfg)
-	}
-	if err := db.RecordPoolStats(pool, tel); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, connectError(err, cfg)
-	}
-	return pool, nil
-}
-
-// connectError says why the pool of cfg could not connect and what to do
-// (db.ExplainConnectError tells a missing database, a missing role, a
-// refused password and a server that does not answer apart), never
-// quoting the password.
-func connectError(err error, cfg *pgxpool.Config) error {
-	var ce *db.ConnectError
-	if !errors.As(db.ExplainConnectError(err, &cfg.ConnConfig.Config), &ce) {
-		return err
-	}
-	if ce.Cause == db.CauseUnreachable {
-		ce.Problem = fmt.Sprintf("database unreachable: %s (database %s, user %s)", ce.Problem, cfg.ConnConfig.Database, cfg.ConnConfig.User)
-	}
-	return ce
-}
-
-// redactErr hides a parse error that may quote the URL (and a password).
-func redactErr(err error) string {
-	msg := err.Error()
-	if strings.Contains(msg, "@") || strings.Contains(msg, "password") {
-		return "cannot parse the URL (check its syntax)"
-	}
-	return msg
+	return pool, err
 }
 
 func migrateUp(ctx context.Context, w io.Writer, open migratorFunc, pool *pgxpool.Pool, to int64) error {

@@ -6,7 +6,6 @@ package demo
 
 import (
 	"context"
-	"crypto/rand"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/tablegate/tablegate/events"
 	"github.com/tablegate/tablegate/internal/envfile"
 	"github.com/tablegate/tablegate/internal/hostport"
+	signing "github.com/tablegate/tablegate/internal/keys"
 	"github.com/tablegate/tablegate/internal/pgcluster"
 	"github.com/tablegate/tablegate/server"
 )
@@ -314,10 +314,10 @@ func (r *runner) listen(context.Context) error {
 	}
 	r.jwksURL = project + "/auth/v1/.well-known/jwks.json"
 	r.issuer = project + "/auth/v1"
-	r.secretKey = "sb_secret_" + strings.ReplaceAll(newUUID(), "-", "")
+	r.secretKey = "sb_secret_" + strings.ReplaceAll(signing.NewUUID(), "-", "")
 	r.publishable = r.o.PublishableKey
 	if r.publishable == "" {
-		r.publishable = "sb_publishable_" + strings.ReplaceAll(newUUID(), "-", "")
+		r.publishable = "sb_publishable_" + strings.ReplaceAll(signing.NewUUID(), "-", "")
 	}
 	if r.o.AuthURL == "" {
 		out := r.out
@@ -459,7 +459,7 @@ func (r *runner) printAccess(ctx context.Context) error {
 		return err
 	}
 	if r.o.PrintEnv != "" {
-		if err := writeFileAtomic(r.o.PrintEnv, envfile.Format(vars), 0o600); err != nil {
+		if err := signing.WriteFileAtomic(r.o.PrintEnv, envfile.Format(vars), 0o600); err != nil {
 			return err
 		}
 		fmt.Fprintf(r.out, "▸ wrote %s\n", r.o.PrintEnv)
@@ -549,46 +549,4 @@ tablegate demo is ready at %[1]s (signing kid %[2]s). Paste:
 
 Ctrl-C stops the server and removes Postgres and the temporary files.
 `, base, kid, get("USER_TOKEN"), get("ADMIN_TOKEN"), get("APPROVER_TOKEN"), get("ANON_USER_TOKEN"), get("OTHER_TENANT_TOKEN"), get("SERVICE_KEY"))
-}
-
-// newUUID returns a random version 4 UUID.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it over path, so that a reader sees the old or the new content, never a
-// part.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Chmod(mode)
-	}
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
 }
