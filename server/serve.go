@@ -151,7 +151,7 @@ func buildResources(ctx context.Context, cfg *Config, d *db.DB, authorizer *perm
 			Caller:          callerOf,
 			FilterColumns:   t.FilterColumns,
 			AllowWithoutRLS: t.AllowWithoutRLS,
-			GrantRoles:      grantRolesOf(t.Guard),
+			GrantRoles:      t.GrantRoles(),
 			Logger:          log,
 		}
 		opts.StatementTimeout, _ = parseDurationField("", t.StatementTimeout) // validated with the config
@@ -178,13 +178,13 @@ func buildResources(ctx context.Context, cfg *Config, d *db.DB, authorizer *perm
 	return out, nil
 }
 
-// grantRolesOf lists the database roles the callers a guard admits run
-// as, whose grants are checked at start: authenticated for users and
-// anonymous sign-ins, anon for callers without a session (service_role,
-// which bypasses RLS, is not checked).
-func grantRolesOf(guard []string) []string {
+// GrantRoles lists the database roles the callers the table's guard
+// admits run as, whose grants are checked at start: authenticated for
+// users and anonymous sign-ins, anon for callers without a session
+// (service_role, which bypasses RLS, is not checked).
+func (t *TableConfig) GrantRoles() []string {
 	roles := []string{}
-	for _, g := range guard {
+	for _, g := range t.Guard {
 		role := "authenticated"
 		switch g {
 		case "anon":

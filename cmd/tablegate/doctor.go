@@ -115,7 +115,7 @@ func doctorConfig(o *doctor.Options, path string) *serveConfig {
 				s.Ops = append(s.Ops, rest.Operation(op))
 			}
 		}
-		for _, r := range grantRolesOf(t.Guard) {
+		for _, r := range t.GrantRoles() {
 			if !slices.Contains(s.Roles, r) {
 				s.Roles = append(s.Roles, r)
 			}
