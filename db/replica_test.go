@@ -3,7 +3,6 @@ package db_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/internal/replicatest"
 )
 
 func TestParsePosition(t *testing.T) {
@@ -133,7 +133,7 @@ func TestReplicaReadYourWrites(t *testing.T) {
 		after.PrimaryReads[db.ReasonPosition]-before.PrimaryReads[db.ReasonPosition], after.Waits-before.Waits)
 
 	// Once the replica has replayed past the position, it serves the read.
-	if err := waitReplayed(context.Background(), d, nil, lastPos); err != nil {
+	if err := replicatest.WaitReplayed(context.Background(), d, nil, lastPos); err != nil {
 		t.Fatal(err)
 	}
 	r0 := replicaReads()
@@ -303,27 +303,3 @@ type recordingSpan struct {
 func (s *recordingSpan) IsRecording() bool { return true }
 
 func (s *recordingSpan) SetAttributes(kv ...attribute.KeyValue) { s.attrs = append(s.attrs, kv...) }
-
-// waitReplayed waits until d's view of its replica has replayed pos, the
-// primary's current position when pos is zero; after that the replica
-// serves reads that carry pos.
-func waitReplayed(ctx context.Context, d *db.DB, primary *pgxpool.Pool, pos db.Position) error {
-	if pos == 0 {
-		var lsn string
-		if err := primary.QueryRow(ctx, "select pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
-			return err
-		}
-		var err error
-		if pos, err = db.ParsePosition(lsn); err != nil {
-			return err
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for d.ReplicaStats().Replicas[0].Replay < pos {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the replica has not replayed %s within 30 s: %+v", pos, d.ReplicaStats())
-		}
-		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
-	}
-	return nil
-}

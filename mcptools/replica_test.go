@@ -2,7 +2,6 @@ package mcptools_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/internal/replicatest"
 	"github.com/tablegate/tablegate/mcptools"
 	"github.com/tablegate/tablegate/rest"
 )
@@ -60,35 +60,11 @@ func TestToolsReadTheirWritesBehindAReplica(t *testing.T) {
 		}
 	}
 	r0 := d.ReplicaStats().Replicas[0].Reads
-	if err := waitReplayed(context.Background(), d, primary, 0); err != nil {
+	if err := replicatest.WaitReplayed(context.Background(), d, primary, 0); err != nil {
 		t.Fatal(err)
 	}
 	ok(t, call(t, cs, "listTodos", map[string]any{}))
 	if d.ReplicaStats().Replicas[0].Reads != r0+1 {
 		t.Fatalf("a list after the replica caught up did not run on it: %+v", d.ReplicaStats())
 	}
-}
-
-// waitReplayed waits until d's view of its replica has replayed pos, the
-// primary's current position when pos is zero; after that the replica
-// serves reads that carry pos.
-func waitReplayed(ctx context.Context, d *db.DB, primary *pgxpool.Pool, pos db.Position) error {
-	if pos == 0 {
-		var lsn string
-		if err := primary.QueryRow(ctx, "select pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
-			return err
-		}
-		var err error
-		if pos, err = db.ParsePosition(lsn); err != nil {
-			return err
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for d.ReplicaStats().Replicas[0].Replay < pos {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the replica has not replayed %s within 30 s: %+v", pos, d.ReplicaStats())
-		}
-		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
-	}
-	return nil
 }

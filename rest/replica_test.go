@@ -3,7 +3,6 @@ package rest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/tablegate/tablegate/authctx"
 	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgtest"
+	"github.com/tablegate/tablegate/internal/replicatest"
 )
 
 // setupReplicated is setup on a throwaway primary with one streaming
@@ -97,7 +97,7 @@ func TestReplicaReadYourOwnWrites(t *testing.T) {
 					// replica has caught up: the replica serves it.
 					p, err := db.ParsePosition(pos)
 					if err == nil {
-						err = waitReplayed(context.Background(), b.db, b.pool, p)
+						err = replicatest.WaitReplayed(context.Background(), b.db, b.pool, p)
 					}
 					if err != nil {
 						t.Error(err)
@@ -144,7 +144,7 @@ func TestReplicaReadYourOwnWrites(t *testing.T) {
 	}
 
 	// Past the delay, the replica has caught up: it serves the same reads.
-	if err := waitReplayed(context.Background(), b.db, b.pool, 0); err != nil {
+	if err := replicatest.WaitReplayed(context.Background(), b.db, b.pool, 0); err != nil {
 		t.Fatal(err)
 	}
 	r0 := b.db.ReplicaStats().Replicas[0].Reads
@@ -386,28 +386,4 @@ func TestReplicaStoppedUnderHTTPLoad(t *testing.T) {
 		s2.Replicas[0].Reads == s1.Replicas[0].Reads {
 		t.Fatal("reads did not go replica → primary → replica")
 	}
-}
-
-// waitReplayed waits until d's view of its replica has replayed pos, the
-// primary's current position when pos is zero; after that the replica
-// serves reads that carry pos.
-func waitReplayed(ctx context.Context, d *db.DB, primary *pgxpool.Pool, pos db.Position) error {
-	if pos == 0 {
-		var lsn string
-		if err := primary.QueryRow(ctx, "select pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
-			return err
-		}
-		var err error
-		if pos, err = db.ParsePosition(lsn); err != nil {
-			return err
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for d.ReplicaStats().Replicas[0].Replay < pos {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the replica has not replayed %s within 30 s: %+v", pos, d.ReplicaStats())
-		}
-		time.Sleep(5 * time.Millisecond) // sleep: poll step of the bounded wait above
-	}
-	return nil
 }
