@@ -100,6 +100,7 @@ type RouterConfig struct {
 // use.
 type Router struct {
 	mux      *http.ServeMux
+	patterns []routerPattern // what Register registers, in order
 	byName   map[string]*Resource
 	names    []string
 	routes   []Route
@@ -152,7 +153,9 @@ func NewRouter(cfg *RouterConfig) (*Router, error) {
 
 	// handle registers h at pattern and reports route for it to
 	// telemetry.Handler (see routeAs).
-	handle := func(pattern, route string, h http.Handler) { rt.mux.Handle(pattern, routeAs(route, h)) }
+	handle := func(pattern, route string, h http.Handler) {
+		rt.patterns = append(rt.patterns, routerPattern{pattern, routeAs(route, h)})
+	}
 	segment := func(n string, h http.Handler) {
 		h = withCSP(http.StripPrefix(base+"/"+n, h))
 		if cfg.Guard != nil {
@@ -188,9 +191,8 @@ func NewRouter(cfg *RouterConfig) (*Router, error) {
 			rt.routes = append(rt.routes, r)
 		}
 	}
-	rt.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rt.problems.Write(w, routeNotFound())
-	}))
+	rt.Register(rt.mux)
+	rt.mux.Handle("/", rt.NotFound())
 	sort.Slice(rt.routes, func(i, j int) bool {
 		if rt.routes[i].Path != rt.routes[j].Path {
 			return rt.routes[i].Path < rt.routes[j].Path
@@ -198,6 +200,36 @@ func NewRouter(cfg *RouterConfig) (*Router, error) {
 		return rt.routes[i].Method < rt.routes[j].Method
 	})
 	return rt, nil
+}
+
+// routerPattern is one ServeMux pattern of a [Router] and its handler.
+type routerPattern struct {
+	pattern string
+	handler http.Handler
+}
+
+// Register adds the Router's ServeMux patterns to mux: one per resource
+// and handler segment (BasePath/<segment> and BasePath/<segment>/) and per
+// mount, each with the handler [Router.ServeHTTP] routes it to, so that
+// mux serves them without a second ServeMux below it. It adds no
+// catch-all: mount [Router.NotFound] where the Router's 404 should answer
+// (mux.Handle("/api/", rt.NotFound()) for BasePath /api). Every pattern
+// lies below BasePath; register on a mux none of whose own patterns
+// matches a path below BasePath, so that ServeMux's precedence gives each
+// path the handler the Router gives it (ServeMux panics on a pattern that
+// conflicts with one it holds).
+func (rt *Router) Register(mux *http.ServeMux) {
+	for _, p := range rt.patterns {
+		mux.Handle(p.pattern, p.handler)
+	}
+}
+
+// NotFound returns the handler of the paths no pattern of the Router
+// matches: a 404 problem written with [RouterConfig].Problems.
+func (rt *Router) NotFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt.problems.Write(w, routeNotFound())
+	})
 }
 
 // subPath is the path of an operation at path below segment n.

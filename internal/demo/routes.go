@@ -83,7 +83,11 @@ func (s *Routes) Mount(mux *http.ServeMux) {
 		flowRoutes(mux, s.Flows)
 	}
 	if s.API != nil {
-		mux.Handle("/api/", s.API.API.Handler())
+		// The API's patterns on mux itself: one ServeMux lookup per
+		// request where mounting its Router at "/api/" takes two.
+		api := s.API.API.Router()
+		api.Register(mux)
+		mux.Handle("/api/", api.NotFound())
 		mux.Handle("/mcp", s.API.MCP)
 		mux.Handle(mcpdiscovery.Path, s.API.MCPMetadata)
 	}
