@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,6 +52,46 @@ func problemFallback(mux *http.ServeMux) http.Handler {
 			writeProblem(w, r, p)
 		}
 	})
+}
+
+// skipCatchAll serves catchAll, the handler of mux's pattern "/", as
+// problemFallback(mux) does for a request ServeMux routes there, without
+// the ServeMux lookup: a request whose escaped path is clean (ServeMux
+// redirects any other), holds no escape and is none of literal, not a
+// CONNECT. literal are the paths of mux's other patterns, every one a
+// literal path without a trailing slash or host (with or without a
+// method): ServeMux routes any other clean path to "/" and redirects none
+// of them. Other requests go to next, problemFallback(mux).
+func skipCatchAll(literal []string, catchAll, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && cleanMuxPath(p) &&
+			!strings.Contains(p, "%") && !slices.Contains(literal, p) {
+			r.Pattern = "/" // as problemFallback sets it; "/" reports no pattern
+			catchAll.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cleanMuxPath reports whether ServeMux routes the escaped path p as is,
+// without redirecting to its clean form: it starts with "/" and has no
+// empty segment (but a last one: a trailing slash) and no "." or ".."
+// segment.
+func cleanMuxPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for rest := p[1:]; ; {
+		seg, tail, more := strings.Cut(rest, "/")
+		if seg == "." || seg == ".." || (seg == "" && more) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		rest = tail
+	}
 }
 
 // reportPatterns serves mux and reports the pattern it matched, as
@@ -104,6 +145,9 @@ func (iw *interceptWriter) Write(b []byte) (int, error) {
 	return iw.ResponseWriter.Write(b)
 }
 
+// healthPaths are the paths health serves.
+var healthPaths = []string{"/livez", "/readyz"}
+
 // health adds /livez (the process answers) and /readyz (readyCheck: the
 // database answers — a busy pool is not down — and the signing keys are
 // loaded).
@@ -113,7 +157,7 @@ func health(mux *http.ServeMux, pool *pgxpool.Pool, rv *authctx.Resolver) {
 	})
 	mux.HandleFunc("GET /readyz", readyHandler(pool, rv))
 	// Other methods: 405 here, not the API's 404 from serve's "/".
-	for _, p := range []string{"/livez", "/readyz"} {
+	for _, p := range healthPaths {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, problem.Newf(problem.KindMethodNotAllowed, "%s is not served here.", r.Method).
 				WithHeader("Allow", "GET, HEAD"))

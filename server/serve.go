@@ -316,7 +316,7 @@ func buildServeHandler(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.R
 	if !cfg.MCP {
 		mux := http.NewServeMux()
 		mux.Handle(cfg.DataAPI.Path+"/", data)
-		mux.Handle("/", api.Handler())
+		mountAPI(mux, api.Router(), cfg.base(), cfg.DataAPI.Path)
 		return reportPatterns(mux), resources, closeHub, nil
 	}
 	metadataURL, metadata := mcpdiscovery.Handler(public, authServer)
@@ -328,11 +328,33 @@ func buildServeHandler(ctx context.Context, cfg *Config, d *db.DB, rv *authctx.R
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle(mcpdiscovery.Path, metadata)
+	beside := []string{"/mcp", mcpdiscovery.Path}
 	if data != nil {
 		mux.Handle(cfg.DataAPI.Path+"/", data)
+		beside = append(beside, cfg.DataAPI.Path)
 	}
-	mux.Handle("/", api.Handler())
+	mountAPI(mux, api.Router(), cfg.base(), beside...)
 	return reportPatterns(mux), resources, closeHub, nil
+}
+
+// mountAPI serves rt, the API's router at base, from mux's "/", whose
+// other patterns are at the paths beside (and, for a data API, below
+// them). When none of those is at or below base, nor base below one of
+// them, rt's patterns go on mux itself (with rt's 404 at "/"): ServeMux
+// then gives every path the handler it gives it through rt, in one
+// lookup. Otherwise mux's "/" is rt, so that mux's own patterns keep
+// precedence.
+func mountAPI(mux *http.ServeMux, rt *rest.Router, base string, beside ...string) {
+	disjoint := base != ""
+	for _, p := range beside {
+		disjoint = disjoint && p != base && !strings.HasPrefix(p, base+"/") && !strings.HasPrefix(base, p+"/")
+	}
+	if !disjoint {
+		mux.Handle("/", rt)
+		return
+	}
+	rt.Register(mux)
+	mux.Handle("/", rt.NotFound())
 }
 
 // buildDataAPI builds the PostgREST-compatible data API of "data_api",

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -222,11 +223,14 @@ func (s *Server) buildHandler(ctx context.Context, authServer string, flows *aut
 	if cfg.CORS != nil {
 		app = refuseBrowserServices(app)
 	}
-	mux.Handle("/", s.rv.Middleware(s.rv.CrossSite(app)))
+	app = s.rv.Middleware(s.rv.CrossSite(app))
+	mux.Handle("/", app)
+	literal := healthPaths
 	if flows != nil {
 		mountFlows(mux, flows)
+		literal = append(slices.Clip(literal), flowPatterns...)
 	}
-	var h http.Handler = problemFallback(mux)
+	var h http.Handler = skipCatchAll(literal, app, problemFallback(mux))
 	if cfg.CORS != nil {
 		h = corsHandler(cfg.CORS, h)
 	}
