@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -68,8 +69,9 @@ type RouterConfig struct {
 	// BasePath is where the Router is mounted ("/api"); "" or "/" for
 	// the root. Its routes are BasePath/<segment>/...: mount the Router at
 	// the root of a server's mux (mux.Handle("/", router), or
-	// mux.Handle("/api/", router)), never below http.StripPrefix, so that
-	// its routes are the request's paths.
+	// mux.Handle("/api/", router), or its patterns with
+	// [Router.Register]), never below http.StripPrefix, so that its routes
+	// are the request's paths.
 	BasePath string
 	// Resources maps a path segment (usually the table name) to the
 	// resource served under BasePath/<segment>.
@@ -157,7 +159,7 @@ func NewRouter(cfg *RouterConfig) (*Router, error) {
 		rt.patterns = append(rt.patterns, routerPattern{pattern, routeAs(route, h)})
 	}
 	segment := func(n string, h http.Handler) {
-		h = withCSP(http.StripPrefix(base+"/"+n, h))
+		h = withCSP(stripPrefix(base+"/"+n, h))
 		if cfg.Guard != nil {
 			allow, ok := cfg.Allow[n]
 			if !ok {
@@ -266,6 +268,30 @@ func routeAs(route string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		telemetry.SetPattern(r.Context(), route)
 		h.ServeHTTP(w, r)
+	})
+}
+
+// strippedRequest is a request and its URL, allocated together by
+// stripPrefix.
+type strippedRequest struct {
+	req http.Request
+	url url.URL
+}
+
+// stripPrefix is http.StripPrefix(prefix, h) for a prefix that is not
+// empty, with one allocation for the copies of the request and its URL.
+func stripPrefix(prefix string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := strings.TrimPrefix(r.URL.Path, prefix)
+		rp := strings.TrimPrefix(r.URL.RawPath, prefix)
+		if len(p) < len(r.URL.Path) && (r.URL.RawPath == "" || len(rp) < len(r.URL.RawPath)) {
+			s := &strippedRequest{req: *r, url: *r.URL}
+			s.url.Path, s.url.RawPath = p, rp
+			s.req.URL = &s.url
+			h.ServeHTTP(w, &s.req)
+			return
+		}
+		http.NotFound(w, r)
 	})
 }
 
