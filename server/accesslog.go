@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // jsonLineHandler writes records as slog.NewJSONHandler(w, nil) does, byte
@@ -59,39 +61,47 @@ func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
 	if !simple || (!r.Time.IsZero() && (r.Time.Year() < 0 || r.Time.Year() > 9999)) {
 		return h.json.Handle(ctx, r)
 	}
+	return h.write(r.Time, r.Level, r.Message, func(b []byte) []byte {
+		r.Attrs(func(a slog.Attr) bool {
+			b = appendAttr(b, a)
+			return true
+		})
+		return b
+	})
+}
+
+// HandleAccessLine writes l as Handle writes its record.
+func (h *jsonLineHandler) HandleAccessLine(l telemetry.AccessLine) error {
+	var buf [10]slog.Attr
+	attrs := l.AppendAttrs(buf[:0])
+	if math.IsNaN(l.DurationMS) || math.IsInf(l.DurationMS, 0) || (!l.Time.IsZero() && (l.Time.Year() < 0 || l.Time.Year() > 9999)) {
+		r := slog.NewRecord(l.Time, slog.LevelInfo, "request", 0)
+		r.AddAttrs(attrs...)
+		return h.json.Handle(context.Background(), r)
+	}
+	return h.write(l.Time, slog.LevelInfo, "request", func(b []byte) []byte {
+		for _, a := range attrs {
+			b = appendAttr(b, a)
+		}
+		return b
+	})
+}
+
+// write writes one line: time, level and message, then what attrs
+// appends.
+func (h *jsonLineHandler) write(t time.Time, level slog.Level, msg string, attrs func([]byte) []byte) error {
 	bp := lineBufs.Get().(*[]byte)
 	b := append((*bp)[:0], '{')
-	if !r.Time.IsZero() {
+	if !t.IsZero() {
 		b = append(b, `"time":"`...)
-		b = r.Time.AppendFormat(b, time.RFC3339Nano)
+		b = t.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
-	b = appendJSONString(b, r.Level.String())
+	b = appendJSONString(b, level.String())
 	b = append(b, `,"msg":`...)
-	b = appendJSONString(b, r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "" && a.Value.Equal(slog.Value{}) {
-			return true
-		}
-		b = append(b, ',')
-		b = appendJSONString(b, a.Key)
-		b = append(b, ':')
-		v := a.Value
-		switch v.Kind() {
-		case slog.KindString:
-			b = appendJSONString(b, v.String())
-		case slog.KindInt64:
-			b = strconv.AppendInt(b, v.Int64(), 10)
-		case slog.KindUint64:
-			b = strconv.AppendUint(b, v.Uint64(), 10)
-		case slog.KindBool:
-			b = strconv.AppendBool(b, v.Bool())
-		case slog.KindFloat64:
-			b = appendJSONFloat(b, v.Float64())
-		}
-		return true
-	})
+	b = appendJSONString(b, msg)
+	b = attrs(b)
 	b = append(b, "}\n"...)
 	_, err := h.w.Write(b)
 	if cap(b) <= 16<<10 {
@@ -99,6 +109,31 @@ func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
 		lineBufs.Put(bp)
 	}
 	return err
+}
+
+// appendAttr appends a, an attribute of a kind Handle formats itself, as
+// a field of the line (an empty attribute writes nothing).
+func appendAttr(b []byte, a slog.Attr) []byte {
+	if a.Key == "" && a.Value.Equal(slog.Value{}) {
+		return b
+	}
+	b = append(b, ',')
+	b = appendJSONString(b, a.Key)
+	b = append(b, ':')
+	v := a.Value
+	switch v.Kind() {
+	case slog.KindString:
+		b = appendJSONString(b, v.String())
+	case slog.KindInt64:
+		b = strconv.AppendInt(b, v.Int64(), 10)
+	case slog.KindUint64:
+		b = strconv.AppendUint(b, v.Uint64(), 10)
+	case slog.KindBool:
+		b = strconv.AppendBool(b, v.Bool())
+	case slog.KindFloat64:
+		b = appendJSONFloat(b, v.Float64())
+	}
+	return b
 }
 
 // appendJSONFloat renders f as encoding/json does (finite f only).

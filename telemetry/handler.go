@@ -37,6 +37,9 @@ type record struct {
 	span trace.Span
 	w    statusWriter // the response writer given to the next handler
 	id   string       // the request id
+	// linked: the request's context holds a valid span context (the
+	// server span's, or without one the caller's trace).
+	linked bool
 
 	// attrs backs the server span's closing attributes (no allocation):
 	// at most route, status, operation, table, caller kind, source,
@@ -419,6 +422,7 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			// (traceparent), and calls made below carry it on.
 			ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
 		}
+		rec.linked = trace.SpanContextFromContext(ctx).IsValid()
 		ctx = context.WithValue(ctx, recordKey{}, rec)
 		sw := &rec.w
 		inner := r.WithContext(ctx)
@@ -492,37 +496,46 @@ func (t *Telemetry) finish(ctx context.Context, rec *record, method string, stat
 		sp.End()
 	}
 	if t.duration != nil {
-		t.duration.Record(ctx, d.Seconds(), ra.record...)
+		// The context only names the span an exemplar links to: without
+		// one, an empty context spares the SDK's exemplar filter a walk
+		// up the request's context.
+		mctx := context.Background()
+		if t.tracing || rec.linked {
+			mctx = ctx
+		}
+		t.duration.Record(mctx, d.Seconds(), ra.record...)
 	}
 	if t.log != nil {
-		attrs := make([]slog.Attr, 0, 10)
-		attrs = append(attrs, slog.String("method", method), slog.String("route", route), slog.Int("status", status),
-			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", rec.id),
-			slog.String("caller_kind", kind))
-		cause := ""
+		line := AccessLine{Time: time.Now(), Method: method, Route: route, Status: status, DurationMS: float64(d.Microseconds()) / 1000,
+			RequestID: rec.id, CallerKind: kind, Operation: op, Table: table, Subject: subject}
 		if kind == "invalid" {
-			cause, subject = subject, ""
+			line.Subject = ""
+			if subject != "" { // the cause, see record.subject
+				line.CallerReason, line.CallerCause = reason, subject
+			}
 		}
-		if cause != "" {
-			attrs = append(attrs, slog.String("caller_reason", reason), slog.String("caller_cause", cause))
+		if rec.linked {
+			line.TraceID = trace.SpanContextFromContext(ctx).TraceID().String()
 		}
-		if op != "" {
-			attrs = append(attrs, slog.String("operation", op), slog.String("table", table))
-		}
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
-		}
-		if subject != "" {
-			attrs = append(attrs, slog.String("subject", subject))
-		}
-		// What Logger.LogAttrs does, without the caller's program counter
-		// (runtime.Callers, about a third of a line's cost): the line
-		// has no source worth naming.
-		if h, lctx := t.log.Handler(), context.WithoutCancel(ctx); h.Enabled(lctx, slog.LevelInfo) {
-			r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-			r.AddAttrs(attrs...)
-			_ = h.Handle(lctx, r)
-		}
+		t.writeLine(ctx, &line)
+	}
+}
+
+// writeLine writes l to the access log: to an [AccessLineHandler] as it
+// is, to any other handler as a record, as Logger.LogAttrs does but
+// without the caller's program counter (runtime.Callers, about a third
+// of a line's cost): the line has no source worth naming.
+func (t *Telemetry) writeLine(ctx context.Context, l *AccessLine) {
+	h := t.log.Handler()
+	if lh, ok := h.(AccessLineHandler); ok {
+		_ = lh.HandleAccessLine(*l)
+		return
+	}
+	if lctx := context.WithoutCancel(ctx); h.Enabled(lctx, slog.LevelInfo) {
+		var buf [10]slog.Attr
+		r := slog.NewRecord(l.Time, slog.LevelInfo, "request", 0)
+		r.AddAttrs(l.AppendAttrs(buf[:0])...)
+		_ = h.Handle(lctx, r)
 	}
 }
 
