@@ -31,12 +31,15 @@ const RequestIDHeader = "X-Request-Id"
 const MaxRequestIDLen = 64
 
 // record is what one request served by Handler collects from the layers
-// below it (caller resolution, the resource that served it).
+// below it (caller resolution, the resource that served it). It is also
+// the context of the request it passes down: the context it was given
+// (with the server span, if any), and itself under recordKey, at the
+// cost of one allocation for both.
 type record struct {
-	t    *Telemetry
-	span trace.Span
-	w    statusWriter // the response writer given to the next handler
-	id   string       // the request id
+	context.Context
+	t  *Telemetry
+	w  statusWriter // the response writer given to the next handler
+	id string       // the request id
 	// linked: the request's context holds a valid span context (the
 	// server span's, or without one the caller's trace).
 	linked bool
@@ -58,6 +61,14 @@ type record struct {
 }
 
 type recordKey struct{}
+
+// Value returns rec for recordKey, else the value of its parent context.
+func (rec *record) Value(key any) any {
+	if key == (recordKey{}) {
+		return rec
+	}
+	return rec.Context.Value(key)
+}
 
 func recordFrom(ctx context.Context) *record {
 	rec, _ := ctx.Value(recordKey{}).(*record)
@@ -416,16 +427,16 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		ctx := r.Context()
 		if t.tracing {
 			ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
-			ctx, rec.span = t.tracer.Start(ctx, method, t.serverStart[method]...)
+			ctx, _ = t.tracer.Start(ctx, method, t.serverStart[method]...)
 		} else if t.log != nil {
 			// No span of its own: the access log names the caller's trace
 			// (traceparent), and calls made below carry it on.
 			ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
 		}
 		rec.linked = trace.SpanContextFromContext(ctx).IsValid()
-		ctx = context.WithValue(ctx, recordKey{}, rec)
+		rec.Context = ctx
 		sw := &rec.w
-		inner := r.WithContext(ctx)
+		inner := r.WithContext(rec)
 		rec.req = inner
 		defer func() {
 			p := recover()
@@ -436,7 +447,7 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			// the request it was given: the route of handlers that do
 			// not report one (a health check, an event stream).
 			rec.setPattern(inner.Pattern)
-			t.finish(ctx, rec, method, sw.code(), time.Since(start))
+			t.finish(rec, method, sw.code(), time.Since(start))
 			if p != nil {
 				panic(p)
 			}
@@ -474,7 +485,8 @@ func (h headerCarrier) Keys() []string { return propagation.HeaderCarrier(h).Key
 
 // finish ends the server span, records the duration and writes the
 // access log line.
-func (t *Telemetry) finish(ctx context.Context, rec *record, method string, status int, d time.Duration) {
+func (t *Telemetry) finish(rec *record, method string, status int, d time.Duration) {
+	var ctx context.Context = rec
 	rec.mu.Lock()
 	route, op, table, kind, source, reason, subject := rec.route, rec.operation, rec.table, rec.kind, rec.source, rec.reason, rec.subject
 	rec.mu.Unlock()
@@ -486,7 +498,7 @@ func (t *Telemetry) finish(ctx context.Context, rec *record, method string, stat
 		ra = t.requestAttrsFor(requestKey{method: method, route: route, op: op, table: table, kind: kind, source: source, reason: reason, status: status})
 	}
 	if t.tracing {
-		sp := rec.span
+		sp := trace.SpanFromContext(rec.Context)
 		sp.SetName(ra.name)
 		a := append(append(rec.attrs[:0], ra.span...), AttrRequestID.String(rec.id))
 		sp.SetAttributes(a...)
