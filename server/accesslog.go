@@ -70,18 +70,35 @@ func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
 	})
 }
 
-// HandleAccessLine writes l as Handle writes its record.
+// HandleAccessLine writes l as Handle writes its record: the fields of
+// l.AppendAttrs, in its order, their keys written as they are.
 func (h *jsonLineHandler) HandleAccessLine(l telemetry.AccessLine) error {
-	var buf [10]slog.Attr
-	attrs := l.AppendAttrs(buf[:0])
-	if math.IsNaN(l.DurationMS) || math.IsInf(l.DurationMS, 0) || (!l.Time.IsZero() && (l.Time.Year() < 0 || l.Time.Year() > 9999)) {
+	if y := l.Time.Year(); math.IsNaN(l.DurationMS) || math.IsInf(l.DurationMS, 0) || (!l.Time.IsZero() && (y < 0 || y > 9999)) {
+		var buf [10]slog.Attr
 		r := slog.NewRecord(l.Time, slog.LevelInfo, "request", 0)
-		r.AddAttrs(attrs...)
+		r.AddAttrs(l.AppendAttrs(buf[:0])...)
 		return h.json.Handle(context.Background(), r)
 	}
 	return h.write(l.Time, slog.LevelInfo, "request", func(b []byte) []byte {
-		for _, a := range attrs {
-			b = appendAttr(b, a)
+		b = appendJSONString(append(b, `,"method":`...), l.Method)
+		b = appendJSONString(append(b, `,"route":`...), l.Route)
+		b = strconv.AppendInt(append(b, `,"status":`...), int64(l.Status), 10)
+		b = appendJSONFloat(append(b, `,"duration_ms":`...), l.DurationMS)
+		b = appendJSONString(append(b, `,"request_id":`...), l.RequestID)
+		b = appendJSONString(append(b, `,"caller_kind":`...), l.CallerKind)
+		if l.CallerCause != "" {
+			b = appendJSONString(append(b, `,"caller_reason":`...), l.CallerReason)
+			b = appendJSONString(append(b, `,"caller_cause":`...), l.CallerCause)
+		}
+		if l.Operation != "" {
+			b = appendJSONString(append(b, `,"operation":`...), l.Operation)
+			b = appendJSONString(append(b, `,"table":`...), l.Table)
+		}
+		if l.TraceID != "" {
+			b = appendJSONString(append(b, `,"trace_id":`...), l.TraceID)
+		}
+		if l.Subject != "" {
+			b = appendJSONString(append(b, `,"subject":`...), l.Subject)
 		}
 		return b
 	})
