@@ -40,14 +40,10 @@ type record struct {
 	t  *Telemetry
 	w  statusWriter // the response writer given to the next handler
 	id string       // the request id
-	// linked: the request's context holds a valid span context (the
-	// server span's, or without one the caller's trace).
-	linked bool
-
-	// attrs backs the server span's closing attributes (no allocation):
-	// at most route, status, operation, table, caller kind, source,
-	// reason and the request id.
-	attrs [8]attribute.KeyValue
+	// spanAttrs backs the server span's closing attributes (no
+	// allocation): the array of the tracedRecord holding the record, with
+	// tracing on; nil without.
+	spanAttrs *[8]attribute.KeyValue
 
 	mu                      sync.Mutex
 	muxes                   [maxMuxes]string // the latest ServeMux patterns reported (SetPattern), newest first
@@ -58,6 +54,14 @@ type record struct {
 	// an invalid caller, who has none, the code of its cause (one field:
 	// the record stays in its size class).
 	subject string
+}
+
+// tracedRecord is the record of a request served with tracing on, with
+// room for its server span's closing attributes: at most route, status,
+// operation, table, caller kind, source, reason and the request id.
+type tracedRecord struct {
+	record
+	attrs [8]attribute.KeyValue
 }
 
 type recordKey struct{}
@@ -148,7 +152,7 @@ func (rec *record) mount(localPath string) string {
 // maxMuxes is how many reported ServeMux patterns a request keeps (with
 // the one right below Handler, four levels; the first reported are kept,
 // outer levels report first): three keep the request's record in the
-// 768-byte size class (see TestRecordSize).
+// 256-byte size class (see TestRecordSize).
 const maxMuxes = 3
 
 // maxMountLen is the longest mount point reported as a route.
@@ -410,7 +414,15 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		method := knownMethod(r.Method)
-		rec := &record{t: t}
+		var rec *record
+		if t.tracing {
+			tr := &tracedRecord{}
+			rec = &tr.record
+			rec.spanAttrs = &tr.attrs
+		} else {
+			rec = &record{}
+		}
+		rec.t = t
 		rec.w.ResponseWriter = w
 		id := r.Header.Get(RequestIDHeader)
 		if !ValidRequestID(id) || len(r.Header[RequestIDHeader]) > 1 {
@@ -433,7 +445,6 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			// (traceparent), and calls made below carry it on.
 			ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
 		}
-		rec.linked = trace.SpanContextFromContext(ctx).IsValid()
 		rec.Context = ctx
 		sw := &rec.w
 		inner := r.WithContext(rec)
@@ -497,10 +508,13 @@ func (t *Telemetry) finish(rec *record, method string, status int, d time.Durati
 	if t.tracing || t.duration != nil {
 		ra = t.requestAttrsFor(requestKey{method: method, route: route, op: op, table: table, kind: kind, source: source, reason: reason, status: status})
 	}
+	// The server span, or without tracing the caller's trace (or a span
+	// of a layer above): what the line and an exemplar name.
+	sp := trace.SpanFromContext(rec.Context)
+	sc := sp.SpanContext()
 	if t.tracing {
-		sp := trace.SpanFromContext(rec.Context)
 		sp.SetName(ra.name)
-		a := append(append(rec.attrs[:0], ra.span...), AttrRequestID.String(rec.id))
+		a := append(append(rec.spanAttrs[:0], ra.span...), AttrRequestID.String(rec.id))
 		sp.SetAttributes(a...)
 		if status >= 500 {
 			sp.SetStatus(codes.Error, "")
@@ -512,7 +526,7 @@ func (t *Telemetry) finish(rec *record, method string, status int, d time.Durati
 		// one, an empty context spares the SDK's exemplar filter a walk
 		// up the request's context.
 		mctx := context.Background()
-		if t.tracing || rec.linked {
+		if sc.IsValid() {
 			mctx = ctx
 		}
 		t.duration.Record(mctx, d.Seconds(), ra.record...)
@@ -526,8 +540,8 @@ func (t *Telemetry) finish(rec *record, method string, status int, d time.Durati
 				line.CallerReason, line.CallerCause = reason, subject
 			}
 		}
-		if rec.linked {
-			line.TraceID = trace.SpanContextFromContext(ctx).TraceID().String()
+		if sc.IsValid() {
+			line.TraceID = sc.TraceID().String()
 		}
 		t.writeLine(ctx, &line)
 	}
