@@ -7,6 +7,21 @@ import (
 
 type ctxKey struct{}
 
+// resultCtx is a context carrying a Result under ctxKey: one allocation
+// for the context and the Result (context.WithValue makes two).
+type resultCtx struct {
+	context.Context
+	res Result
+}
+
+// Value returns c for ctxKey, else the value of its parent context.
+func (c *resultCtx) Value(key any) any {
+	if key == (ctxKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
 // Middleware resolves the caller once, stores the [Result] in the request
 // context (read it with [FromContext] or [AuthFrom]), calls Apply before
 // next runs, and hands next the cookies of Result.RequestCookies.
@@ -19,7 +34,7 @@ func (rv *Resolver) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := rv.Resolve(r)
 		res.Apply(w)
-		r2 := r.WithContext(context.WithValue(r.Context(), ctxKey{}, res))
+		r2 := r.WithContext(&resultCtx{r.Context(), res})
 		if res.CookiesChanged {
 			r2.Header = r.Header.Clone()
 			r2.Header.Del("Cookie")
@@ -41,8 +56,10 @@ func mustResolver(rv *Resolver, method string) {
 
 // FromContext returns the Result stored by [Resolver.Middleware].
 func FromContext(ctx context.Context) (Result, bool) {
-	res, ok := ctx.Value(ctxKey{}).(Result)
-	return res, ok
+	if c, ok := ctx.Value(ctxKey{}).(*resultCtx); ok {
+		return c.res, true
+	}
+	return Result{}, false
 }
 
 // AuthFrom returns the caller stored by [Resolver.Middleware], or
@@ -57,5 +74,8 @@ func AuthFrom(ctx context.Context) Auth {
 // WithResult returns ctx carrying res, for adapters that resolve without
 // the middleware (and for tests).
 func WithResult(ctx context.Context, res Result) context.Context {
-	return context.WithValue(ctx, ctxKey{}, res)
+	if ctx == nil {
+		panic("authctx: WithResult on a nil context")
+	}
+	return &resultCtx{ctx, res}
 }

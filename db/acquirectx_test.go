@@ -3,7 +3,9 @@ package db
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -87,5 +89,65 @@ func TestShareWaitStopsWithTheRequest(t *testing.T) {
 	s.leave(key, held)
 	if len(s.slots) != 0 {
 		t.Fatalf("slots left: %v", s.slots)
+	}
+}
+
+// Requests of a few callers entering and leaving at once never hold more
+// than a share's places, and leave no share behind.
+func TestSharesConcurrentEnterLeave(t *testing.T) {
+	s := &shares{max: 2, poolMax: 1, slots: map[callerKey]*share{}}
+	s.inflight.Add(1) // the pool is full: no place beyond the share
+	var held [3]atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				k := (g + i) % len(held)
+				key := callerKey{kind: shareUser, id: strconv.Itoa(k)}
+				p, err := s.enter(context.Background(), context.Background(), key, true)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n := held[k].Add(1); n > int64(s.max) {
+					t.Errorf("caller %d holds %d places", k, n)
+				}
+				held[k].Add(-1)
+				s.leave(key, p)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(s.slots) != 0 {
+		t.Fatalf("slots left: %v", s.slots)
+	}
+}
+
+// BenchmarkShareEnterLeave: a request's entry into its caller's share and
+// its exit, from parallel requests of one caller (one share) and of a
+// caller each (a share per request), the pool not full.
+func BenchmarkShareEnterLeave(b *testing.B) {
+	for _, name := range []string{"one-caller", "caller-each"} {
+		b.Run(name, func(b *testing.B) {
+			s := &shares{max: 1 << 10, poolMax: 1 << 20, slots: map[callerKey]*share{}}
+			var seq atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				key := callerKey{kind: shareUser, id: "u"}
+				if name == "caller-each" {
+					key.id = strconv.FormatInt(seq.Add(1), 10)
+				}
+				for pb.Next() {
+					p, err := s.enter(context.Background(), context.Background(), key, true)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					s.leave(key, p)
+				}
+			})
+		})
 	}
 }

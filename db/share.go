@@ -22,7 +22,11 @@ type shares struct {
 	inflight atomic.Int64 // requests holding or queued for a connection of the pool
 	mu       sync.Mutex
 	slots    map[callerKey]*share
+	free     []*share // shares no longer in slots, their places all given back: for reuse
 }
+
+// maxFreeShares bounds the shares kept for reuse.
+const maxFreeShares = 64
 
 // callerKey names the share a caller draws on; the zero value (service
 // callers) draws on none.
@@ -95,7 +99,11 @@ func (s *shares) enter(ctx, req context.Context, key callerKey, spare bool) (pla
 	s.mu.Lock()
 	sh := s.slots[key]
 	if sh == nil {
-		sh = &share{sem: make(chan struct{}, s.max)}
+		if n := len(s.free); n > 0 {
+			sh, s.free = s.free[n-1], s.free[:n-1]
+		} else {
+			sh = &share{sem: make(chan struct{}, s.max)}
+		}
 		s.slots[key] = sh
 	}
 	sh.refs++
@@ -151,7 +159,12 @@ func (s *shares) leave(key callerKey, p place) {
 func (s *shares) drop(key callerKey, sh *share) {
 	s.mu.Lock()
 	if sh.refs--; sh.refs == 0 {
+		// No request holds or waits for one of its places: nothing
+		// refers to it any more.
 		delete(s.slots, key)
+		if len(s.free) < maxFreeShares {
+			s.free = append(s.free, sh)
+		}
 	}
 	s.mu.Unlock()
 }

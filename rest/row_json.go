@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -353,8 +354,20 @@ func appendPadded(b []byte, n, width int) []byte {
 	return append(b, buf[i:]...)
 }
 
-// zones caches the time zones of session TimeZone settings.
-var zones sync.Map // string → *time.Location
+// zoneEntry is a session TimeZone setting and its zone (nil: unknown to
+// Go).
+type zoneEntry struct {
+	name string
+	loc  *time.Location
+}
+
+// zones caches the time zones of session TimeZone settings; lastZone is
+// the one found last, which every request of a server whose connections
+// share a setting finds again with a string comparison.
+var (
+	zones    sync.Map // string → *zoneEntry
+	lastZone atomic.Pointer[zoneEntry]
+)
 
 // sessionZone returns the TimeZone of the connection rows were read on
 // (reported by the server at connect and whenever it changes), the zone
@@ -369,8 +382,13 @@ func sessionZone(rows pgx.Rows) *time.Location {
 		return time.UTC
 	}
 	name := conn.PgConn().ParameterStatus("TimeZone")
+	if e := lastZone.Load(); e != nil && e.name == name {
+		return e.loc
+	}
 	if v, ok := zones.Load(name); ok {
-		return v.(*time.Location)
+		e := v.(*zoneEntry)
+		lastZone.Store(e)
+		return e.loc
 	}
 	loc, err := time.LoadLocation(name)
 	switch {
@@ -379,6 +397,8 @@ func sessionZone(rows pgx.Rows) *time.Location {
 	case err != nil:
 		loc = nil
 	}
-	zones.Store(name, loc)
+	e := &zoneEntry{name: name, loc: loc}
+	zones.Store(name, e)
+	lastZone.Store(e)
 	return loc
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // jsonLineHandler writes records as slog.NewJSONHandler(w, nil) does, byte
@@ -59,39 +61,64 @@ func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
 	if !simple || (!r.Time.IsZero() && (r.Time.Year() < 0 || r.Time.Year() > 9999)) {
 		return h.json.Handle(ctx, r)
 	}
+	return h.write(r.Time, r.Level, r.Message, func(b []byte) []byte {
+		r.Attrs(func(a slog.Attr) bool {
+			b = appendAttr(b, a)
+			return true
+		})
+		return b
+	})
+}
+
+// HandleAccessLine writes l as Handle writes its record: the fields of
+// l.AppendAttrs, in its order, their keys written as they are.
+func (h *jsonLineHandler) HandleAccessLine(l telemetry.AccessLine) error {
+	if y := l.Time.Year(); math.IsNaN(l.DurationMS) || math.IsInf(l.DurationMS, 0) || (!l.Time.IsZero() && (y < 0 || y > 9999)) {
+		var buf [10]slog.Attr
+		r := slog.NewRecord(l.Time, slog.LevelInfo, "request", 0)
+		r.AddAttrs(l.AppendAttrs(buf[:0])...)
+		return h.json.Handle(context.Background(), r)
+	}
+	return h.write(l.Time, slog.LevelInfo, "request", func(b []byte) []byte {
+		b = appendJSONString(append(b, `,"method":`...), l.Method)
+		b = appendJSONString(append(b, `,"route":`...), l.Route)
+		b = strconv.AppendInt(append(b, `,"status":`...), int64(l.Status), 10)
+		b = appendJSONFloat(append(b, `,"duration_ms":`...), l.DurationMS)
+		b = appendJSONString(append(b, `,"request_id":`...), l.RequestID)
+		b = appendJSONString(append(b, `,"caller_kind":`...), l.CallerKind)
+		if l.CallerCause != "" {
+			b = appendJSONString(append(b, `,"caller_reason":`...), l.CallerReason)
+			b = appendJSONString(append(b, `,"caller_cause":`...), l.CallerCause)
+		}
+		if l.Operation != "" {
+			b = appendJSONString(append(b, `,"operation":`...), l.Operation)
+			b = appendJSONString(append(b, `,"table":`...), l.Table)
+		}
+		if l.TraceID != "" {
+			b = appendJSONString(append(b, `,"trace_id":`...), l.TraceID)
+		}
+		if l.Subject != "" {
+			b = appendJSONString(append(b, `,"subject":`...), l.Subject)
+		}
+		return b
+	})
+}
+
+// write writes one line: time, level and message, then what attrs
+// appends.
+func (h *jsonLineHandler) write(t time.Time, level slog.Level, msg string, attrs func([]byte) []byte) error {
 	bp := lineBufs.Get().(*[]byte)
 	b := append((*bp)[:0], '{')
-	if !r.Time.IsZero() {
+	if !t.IsZero() {
 		b = append(b, `"time":"`...)
-		b = r.Time.AppendFormat(b, time.RFC3339Nano)
+		b = t.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
-	b = appendJSONString(b, r.Level.String())
+	b = appendJSONString(b, level.String())
 	b = append(b, `,"msg":`...)
-	b = appendJSONString(b, r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "" && a.Value.Equal(slog.Value{}) {
-			return true
-		}
-		b = append(b, ',')
-		b = appendJSONString(b, a.Key)
-		b = append(b, ':')
-		v := a.Value
-		switch v.Kind() {
-		case slog.KindString:
-			b = appendJSONString(b, v.String())
-		case slog.KindInt64:
-			b = strconv.AppendInt(b, v.Int64(), 10)
-		case slog.KindUint64:
-			b = strconv.AppendUint(b, v.Uint64(), 10)
-		case slog.KindBool:
-			b = strconv.AppendBool(b, v.Bool())
-		case slog.KindFloat64:
-			b = appendJSONFloat(b, v.Float64())
-		}
-		return true
-	})
+	b = appendJSONString(b, msg)
+	b = attrs(b)
 	b = append(b, "}\n"...)
 	_, err := h.w.Write(b)
 	if cap(b) <= 16<<10 {
@@ -99,6 +126,31 @@ func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
 		lineBufs.Put(bp)
 	}
 	return err
+}
+
+// appendAttr appends a, an attribute of a kind Handle formats itself, as
+// a field of the line (an empty attribute writes nothing).
+func appendAttr(b []byte, a slog.Attr) []byte {
+	if a.Key == "" && a.Value.Equal(slog.Value{}) {
+		return b
+	}
+	b = append(b, ',')
+	b = appendJSONString(b, a.Key)
+	b = append(b, ':')
+	v := a.Value
+	switch v.Kind() {
+	case slog.KindString:
+		b = appendJSONString(b, v.String())
+	case slog.KindInt64:
+		b = strconv.AppendInt(b, v.Int64(), 10)
+	case slog.KindUint64:
+		b = strconv.AppendUint(b, v.Uint64(), 10)
+	case slog.KindBool:
+		b = strconv.AppendBool(b, v.Bool())
+	case slog.KindFloat64:
+		b = appendJSONFloat(b, v.Float64())
+	}
+	return b
 }
 
 // appendJSONFloat renders f as encoding/json does (finite f only).

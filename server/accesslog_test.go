@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tablegate/tablegate/telemetry"
 )
 
 // The access log's handler writes what slog's JSON handler writes, byte
@@ -82,6 +84,39 @@ func TestJSONLineHandlerMatchesSlogJSON(t *testing.T) {
 	}
 }
 
+// An access line handed to the handler as it is writes what the JSON
+// handler writes for the record telemetry builds from it.
+func TestJSONLineHandlerAccessLine(t *testing.T) {
+	t.Parallel()
+	strs := []string{"", "GET", "/api/todos/{id}", `quote " and \ backslash`, "tab\tnew\nline", "bad \xff utf8", "\u2028"}
+	floats := []float64{0, 0.731, 1.5e-9, 1e21, math.NaN(), math.Inf(-1)}
+	times := []time.Time{{}, time.Date(2026, 12, 6, 7, 8, 9, 123456789, time.UTC), time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	rng := rand.New(rand.NewPCG(3, 4))
+	s := func() string { return strs[rng.IntN(len(strs))] }
+	for i := range 2000 {
+		l := telemetry.AccessLine{Time: times[rng.IntN(len(times))], Method: s(), Route: s(), Status: rng.IntN(600), DurationMS: floats[rng.IntN(len(floats))],
+			RequestID: s(), CallerKind: s(), TraceID: s(), Subject: s()}
+		if rng.IntN(2) == 0 {
+			l.CallerReason, l.CallerCause = s(), s()
+		}
+		if rng.IntN(2) == 0 {
+			l.Operation, l.Table = s(), s()
+		}
+		r := slog.NewRecord(l.Time, slog.LevelInfo, "request", 0)
+		r.AddAttrs(l.AppendAttrs(nil)...)
+		var want, got bytes.Buffer
+		if err := slog.NewJSONHandler(&want, nil).Handle(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		if err := newJSONLineHandler(&got).HandleAccessLine(l); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("line %d:\n got %s\nwant %s", i, got.String(), want.String())
+		}
+	}
+}
+
 func BenchmarkAccessLogLine(b *testing.B) {
 	for name, h := range map[string]slog.Handler{"slog-json": slog.NewJSONHandler(discardLines{}, nil), "line": newJSONLineHandler(discardLines{})} {
 		l := slog.New(h)
@@ -93,6 +128,17 @@ func BenchmarkAccessLogLine(b *testing.B) {
 					slog.String("caller_kind", "user"), slog.String("operation", "get"), slog.String("table", "todos"))
 			}
 		})
+	}
+}
+
+// BenchmarkAccessLine: the access log's line as telemetry hands it to the
+// line handler, without a slog.Record.
+func BenchmarkAccessLine(b *testing.B) {
+	h := newJSONLineHandler(discardLines{})
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = h.HandleAccessLine(telemetry.AccessLine{Time: time.Now(), Method: "GET", Route: "/api/todos/{id}", Status: 200, DurationMS: 0.731,
+			RequestID: "0123456789abcdef01234567", CallerKind: "user", Operation: "get", Table: "todos"})
 	}
 }
 

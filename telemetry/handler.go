@@ -31,17 +31,19 @@ const RequestIDHeader = "X-Request-Id"
 const MaxRequestIDLen = 64
 
 // record is what one request served by Handler collects from the layers
-// below it (caller resolution, the resource that served it).
+// below it (caller resolution, the resource that served it). It is also
+// the context of the request it passes down: the context it was given
+// (with the server span, if any), and itself under recordKey, at the
+// cost of one allocation for both.
 type record struct {
-	t    *Telemetry
-	span trace.Span
-	w    statusWriter // the response writer given to the next handler
-	id   string       // the request id
-
-	// attrs backs the server span's closing attributes (no allocation):
-	// at most route, status, operation, table, caller kind, source,
-	// reason and the request id.
-	attrs [8]attribute.KeyValue
+	context.Context
+	t  *Telemetry
+	w  statusWriter // the response writer given to the next handler
+	id string       // the request id
+	// spanAttrs backs the server span's closing attributes (no
+	// allocation): the array of the tracedRecord holding the record, with
+	// tracing on; nil without.
+	spanAttrs *[8]attribute.KeyValue
 
 	mu                      sync.Mutex
 	muxes                   [maxMuxes]string // the latest ServeMux patterns reported (SetPattern), newest first
@@ -54,7 +56,23 @@ type record struct {
 	subject string
 }
 
+// tracedRecord is the record of a request served with tracing on, with
+// room for its server span's closing attributes: at most route, status,
+// operation, table, caller kind, source, reason and the request id.
+type tracedRecord struct {
+	record
+	attrs [8]attribute.KeyValue
+}
+
 type recordKey struct{}
+
+// Value returns rec for recordKey, else the value of its parent context.
+func (rec *record) Value(key any) any {
+	if key == (recordKey{}) {
+		return rec
+	}
+	return rec.Context.Value(key)
+}
 
 func recordFrom(ctx context.Context) *record {
 	rec, _ := ctx.Value(recordKey{}).(*record)
@@ -134,7 +152,7 @@ func (rec *record) mount(localPath string) string {
 // maxMuxes is how many reported ServeMux patterns a request keeps (with
 // the one right below Handler, four levels; the first reported are kept,
 // outer levels report first): three keep the request's record in the
-// 768-byte size class (see TestRecordSize).
+// 256-byte size class (see TestRecordSize).
 const maxMuxes = 3
 
 // maxMountLen is the longest mount point reported as a route.
@@ -396,7 +414,15 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		method := knownMethod(r.Method)
-		rec := &record{t: t}
+		var rec *record
+		if t.tracing {
+			tr := &tracedRecord{}
+			rec = &tr.record
+			rec.spanAttrs = &tr.attrs
+		} else {
+			rec = &record{}
+		}
+		rec.t = t
 		rec.w.ResponseWriter = w
 		id := r.Header.Get(RequestIDHeader)
 		if !ValidRequestID(id) || len(r.Header[RequestIDHeader]) > 1 {
@@ -413,15 +439,15 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		ctx := r.Context()
 		if t.tracing {
 			ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
-			ctx, rec.span = t.tracer.Start(ctx, method, t.serverStart[method]...)
+			ctx, _ = t.tracer.Start(ctx, method, t.serverStart[method]...)
 		} else if t.log != nil {
 			// No span of its own: the access log names the caller's trace
 			// (traceparent), and calls made below carry it on.
 			ctx = t.prop.Extract(ctx, headerCarrier(r.Header))
 		}
-		ctx = context.WithValue(ctx, recordKey{}, rec)
+		rec.Context = ctx
 		sw := &rec.w
-		inner := r.WithContext(ctx)
+		inner := r.WithContext(rec)
 		rec.req = inner
 		defer func() {
 			p := recover()
@@ -432,7 +458,7 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			// the request it was given: the route of handlers that do
 			// not report one (a health check, an event stream).
 			rec.setPattern(inner.Pattern)
-			t.finish(ctx, rec, method, sw.code(), time.Since(start))
+			t.finish(rec, method, sw.code(), time.Since(start))
 			if p != nil {
 				panic(p)
 			}
@@ -470,7 +496,8 @@ func (h headerCarrier) Keys() []string { return propagation.HeaderCarrier(h).Key
 
 // finish ends the server span, records the duration and writes the
 // access log line.
-func (t *Telemetry) finish(ctx context.Context, rec *record, method string, status int, d time.Duration) {
+func (t *Telemetry) finish(rec *record, method string, status int, d time.Duration) {
+	var ctx context.Context = rec
 	rec.mu.Lock()
 	route, op, table, kind, source, reason, subject := rec.route, rec.operation, rec.table, rec.kind, rec.source, rec.reason, rec.subject
 	rec.mu.Unlock()
@@ -481,10 +508,13 @@ func (t *Telemetry) finish(ctx context.Context, rec *record, method string, stat
 	if t.tracing || t.duration != nil {
 		ra = t.requestAttrsFor(requestKey{method: method, route: route, op: op, table: table, kind: kind, source: source, reason: reason, status: status})
 	}
+	// The server span, or without tracing the caller's trace (or a span
+	// of a layer above): what the line and an exemplar name.
+	sp := trace.SpanFromContext(rec.Context)
+	sc := sp.SpanContext()
 	if t.tracing {
-		sp := rec.span
 		sp.SetName(ra.name)
-		a := append(append(rec.attrs[:0], ra.span...), AttrRequestID.String(rec.id))
+		a := append(append(rec.spanAttrs[:0], ra.span...), AttrRequestID.String(rec.id))
 		sp.SetAttributes(a...)
 		if status >= 500 {
 			sp.SetStatus(codes.Error, "")
@@ -492,37 +522,46 @@ func (t *Telemetry) finish(ctx context.Context, rec *record, method string, stat
 		sp.End()
 	}
 	if t.duration != nil {
-		t.duration.Record(ctx, d.Seconds(), ra.record...)
+		// The context only names the span an exemplar links to: without
+		// one, an empty context spares the SDK's exemplar filter a walk
+		// up the request's context.
+		mctx := context.Background()
+		if sc.IsValid() {
+			mctx = ctx
+		}
+		t.duration.Record(mctx, d.Seconds(), ra.record...)
 	}
 	if t.log != nil {
-		attrs := make([]slog.Attr, 0, 10)
-		attrs = append(attrs, slog.String("method", method), slog.String("route", route), slog.Int("status", status),
-			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.String("request_id", rec.id),
-			slog.String("caller_kind", kind))
-		cause := ""
+		line := AccessLine{Time: time.Now(), Method: method, Route: route, Status: status, DurationMS: float64(d.Microseconds()) / 1000,
+			RequestID: rec.id, CallerKind: kind, Operation: op, Table: table, Subject: subject}
 		if kind == "invalid" {
-			cause, subject = subject, ""
+			line.Subject = ""
+			if subject != "" { // the cause, see record.subject
+				line.CallerReason, line.CallerCause = reason, subject
+			}
 		}
-		if cause != "" {
-			attrs = append(attrs, slog.String("caller_reason", reason), slog.String("caller_cause", cause))
+		if sc.IsValid() {
+			line.TraceID = sc.TraceID().String()
 		}
-		if op != "" {
-			attrs = append(attrs, slog.String("operation", op), slog.String("table", table))
-		}
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
-		}
-		if subject != "" {
-			attrs = append(attrs, slog.String("subject", subject))
-		}
-		// What Logger.LogAttrs does, without the caller's program counter
-		// (runtime.Callers, about a third of a line's cost): the line
-		// has no source worth naming.
-		if h, lctx := t.log.Handler(), context.WithoutCancel(ctx); h.Enabled(lctx, slog.LevelInfo) {
-			r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-			r.AddAttrs(attrs...)
-			_ = h.Handle(lctx, r)
-		}
+		t.writeLine(ctx, &line)
+	}
+}
+
+// writeLine writes l to the access log: to an [AccessLineHandler] as it
+// is, to any other handler as a record, as Logger.LogAttrs does but
+// without the caller's program counter (runtime.Callers, about a third
+// of a line's cost): the line has no source worth naming.
+func (t *Telemetry) writeLine(ctx context.Context, l *AccessLine) {
+	h := t.log.Handler()
+	if lh, ok := h.(AccessLineHandler); ok {
+		_ = lh.HandleAccessLine(*l)
+		return
+	}
+	if lctx := context.WithoutCancel(ctx); h.Enabled(lctx, slog.LevelInfo) {
+		var buf [10]slog.Attr
+		r := slog.NewRecord(l.Time, slog.LevelInfo, "request", 0)
+		r.AddAttrs(l.AppendAttrs(buf[:0])...)
+		_ = h.Handle(lctx, r)
 	}
 }
 

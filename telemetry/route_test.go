@@ -384,13 +384,17 @@ func TestObserveMemoSizeStops(t *testing.T) {
 	}
 }
 
-// TestRecordSize: a request allocates one record, in the 768-byte size
-// class while it is at most 760 bytes (an object over 512 bytes that
-// holds pointers carries an 8-byte header); past that, in the next class
-// (896), which every request would pay.
+// TestRecordSize: a request allocates one record, in the 256-byte size
+// class while it is at most 256 bytes; with tracing on, one tracedRecord,
+// in the 768-byte class while it is at most 760 bytes (an object over 512
+// bytes that holds pointers carries an 8-byte header). Past them, in the
+// next class (288, 896), which every request would pay.
 func TestRecordSize(t *testing.T) {
-	if n := unsafe.Sizeof(record{}); n > 760 {
-		t.Errorf("record is %d bytes, over 760", n)
+	if n := unsafe.Sizeof(record{}); n > 256 {
+		t.Errorf("record is %d bytes, over 256", n)
+	}
+	if n := unsafe.Sizeof(tracedRecord{}); n > 760 {
+		t.Errorf("tracedRecord is %d bytes, over 760", n)
 	}
 }
 
