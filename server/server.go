@@ -218,6 +218,9 @@ func (s *Server) buildHandler(ctx context.Context, authServer string, flows *aut
 		}
 		app = problemFallback(inner)
 	}
+	// mux holds "/" (the app) and literal paths only, and every path
+	// registered on it must be in literal below: skipCatchAll sends any
+	// other clean path straight to the app, past the mux.
 	mux := http.NewServeMux()
 	health(mux, s.pool, s.rv)
 	if cfg.CORS != nil {
