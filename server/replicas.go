@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tablegate/tablegate/db"
 	"github.com/tablegate/tablegate/internal/pgconnect"
 	"github.com/tablegate/tablegate/telemetry"
 )
@@ -55,19 +54,11 @@ func connectReplicas(ctx context.Context, out io.Writer, urls []string, maxConns
 		}
 	}
 	for i, u := range urls {
-		cfg, err := pgxpool.ParseConfig(u)
+		cfg, err := pgconnect.Config(u, maxConns, tel)
 		if err != nil {
 			closeAll()
-			return nil, usagef("read replica %d: invalid database URL: %v", i+1, pgconnect.Redact(err))
+			return nil, usagef("read replica %d: %v", i+1, err)
 		}
-		db.ConfigurePool(cfg)
-		switch {
-		case maxConns > 0:
-			cfg.MaxConns = maxConns
-		case !strings.Contains(u, "pool_max_conns"):
-			cfg.MaxConns = db.DefaultMaxConns()
-		}
-		db.Instrument(cfg, tel)
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			closeAll()

@@ -26,18 +26,10 @@ var ErrInvalidURL = errors.New("invalid database URL")
 // pool_max_conns, else db.DefaultMaxConns(). tel instruments the pool: a
 // span per round trip and the pool's metrics (nil: none).
 func Pool(ctx context.Context, url string, maxConns int32, tel *telemetry.Telemetry) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := Config(url, maxConns, tel)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidURL, Redact(err))
+		return nil, err
 	}
-	db.ConfigurePool(cfg)
-	switch {
-	case maxConns > 0:
-		cfg.MaxConns = maxConns
-	case !strings.Contains(url, "pool_max_conns"):
-		cfg.MaxConns = db.DefaultMaxConns()
-	}
-	db.Instrument(cfg, tel)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectError(err, cfg)
@@ -53,6 +45,26 @@ func Pool(ctx context.Context, url string, maxConns int32, tel *telemetry.Teleme
 		return nil, connectError(err, cfg)
 	}
 	return pool, nil
+}
+
+// Config is the pool configuration Pool opens: url with tablegate's pool
+// defaults, sized maxConns, else by the URL's pool_max_conns, else
+// db.DefaultMaxConns(), and instrumented by tel (nil: not). A URL that
+// does not parse fails with [ErrInvalidURL], without quoting it.
+func Config(url string, maxConns int32, tel *telemetry.Telemetry) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidURL, Redact(err))
+	}
+	db.ConfigurePool(cfg)
+	switch {
+	case maxConns > 0:
+		cfg.MaxConns = maxConns
+	case !strings.Contains(url, "pool_max_conns"):
+		cfg.MaxConns = db.DefaultMaxConns()
+	}
+	db.Instrument(cfg, tel)
+	return cfg, nil
 }
 
 // connectError says why the pool of cfg could not connect and what to do
