@@ -76,6 +76,15 @@ type foreignKey struct {
 	cols, refCols []string
 }
 
+// foreignKeysSQL reads foreign keys (name, table, referenced table, their
+// columns in order); the callers add which ones and the order.
+const foreignKeysSQL = `select c.conname, ns.nspname || '.' || cs.relname, nt.nspname || '.' || ct.relname,
+	  array(select a.attname::text from unnest(c.conkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n order by k.o),
+	  array(select a.attname::text from unnest(c.confkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.confrelid and a.attnum = k.n order by k.o)
+	from pg_constraint c
+	join pg_class cs on cs.oid = c.conrelid join pg_namespace ns on ns.oid = cs.relnamespace
+	join pg_class ct on ct.oid = c.confrelid join pg_namespace nt on nt.oid = ct.relnamespace`
+
 func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*catalogue, error) {
 	c := &catalogue{rels: map[string]*relation{}, funcs: map[string][]*function{}}
 	rows, err := pool.Query(ctx, `select n.nspname, c.relname, c.relkind::text, c.relrowsecurity,
@@ -112,12 +121,7 @@ func loadCatalogue(ctx context.Context, pool *pgxpool.Pool, schemas []string) (*
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("dataapi: read tables: %w", err)
 	}
-	krows, err := pool.Query(ctx, `select c.conname, ns.nspname || '.' || cs.relname, nt.nspname || '.' || ct.relname,
-	  array(select a.attname::text from unnest(c.conkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n order by k.o),
-	  array(select a.attname::text from unnest(c.confkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.confrelid and a.attnum = k.n order by k.o)
-	from pg_constraint c
-	join pg_class cs on cs.oid = c.conrelid join pg_namespace ns on ns.oid = cs.relnamespace
-	join pg_class ct on ct.oid = c.confrelid join pg_namespace nt on nt.oid = ct.relnamespace
+	krows, err := pool.Query(ctx, foreignKeysSQL+`
 	where c.contype = 'f' and ns.nspname = any($1) and nt.nspname = any($1)
 	order by c.conname`, schemas)
 	if err != nil {
@@ -364,12 +368,7 @@ func (c *catalogue) viewKeys(ctx context.Context, pool *pgxpool.Pool, schemas []
 	}
 	// The foreign keys of base tables outside the exposed schemas.
 	if len(stubs) > 0 {
-		krows, err := pool.Query(ctx, `select c.conname, ns.nspname || '.' || cs.relname, nt.nspname || '.' || ct.relname,
-		  array(select a.attname::text from unnest(c.conkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.n order by k.o),
-		  array(select a.attname::text from unnest(c.confkey) with ordinality k(n, o) join pg_attribute a on a.attrelid = c.confrelid and a.attnum = k.n order by k.o)
-		from pg_constraint c
-		join pg_class cs on cs.oid = c.conrelid join pg_namespace ns on ns.oid = cs.relnamespace
-		join pg_class ct on ct.oid = c.confrelid join pg_namespace nt on nt.oid = ct.relnamespace
+		krows, err := pool.Query(ctx, foreignKeysSQL+`
 		where c.contype = 'f' and (c.conrelid = any($2) or c.confrelid = any($2))
 		  and not (ns.nspname = any($1) and nt.nspname = any($1))
 		order by c.conname`, schemas, oids)
